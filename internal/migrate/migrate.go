@@ -1,0 +1,111 @@
+package migrate
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	sqlfiles "github.com/iu-core/event-worker/sql"
+)
+
+// Migrator runs the embedded migrations against one database.
+type Migrator struct {
+	db       *sql.DB
+	provider *goose.Provider
+}
+
+// Open connects to dsn and prepares a goose Provider with a session locker.
+// Close releases the connection.
+func Open(dsn string) (*Migrator, error) {
+	cfg, err := pgxConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db := stdlib.OpenDB(*cfg)
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("creating goose session locker: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlfiles.Migrations(), goose.WithSessionLocker(locker))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("creating goose provider: %w", err)
+	}
+	return &Migrator{db: db, provider: p}, nil
+}
+
+// Close closes the database handle.
+func (m *Migrator) Close() error { return m.db.Close() }
+
+// Up applies every pending migration and returns the versions applied.
+func (m *Migrator) Up(ctx context.Context) ([]*goose.MigrationResult, error) {
+	res, err := m.provider.Up(ctx)
+	if err != nil {
+		return res, fmt.Errorf("migrating up: %w", err)
+	}
+	return res, nil
+}
+
+// Down rolls back the most recent migration.
+func (m *Migrator) Down(ctx context.Context) (*goose.MigrationResult, error) {
+	res, err := m.provider.Down(ctx)
+	if err != nil {
+		return res, fmt.Errorf("migrating down: %w", err)
+	}
+	return res, nil
+}
+
+// DownTo rolls back to version (0 undoes everything).
+func (m *Migrator) DownTo(ctx context.Context, version int64) ([]*goose.MigrationResult, error) {
+	res, err := m.provider.DownTo(ctx, version)
+	if err != nil {
+		return res, fmt.Errorf("migrating down to %d: %w", version, err)
+	}
+	return res, nil
+}
+
+// Status lists every known migration and whether it is applied.
+func (m *Migrator) Status(ctx context.Context) ([]*goose.MigrationStatus, error) {
+	st, err := m.provider.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading migration status: %w", err)
+	}
+	return st, nil
+}
+
+// Version returns the current database version (0 when nothing is applied).
+func (m *Migrator) Version(ctx context.Context) (int64, error) {
+	v, err := m.provider.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading database version: %w", err)
+	}
+	return v, nil
+}
+
+// Up is a convenience: open, migrate up, close.
+func Up(ctx context.Context, dsn string) error {
+	m, err := Open(dsn)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	_, err = m.Up(ctx)
+	return err
+}
+
+func pgxConfig(dsn string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parsing database url: %w", err)
+	}
+	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = "iu-runner-migrate"
+	}
+	return cfg, nil
+}

@@ -1,0 +1,32 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Ctx returns a context cancelled when t ends, bounded well inside the go test timeout.
+func Ctx(t testing.TB) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// RequireSQLState fails t unless err is a PostgreSQL error with the given SQLSTATE, and
+// returns it for checks of message and hint.
+func RequireSQLState(t testing.TB, err error, code string) *pgconn.PgError {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		t.Fatalf("want SQLSTATE %s, got %v", code, err)
+	}
+	if pgErr.Code != code {
+		t.Fatalf("want SQLSTATE %s, got %s: %s (hint: %s)", code, pgErr.Code, pgErr.Message, pgErr.Hint)
+	}
+	return pgErr
+}

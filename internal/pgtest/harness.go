@@ -1,0 +1,217 @@
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/iu-core/event-worker/internal/migrate"
+)
+
+// Harness owns a server and a migrated template database, and clones test databases.
+type Harness struct {
+	Server   *Server
+	template string
+	prefix   string
+	seq      atomic.Int64
+	mu       sync.Mutex // CREATE DATABASE ... TEMPLATE: one clone at a time keeps it simple
+}
+
+// NewHarness starts (or finds) a server and migrates a fresh template database on it.
+func NewHarness(ctx context.Context, opts Options) (*Harness, error) {
+	srv, err := Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	h := &Harness{Server: srv, prefix: fmt.Sprintf("iu_t%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)}
+	h.template = h.prefix + "_tpl"
+	if err := h.exec(ctx, "CREATE DATABASE "+pgx.Identifier{h.template}.Sanitize()); err != nil {
+		srv.Stop(ctx)
+		return nil, fmt.Errorf("creating template database: %w", err)
+	}
+	if err := migrate.Up(ctx, srv.DBURL(h.template)); err != nil {
+		h.Close(ctx)
+		return nil, fmt.Errorf("migrating template database: %w", err)
+	}
+	return h, nil
+}
+
+// Close drops the template and stops the server.
+func (h *Harness) Close(ctx context.Context) {
+	_ = h.exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{h.template}.Sanitize()+" WITH (FORCE)")
+	_ = h.Server.Stop(ctx)
+}
+
+// CreateDB clones the template into a new database and returns its name.
+// emptyDB makes a database without migrations (for migration tests).
+func (h *Harness) CreateDB(ctx context.Context, migrated bool) (string, error) {
+	name := fmt.Sprintf("%s_%d", h.prefix, h.seq.Add(1))
+	stmt := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if migrated {
+		stmt += " TEMPLATE " + pgx.Identifier{h.template}.Sanitize()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.exec(ctx, stmt); err != nil {
+		return "", fmt.Errorf("creating database %s: %w", name, err)
+	}
+	return name, nil
+}
+
+// DropDB drops a database, terminating its sessions.
+func (h *Harness) DropDB(ctx context.Context, name string) error {
+	return h.exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+}
+
+func (h *Harness) exec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, h.Server.AdminURL)
+	if err != nil {
+		return fmt.Errorf("connecting to %s server: %w", h.Server.Kind, err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// DB is one test's database.
+type DB struct {
+	Name string
+	URL  string
+	Pool *pgxpool.Pool
+	h    *Harness
+}
+
+// Harness returns the harness the database belongs to (for server-level operations).
+func (d *DB) Harness() *Harness { return d.h }
+
+// Conn opens a dedicated connection (a separate session), closed at test end.
+func (d *DB) Conn(t testing.TB) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, d.URL)
+	if err != nil {
+		t.Fatalf("pgtest: connecting to %s: %v", d.Name, err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// Exec runs statements on the pool and fails the test on error.
+func (d *DB) Exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	if _, err := d.Pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("pgtest: exec %q: %v", abbreviate(sql), err)
+	}
+}
+
+// QueryRow scans one row and fails the test on error.
+func (d *DB) QueryRow(t testing.TB, sql string, args []any, dest ...any) {
+	t.Helper()
+	if err := d.Pool.QueryRow(context.Background(), sql, args...).Scan(dest...); err != nil {
+		t.Fatalf("pgtest: query %q: %v", abbreviate(sql), err)
+	}
+}
+
+func abbreviate(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+// NewDBOn creates a database on h for t, dropped when t ends.
+func (h *Harness) NewDBOn(t testing.TB, migrated bool) *DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name, err := h.CreateDB(ctx, migrated)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	url := h.Server.DBURL(name)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgtest: connecting to %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
+		defer dcancel()
+		if err := h.DropDB(dctx, name); err != nil {
+			t.Logf("pgtest: dropping %s: %v", name, err)
+		}
+	})
+	return &DB{Name: name, URL: url, Pool: pool, h: h}
+}
+
+// current is the harness of this test process, set by Main. Test helpers reach it through
+// NewDB so a test body stays one line; it is the only package-level state and exists only
+// in test binaries.
+var current *Harness
+
+// Main starts the harness, runs the tests and stops the harness. Use it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func Main(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	h, err := NewHarness(ctx, Options{})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		if os.Getenv("CI") != "" {
+			fmt.Fprintln(os.Stderr, "pgtest: CI is set, so a missing database is a failure, not a skip")
+			return 1
+		}
+		noServer = err
+		return m.Run() // every NewDB call skips with the reason
+	}
+	current = h
+	code := m.Run()
+	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+	h.Close(sctx)
+	scancel()
+	return code
+}
+
+var noServer error
+
+// Current returns the process harness (nil before Main).
+func Current() *Harness { return current }
+
+// NewDB gives t its own migrated database.
+func NewDB(t testing.TB) *DB {
+	t.Helper()
+	return harnessFor(t).NewDBOn(t, true)
+}
+
+// NewEmptyDB gives t its own database with no migrations applied.
+func NewEmptyDB(t testing.TB) *DB {
+	t.Helper()
+	return harnessFor(t).NewDBOn(t, false)
+}
+
+func harnessFor(t testing.TB) *Harness {
+	t.Helper()
+	if current == nil {
+		if noServer != nil {
+			t.Skipf("no PostgreSQL (outside CI): %v", noServer)
+		}
+		t.Fatal("pgtest: harness not started: call pgtest.Main from TestMain")
+	}
+	return current
+}

@@ -1,0 +1,277 @@
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+)
+
+// Kind says where a Server came from.
+type Kind string
+
+const (
+	KindEnv       Kind = "TEST_DATABASE_URL"
+	KindContainer Kind = "testcontainers"
+	KindLocal     Kind = "local-binaries"
+)
+
+// Server is a running PostgreSQL the harness may create databases on.
+type Server struct {
+	Kind Kind
+	// AdminURL connects to a maintenance database with a role that may create databases.
+	AdminURL string
+
+	stop    func(context.Context) error
+	restart func(context.Context) error // nil unless Kind == KindLocal
+}
+
+// Stop stops what Start started (nothing for KindEnv).
+func (s *Server) Stop(ctx context.Context) error {
+	if s.stop == nil {
+		return nil
+	}
+	return s.stop(ctx)
+}
+
+// CanRestart reports whether Restart is available (only for a local cluster).
+func (s *Server) CanRestart() bool { return s.restart != nil }
+
+// Restart stops and starts the server (fast shutdown), for tests of reconnect behaviour.
+func (s *Server) Restart(ctx context.Context) error {
+	if s.restart == nil {
+		return fmt.Errorf("pgtest: restart is only supported for a %s server, this one is %s", KindLocal, s.Kind)
+	}
+	return s.restart(ctx)
+}
+
+// DBURL returns AdminURL pointed at another database.
+func (s *Server) DBURL(dbname string) string { return withDatabase(s.AdminURL, dbname) }
+
+// ErrNoServer means no PostgreSQL could be found or started.
+var ErrNoServer = errors.New("pgtest: no PostgreSQL available")
+
+// Options tune Start; the zero value is what the test suites use.
+type Options struct {
+	// Env looks up environment variables (default os.Getenv); tests of the harness
+	// itself swap it to prove the order of sources.
+	Env func(string) string
+	// SkipContainer disables the testcontainers source.
+	SkipContainer bool
+}
+
+// Start finds or starts a server, in the order described in the package doc.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	env := opts.Env
+	if env == nil {
+		env = os.Getenv
+	}
+	if u := env("TEST_DATABASE_URL"); u != "" {
+		return &Server{Kind: KindEnv, AdminURL: u}, nil
+	}
+	var reasons []string
+	if !opts.SkipContainer {
+		s, err := startContainer(ctx)
+		if err == nil {
+			return s, nil
+		}
+		reasons = append(reasons, "testcontainers: "+err.Error())
+	}
+	s, err := StartLocal(ctx)
+	if err == nil {
+		return s, nil
+	}
+	reasons = append(reasons, "local binaries: "+err.Error())
+	return nil, fmt.Errorf("%w (set TEST_DATABASE_URL, start a Docker daemon, or install the PostgreSQL server binaries, e.g. apt-get install postgresql):\n  %s",
+		ErrNoServer, strings.Join(reasons, "\n  "))
+}
+
+func startContainer(ctx context.Context) (*Server, error) {
+	if os.Getenv("DOCKER_HOST") == "" {
+		if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+			return nil, errors.New("no DOCKER_HOST and no /var/run/docker.sock")
+		}
+	}
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return nil, fmt.Errorf("creating docker provider: %w", err)
+	}
+	if err := p.Health(hctx); err != nil {
+		return nil, fmt.Errorf("docker daemon does not answer: %w", err)
+	}
+	c, err := tcpostgres.Run(ctx, "postgres:15-alpine",
+		tcpostgres.WithDatabase("postgres"),
+		tcpostgres.WithUsername("postgres"),
+		tcpostgres.WithPassword("postgres"),
+		tcpostgres.BasicWaitStrategies(),
+		testcontainers.WithCmdArgs("-c", "fsync=off", "-c", "max_connections=300"),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("starting postgres container: %w", err)
+	}
+	u, err := c.ConnectionString(ctx, "sslmode=disable")
+	if err != nil {
+		_ = testcontainers.TerminateContainer(c)
+		return nil, fmt.Errorf("reading container connection string: %w", err)
+	}
+	return &Server{
+		Kind:     KindContainer,
+		AdminURL: u,
+		stop:     func(context.Context) error { return testcontainers.TerminateContainer(c) },
+	}, nil
+}
+
+// StartLocal starts a throwaway cluster from the local PostgreSQL binaries.
+func StartLocal(ctx context.Context) (*Server, error) {
+	bindir, err := findBinDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "iu-pgtest-")
+	if err != nil {
+		return nil, fmt.Errorf("creating temp dir: %w", err)
+	}
+	run, err := runAsFor(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	logf := filepath.Join(dir, "postgres.log")
+	const port = 5432 // the socket lives in our own dir, so the port only names the file
+	if out, err := run(ctx, filepath.Join(bindir, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
+		"-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %w: %s", err, out)
+	}
+	opts := strings.Join([]string{
+		"-k " + dir, "-p " + strconv.Itoa(port), "-c listen_addresses=''",
+		"-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
+		"-c max_connections=300", "-c shared_buffers=256MB",
+	}, " ")
+	pgctl := filepath.Join(bindir, "pg_ctl")
+	start := func(ctx context.Context) error {
+		if out, err := run(ctx, pgctl, "-D", data, "-l", logf, "-w", "-t", "60", "-o", opts, "start"); err != nil {
+			log, _ := os.ReadFile(logf)
+			return fmt.Errorf("pg_ctl start: %w: %s\n%s", err, out, tail(log, 2000))
+		}
+		return nil
+	}
+	stop := func(ctx context.Context, mode string) error {
+		if out, err := run(ctx, pgctl, "-D", data, "-m", mode, "-w", "stop"); err != nil {
+			return fmt.Errorf("pg_ctl stop: %w: %s", err, out)
+		}
+		return nil
+	}
+	if err := start(ctx); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	u := &url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/postgres",
+		RawQuery: url.Values{"host": {dir}, "port": {strconv.Itoa(port)}, "sslmode": {"disable"}}.Encode()}
+	return &Server{
+		Kind:     KindLocal,
+		AdminURL: u.String(),
+		stop: func(ctx context.Context) error {
+			err := stop(ctx, "immediate")
+			os.RemoveAll(dir)
+			return err
+		},
+		restart: func(ctx context.Context) error {
+			if err := stop(ctx, "fast"); err != nil {
+				return err
+			}
+			return start(ctx)
+		},
+	}, nil
+}
+
+// findBinDir locates initdb and pg_ctl: PATH, then pg_config --bindir, then Debian's layout.
+func findBinDir() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		dir := filepath.Dir(p)
+		if _, err := os.Stat(filepath.Join(dir, "pg_ctl")); err == nil {
+			return dir, nil
+		}
+	}
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		dir := strings.TrimSpace(string(out))
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(matches) > 0 {
+		return filepath.Dir(matches[len(matches)-1]), nil
+	}
+	return "", errors.New("initdb not found on PATH, via pg_config --bindir, or under /usr/lib/postgresql/*/bin")
+}
+
+type runner func(ctx context.Context, name string, args ...string) (string, error)
+
+// runAsFor returns a command runner. PostgreSQL refuses to run as root, so as root the
+// commands run as the postgres OS user and dir is handed over to it.
+func runAsFor(dir string) (runner, error) {
+	plain := func(ctx context.Context, name string, args ...string) (string, error) {
+		var buf bytes.Buffer
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		err := cmd.Run()
+		return buf.String(), err
+	}
+	if os.Geteuid() != 0 {
+		return plain, nil
+	}
+	pg, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, errors.New("running as root and there is no postgres OS user to run the cluster as")
+	}
+	uid, _ := strconv.Atoi(pg.Uid)
+	gid, _ := strconv.Atoi(pg.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return nil, fmt.Errorf("handing %s to postgres: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	runuser, err := exec.LookPath("runuser")
+	if err != nil {
+		return nil, errors.New("running as root and runuser is not installed (util-linux)")
+	}
+	return func(ctx context.Context, name string, args ...string) (string, error) {
+		return plain(ctx, runuser, append([]string{"-u", "postgres", "--", name}, args...)...)
+	}, nil
+}
+
+func withDatabase(rawURL, dbname string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		// keyword=value form
+		return rawURL + " dbname=" + dbname
+	}
+	u.Path = "/" + dbname
+	return u.String()
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}

@@ -1,0 +1,30 @@
+// Package sqlfiles embeds the iu-core SQL: the goose migrations (iu-core/*.sql) and the
+// operator runtime scripts (iu-core/runtime/*.sql), so the iu-runner binary and the tests
+// apply exactly the files the plain goose CLI applies.
+package sqlfiles
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed iu-core/*.sql iu-core/runtime
+var files embed.FS
+
+// Migrations returns the goose migrations, rooted so that "001_event_outbox.sql" is at the top.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(files, "iu-core")
+	if err != nil {
+		panic(err) // the path is a compile-time constant of the embed above
+	}
+	return sub
+}
+
+// Runtime returns the operator runtime scripts (060 activate, 070 verify, 080 disable).
+func Runtime() fs.FS {
+	sub, err := fs.Sub(files, "iu-core/runtime")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}

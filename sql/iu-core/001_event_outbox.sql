@@ -1,0 +1,119 @@
+-- 001_event_outbox.sql
+--
+-- Adds the shared, append-only event log every consumer reads, and the payload-hygiene
+-- helpers the whole package uses.
+--
+-- Why a txid column: consumers keep their own position (the log has no delivery state).
+-- A keyset on (created_at, id) skips rows that commit late, and an xmin cut-off stalls
+-- every consumer behind any long transaction. Recording the inserting top-level
+-- transaction id lets a consumer read "what became visible since my last snapshot"
+-- (PgQ's snapshot-difference batching, see 009), so only a slow transaction's own rows wait.
+--
+-- Payload hygiene: no stored or signalled payload may carry a denylisted key at any
+-- depth (objects nested in objects or inside arrays too). The check is one jsonpath
+-- existence test, so it is cheap on the insert path; the key list lives in one place.
+
+-- +goose Up
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_payload_is_clean(p_payload jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- `.**` visits every level (objects and array elements); in lax mode a member
+    -- accessor on an array looks inside its elements, so a key anywhere is found.
+    SELECT p_payload IS NULL OR NOT (p_payload @? '$.** ? (exists(@."body") || exists(@."content")
+        || exists(@."raw") || exists(@."vector") || exists(@."embedding") || exists(@."secret")
+        || exists(@."token") || exists(@."password") || exists(@."ssn") || exists(@."personal_data"))')
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_payload_denied_paths(p_payload jsonb)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- The slow, explanatory twin of fn_iu_payload_is_clean: used only to build error
+    -- messages, so an operator sees where the offending key sits ($.a[2].token).
+    WITH RECURSIVE walk(path, value) AS (
+        SELECT '$'::text, p_payload
+        UNION ALL
+        SELECT w.path || CASE WHEN jsonb_typeof(w.value) = 'object' THEN '.' || e.key ELSE '[' || e.key || ']' END,
+               e.value
+          FROM walk w
+          CROSS JOIN LATERAL (
+                SELECT o.key, o.value FROM jsonb_each(CASE WHEN jsonb_typeof(w.value) = 'object' THEN w.value END) o
+                UNION ALL
+                SELECT (a.ord - 1)::text, a.value
+                  FROM jsonb_array_elements(CASE WHEN jsonb_typeof(w.value) = 'array' THEN w.value END)
+                       WITH ORDINALITY a(value, ord)
+          ) e
+    )
+    SELECT coalesce(array_agg(path ORDER BY path), '{}')
+      FROM walk
+     WHERE path <> '$'
+       AND regexp_replace(path, '^.*[.]', '') IN ('body','content','raw','vector','embedding',
+                                                   'secret','token','password','ssn','personal_data')
+$$;
+-- +goose StatementEnd
+
+CREATE TABLE event_outbox (
+    id                  uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+    event_domain        text        NOT NULL CHECK (event_domain <> ''),
+    event_type          text        NOT NULL CHECK (event_type <> ''),
+    event_stream        text        NOT NULL CHECK (event_stream <> ''),
+    delivery_lane       text        NOT NULL DEFAULT 'standard'
+                        CHECK (delivery_lane IN ('immediate', 'standard', 'batch')),
+    event_severity      text        NOT NULL DEFAULT 'info'
+                        CHECK (event_severity IN ('debug', 'info', 'warning', 'critical')),
+    event_subject_table text,
+    event_subject_ref   text,
+    safe_payload        jsonb       NOT NULL DEFAULT '{}'::jsonb,
+    occurred_at         timestamptz NOT NULL DEFAULT now(),
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    -- The inserting top-level transaction (pg_current_xact_id() is never a subxact id).
+    txid                xid8        NOT NULL DEFAULT pg_current_xact_id(),
+    CONSTRAINT event_outbox_safe_payload_object CHECK (jsonb_typeof(safe_payload) = 'object'),
+    CONSTRAINT event_outbox_safe_payload_hygiene CHECK (fn_iu_payload_is_clean(safe_payload))
+);
+
+COMMENT ON TABLE event_outbox IS
+    'Shared append-only event log. UPDATE, DELETE and TRUNCATE are rejected. Consumers keep their own cursor.';
+COMMENT ON COLUMN event_outbox.txid IS
+    'Top-level transaction that inserted the row; consumers batch by snapshot difference over it.';
+
+-- The consumers' claim index: one domain, a txid range, paged by (txid, id).
+CREATE INDEX event_outbox_domain_txid_idx ON event_outbox (event_domain, txid, id);
+-- The stale-check looks up the latest alert per executor.
+CREATE INDEX event_outbox_subject_idx ON event_outbox (event_domain, event_type, event_subject_ref, created_at)
+    WHERE event_subject_ref IS NOT NULL;
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_event_outbox_append_only()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RAISE EXCEPTION 'fn_iu_event_outbox_append_only: event_outbox is append-only: % rejected', TG_OP
+        USING ERRCODE = 'IU001',
+              HINT = 'Emit a new event (fn_iu_emit_event) instead of changing or removing one.';
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER trg_event_outbox_append_only
+    BEFORE UPDATE OR DELETE ON event_outbox
+    FOR EACH ROW EXECUTE FUNCTION fn_iu_event_outbox_append_only();
+CREATE TRIGGER trg_event_outbox_no_truncate
+    BEFORE TRUNCATE ON event_outbox
+    FOR EACH STATEMENT EXECUTE FUNCTION fn_iu_event_outbox_append_only();
+
+REVOKE ALL ON FUNCTION fn_iu_payload_is_clean(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_payload_denied_paths(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_event_outbox_append_only() FROM PUBLIC;
+
+-- +goose Down
+DROP TABLE event_outbox;
+DROP FUNCTION fn_iu_event_outbox_append_only();
+DROP FUNCTION fn_iu_payload_denied_paths(jsonb);
+DROP FUNCTION fn_iu_payload_is_clean(jsonb);

@@ -1,0 +1,55 @@
+-- 002_iu_route_attempt.sql
+--
+-- Adds the per-event audit sink of the route worker: exactly one row per event and route
+-- decision (attempt_no 1), plus one more per replay (attempt_no 2, 3, ...).
+--
+-- UNIQUE (idempotency_key, attempt_no) is the second idempotency layer: a re-scan after a
+-- cursor reset writes nothing twice (ON CONFLICT DO NOTHING). Audit rows are never
+-- changed or removed, so UPDATE, DELETE and TRUNCATE are rejected.
+
+-- +goose Up
+CREATE TABLE iu_route_attempt (
+    id              bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event_ref       uuid        NOT NULL,
+    worker_name     text,
+    route_key       text,
+    route_kind      text,
+    status          text        NOT NULL
+                    CHECK (status IN ('dry_run', 'disabled', 'skipped', 'failed', 'sent')),
+    idempotency_key text        NOT NULL,
+    attempt_no      integer     NOT NULL DEFAULT 1 CHECK (attempt_no > 0),
+    detail          jsonb       NOT NULL DEFAULT '{}'::jsonb,
+    error_code      text,
+    error_message   text,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT iu_route_attempt_key_attempt_uq UNIQUE (idempotency_key, attempt_no)
+);
+
+COMMENT ON TABLE iu_route_attempt IS
+    'Route worker audit: one row per event decision (attempt_no 1) and per replay. Never changed or removed.';
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_attempt_immutable()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RAISE EXCEPTION 'fn_iu_route_attempt_immutable: iu_route_attempt is an audit log: % rejected', TG_OP
+        USING ERRCODE = 'IU001',
+              HINT = 'Audit rows are never changed or removed; a replay writes a new attempt.';
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER trg_iu_route_attempt_immutable
+    BEFORE UPDATE OR DELETE ON iu_route_attempt
+    FOR EACH ROW EXECUTE FUNCTION fn_iu_route_attempt_immutable();
+CREATE TRIGGER trg_iu_route_attempt_no_truncate
+    BEFORE TRUNCATE ON iu_route_attempt
+    FOR EACH STATEMENT EXECUTE FUNCTION fn_iu_route_attempt_immutable();
+
+REVOKE ALL ON FUNCTION fn_iu_route_attempt_immutable() FROM PUBLIC;
+
+-- +goose Down
+DROP TABLE iu_route_attempt;
+DROP FUNCTION fn_iu_route_attempt_immutable();

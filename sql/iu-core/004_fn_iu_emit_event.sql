@@ -1,0 +1,75 @@
+-- 004_fn_iu_emit_event.sql
+--
+-- Adds fn_iu_emit_event, the one sanctioned writer of event_outbox. It validates every
+-- argument up front so a caller gets a clear, function-prefixed error with the right
+-- SQLSTATE instead of a bare constraint violation.
+
+-- +goose Up
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_emit_event(
+    p_event_domain        text,
+    p_event_type          text,
+    p_event_stream        text,
+    p_delivery_lane       text  DEFAULT 'standard',
+    p_event_severity      text  DEFAULT 'info',
+    p_event_subject_table text  DEFAULT NULL,
+    p_event_subject_ref   text  DEFAULT NULL,
+    p_safe_payload        jsonb DEFAULT '{}'::jsonb
+)
+RETURNS uuid
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+DECLARE
+    v_id uuid;
+BEGIN
+    IF coalesce(p_event_domain, '') = '' THEN
+        RAISE EXCEPTION 'fn_iu_emit_event: p_event_domain required' USING ERRCODE = '22023';
+    END IF;
+    IF coalesce(p_event_type, '') = '' THEN
+        RAISE EXCEPTION 'fn_iu_emit_event: p_event_type required' USING ERRCODE = '22023';
+    END IF;
+    IF coalesce(p_event_stream, '') = '' THEN
+        RAISE EXCEPTION 'fn_iu_emit_event: p_event_stream required' USING ERRCODE = '22023';
+    END IF;
+    IF p_delivery_lane IS NULL OR p_delivery_lane NOT IN ('immediate', 'standard', 'batch') THEN
+        RAISE EXCEPTION 'fn_iu_emit_event: p_delivery_lane % is not one of immediate, standard, batch',
+            coalesce(quote_literal(p_delivery_lane), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF p_event_severity IS NULL OR p_event_severity NOT IN ('debug', 'info', 'warning', 'critical') THEN
+        RAISE EXCEPTION 'fn_iu_emit_event: p_event_severity % is not one of debug, info, warning, critical',
+            coalesce(quote_literal(p_event_severity), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF p_safe_payload IS NULL OR jsonb_typeof(p_safe_payload) <> 'object' THEN
+        RAISE EXCEPTION 'fn_iu_emit_event: p_safe_payload must be a JSON object' USING ERRCODE = '22023';
+    END IF;
+    IF NOT fn_iu_payload_is_clean(p_safe_payload) THEN
+        RAISE EXCEPTION 'fn_iu_emit_event: p_safe_payload carries denylisted keys at %',
+            array_to_string(fn_iu_payload_denied_paths(p_safe_payload), ', ')
+            USING ERRCODE = '22023',
+                  HINT = 'Payloads are signals: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data are refused at any depth.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM event_type_registry r
+                    WHERE r.event_domain = p_event_domain AND r.event_type = p_event_type) THEN
+        RAISE EXCEPTION 'fn_iu_emit_event: event type %/% is not registered', p_event_domain, p_event_type
+            USING ERRCODE = '22023',
+                  HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
+                                p_event_domain, p_event_type);
+    END IF;
+
+    INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
+                              event_subject_table, event_subject_ref, safe_payload)
+    VALUES (p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+            p_event_subject_table, p_event_subject_ref, p_safe_payload)
+    RETURNING id INTO v_id;
+    RETURN v_id;
+END;
+$$;
+-- +goose StatementEnd
+
+REVOKE ALL ON FUNCTION fn_iu_emit_event(text, text, text, text, text, text, text, jsonb) FROM PUBLIC;
+
+-- +goose Down
+DROP FUNCTION fn_iu_emit_event(text, text, text, text, text, text, text, jsonb);

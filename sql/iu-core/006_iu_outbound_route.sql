@@ -1,0 +1,28 @@
+-- 006_iu_outbound_route.sql
+--
+-- Adds the routing table: one route per (event_domain, event_type, event_stream).
+-- New routes are disabled and dry-run by default, so adding a route never delivers.
+-- route_key appears inside idempotency keys (iu_wrk:{worker}:{route_key}:{event_id}), so
+-- it may not contain ':' and may not be 'none' (the placeholder for "no route").
+
+-- +goose Up
+CREATE TABLE iu_outbound_route (
+    id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event_domain text        NOT NULL,
+    event_type   text        NOT NULL,
+    event_stream text        NOT NULL,
+    route_key    text        NOT NULL UNIQUE
+                 CHECK (route_key ~ '^[A-Za-z0-9_.-]+$' AND route_key <> 'none'),
+    route_kind   text        NOT NULL DEFAULT 'outbound',
+    enabled      boolean     NOT NULL DEFAULT false,
+    dry_run      boolean     NOT NULL DEFAULT true,
+    description  text        NOT NULL DEFAULT '',
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT iu_outbound_route_match_uq UNIQUE (event_domain, event_type, event_stream)
+);
+
+COMMENT ON TABLE iu_outbound_route IS
+    'Route per (domain, type, stream). enabled=false -> disabled attempt; enabled+dry_run -> dry_run attempt; enabled+not dry_run -> delivery seam (fails closed).';
+
+-- +goose Down
+DROP TABLE iu_outbound_route;

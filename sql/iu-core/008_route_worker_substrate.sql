@@ -1,0 +1,134 @@
+-- 008_route_worker_substrate.sql
+--
+-- Adds the tables the route worker keeps its state in:
+--   queue_heartbeat          executor liveness (the worker registers a PG_worker row and
+--                            ticks it on every run). Created here, in its final shape, because
+--                            the worker is its first writer; the heartbeat functions, the
+--                            stale-check and v_queue_health come in 010 and later.
+--   iu_route_worker_cursor   one row per named worker: its position in event_outbox and
+--                            its run counters. The position is a pair of snapshots, not a
+--                            keyset on created_at (see 009 for why).
+--   iu_route_dead_letter     events the worker could not route or deliver, with the whole
+--                            event row so a replay needs nothing from event_outbox. The
+--                            worker's retry queue: resolved, never deleted.
+
+-- +goose Up
+
+CREATE TABLE queue_heartbeat (
+    executor_id              text        PRIMARY KEY CHECK (executor_id <> ''),
+    executor_kind            text        NOT NULL
+        CHECK (executor_kind IN ('DOT', 'Agent', 'Hermes', 'Codex', 'PG_worker', 'external_worker', 'future_Kestra_adapter')),
+    domain_scope             text[]      NOT NULL DEFAULT '{}',
+    status                   text        NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'warn', 'error')),
+    last_beat_at             timestamptz NOT NULL DEFAULT now(),
+    last_beat_payload        jsonb       NOT NULL DEFAULT '{}'::jsonb,
+    ticks_total              bigint      NOT NULL DEFAULT 0,
+    expected_cadence_seconds integer     NOT NULL CHECK (expected_cadence_seconds > 0),
+    stale_threshold_seconds  integer     NOT NULL CHECK (stale_threshold_seconds > 0),
+    registered_at            timestamptz NOT NULL DEFAULT now(),
+    registered_by            text        NOT NULL DEFAULT current_user,
+    -- planned maintenance: a paused executor raises no alert (fn_queue_heartbeat_pause/resume)
+    paused_at                timestamptz,
+    paused_reason            text,
+    paused_by                text,
+    -- stale-check bookkeeping: the open silence, if any, and the last alert sent for it
+    silent_since             timestamptz,
+    alerted_at               timestamptz,
+    alerted_severity         text CHECK (alerted_severity IN ('warning', 'critical')),
+    CONSTRAINT queue_heartbeat_payload_object CHECK (jsonb_typeof(last_beat_payload) = 'object'),
+    CONSTRAINT queue_heartbeat_payload_hygiene CHECK (fn_iu_payload_is_clean(last_beat_payload))
+);
+
+COMMENT ON TABLE queue_heartbeat IS
+    'One row per executor. last_beat_at moves on every beat, work or no work, so "alive and idle" differs from "silently dead".';
+COMMENT ON COLUMN queue_heartbeat.executor_id IS 'Also called executor_name (cut seed).';
+COMMENT ON COLUMN queue_heartbeat.last_beat_at IS 'Also called last_tick_at (cut seed).';
+COMMENT ON COLUMN queue_heartbeat.last_beat_payload IS 'Also called metadata (cut seed). Signal only: hygiene-checked at any depth.';
+
+CREATE TABLE iu_route_worker_cursor (
+    worker_name       text        PRIMARY KEY CHECK (worker_name <> ''),
+    event_domain      text        NOT NULL DEFAULT 'iu' CHECK (event_domain <> ''),
+    -- The last event routed, for people: (created_at, id) of the newest decision.
+    last_created_at   timestamptz,
+    last_event_id     uuid,
+    -- The position, for the worker (PgQ-style snapshot difference, see 009):
+    --   done_snapshot    every row visible in it is routed (NULL: the start of the stream)
+    --   window_snapshot  the window being consumed: visible here, not in done_snapshot
+    --   window_txid/window_event_id  keyset position inside the open window
+    done_snapshot     pg_snapshot,
+    window_snapshot   pg_snapshot,
+    window_txid       xid8,
+    window_event_id   uuid,
+    -- The cluster the snapshots belong to (pg_control_system().system_identifier).
+    -- Transaction ids restart in another cluster (dump/restore): a mismatch is refused.
+    system_identifier bigint,
+    events_seen       bigint      NOT NULL DEFAULT 0,
+    attempts_written  bigint      NOT NULL DEFAULT 0,
+    dead_lettered     bigint      NOT NULL DEFAULT 0,
+    runs_total        bigint      NOT NULL DEFAULT 0,
+    last_run_at       timestamptz,
+    last_run_summary  jsonb       NOT NULL DEFAULT '{}'::jsonb,
+    registered_at     timestamptz NOT NULL DEFAULT now(),
+    registered_by     text        NOT NULL DEFAULT current_user,
+    reset_at          timestamptz,
+    reset_by          text
+);
+
+COMMENT ON TABLE iu_route_worker_cursor IS
+    'One row per route worker: its own position in event_outbox (snapshot pair + keyset) and run counters.';
+
+CREATE TABLE iu_route_dead_letter (
+    id               uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+    worker_name      text        NOT NULL,
+    event_id         uuid        NOT NULL,
+    event_domain     text        NOT NULL,
+    event_type       text        NOT NULL,
+    event_stream     text        NOT NULL,
+    route_key        text,
+    idempotency_key  text        NOT NULL UNIQUE,
+    event_snapshot   jsonb       NOT NULL,
+    error_code       text,
+    error_message    text,
+    failed_attempts  integer     NOT NULL DEFAULT 1 CHECK (failed_attempts > 0),
+    first_failed_at  timestamptz NOT NULL DEFAULT now(),
+    last_failed_at   timestamptz NOT NULL DEFAULT now(),
+    resolved_at      timestamptz,
+    resolution       text,
+    resolved_by      text,
+    CONSTRAINT iu_route_dead_letter_resolution_ck CHECK ((resolved_at IS NULL) = (resolution IS NULL))
+);
+
+COMMENT ON TABLE iu_route_dead_letter IS
+    'Route worker retry queue. Replay with fn_iu_route_dead_letter_replay; rows are resolved, never deleted.';
+
+-- Open dead letters by domain: v_queue_health aggregates them, so keep that an index scan.
+CREATE INDEX iu_route_dead_letter_open_idx ON iu_route_dead_letter (event_domain, last_failed_at)
+    WHERE resolved_at IS NULL;
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_dead_letter_no_delete()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RAISE EXCEPTION 'fn_iu_route_dead_letter_no_delete: dead letters are resolved, never deleted: % rejected', TG_OP
+        USING ERRCODE = 'IU001',
+              HINT = 'Replay it (fn_iu_route_dead_letter_replay) or resolve it by setting resolved_at, resolution and resolved_by.';
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER trg_iu_route_dead_letter_no_delete
+    BEFORE DELETE ON iu_route_dead_letter
+    FOR EACH ROW EXECUTE FUNCTION fn_iu_route_dead_letter_no_delete();
+CREATE TRIGGER trg_iu_route_dead_letter_no_truncate
+    BEFORE TRUNCATE ON iu_route_dead_letter
+    FOR EACH STATEMENT EXECUTE FUNCTION fn_iu_route_dead_letter_no_delete();
+
+REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_no_delete() FROM PUBLIC;
+
+-- +goose Down
+DROP TABLE iu_route_dead_letter;
+DROP FUNCTION fn_iu_route_dead_letter_no_delete();
+DROP TABLE iu_route_worker_cursor;
+DROP TABLE queue_heartbeat;
