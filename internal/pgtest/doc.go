@@ -13,7 +13,9 @@
 // When none can be had the run fails with a clear message if CI is set, and is skipped
 // with the reason otherwise; a CI run never passes without a database.
 //
-// The embedded migrations are applied once per test process into a template database;
+// The server starts on the first NewDB call of a test process (a package whose selected
+// tests need no database starts none), and the embedded migrations are applied once per
+// process into a template database;
 // each test then gets its own database cloned from it (CREATE DATABASE ... TEMPLATE), so
 // tests run in parallel without seeing each other's rows. The cluster (or container) is
 // stopped when the process ends.

@@ -159,39 +159,39 @@ func (h *Harness) NewDBOn(t testing.TB, migrated bool) *DB {
 	return &DB{Name: name, URL: url, Pool: pool, h: h}
 }
 
-// current is the harness of this test process, set by Main. Test helpers reach it through
-// NewDB so a test body stays one line; it is the only package-level state and exists only
-// in test binaries.
-var current *Harness
+// process is the harness of this test process, started by the first NewDB call and
+// stopped by Main. Test helpers reach it through NewDB so a test body stays one line; it
+// is the only package-level state and exists only in test binaries. Starting lazily
+// means a package whose selected tests need no database (a benchmark package under
+// `go test ./...`) starts no server.
+var process struct {
+	once sync.Once
+	h    *Harness
+	err  error
+}
 
-// Main starts the harness, runs the tests and stops the harness. Use it from TestMain:
+// Main runs the tests and stops the harness if any test started it. Use it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 func Main(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	h, err := NewHarness(ctx, Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
-		if os.Getenv("CI") != "" {
-			fmt.Fprintln(os.Stderr, "pgtest: CI is set, so a missing database is a failure, not a skip")
-			return 1
-		}
-		noServer = err
-		return m.Run() // every NewDB call skips with the reason
-	}
-	current = h
 	code := m.Run()
-	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
-	h.Close(sctx)
-	scancel()
+	if process.h != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		process.h.Close(ctx)
+		cancel()
+	}
 	return code
 }
 
-var noServer error
-
-// Current returns the process harness (nil before Main).
-func Current() *Harness { return current }
+// Current returns the process harness, starting it if needed.
+func Current() (*Harness, error) {
+	process.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		process.h, process.err = NewHarness(ctx, Options{})
+	})
+	return process.h, process.err
+}
 
 // NewDB gives t its own migrated database.
 func NewDB(t testing.TB) *DB {
@@ -205,13 +205,16 @@ func NewEmptyDB(t testing.TB) *DB {
 	return harnessFor(t).NewDBOn(t, false)
 }
 
+// harnessFor fails t when no server can be had and CI is set (a CI run never passes
+// without a database), and skips it with the reason otherwise.
 func harnessFor(t testing.TB) *Harness {
 	t.Helper()
-	if current == nil {
-		if noServer != nil {
-			t.Skipf("no PostgreSQL (outside CI): %v", noServer)
+	h, err := Current()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("pgtest: CI is set, so a missing database is a failure, not a skip: %v", err)
 		}
-		t.Fatal("pgtest: harness not started: call pgtest.Main from TestMain")
+		t.Skipf("pgtest: no PostgreSQL (outside CI): %v", err)
 	}
-	return current
+	return h
 }
