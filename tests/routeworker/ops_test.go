@@ -1,0 +1,234 @@
+package routeworker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// Spec 4.2 health and views: per worker the gates, last run and its age, the backlog
+// (committed events waiting after the cursor, including the unconsumed rest of an open
+// window) and the age of the oldest of them, and open dead letters; the status view shows
+// the same backlog, the attempt summary counts by worker and status, and the open dead
+// letter view lists what to replay.
+func TestHealth_BacklogOldestAndViews(t *testing.T) {
+	t.Parallel()
+	db, b := setup(t)
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, created_at)
+	            SELECT 'iu', 'dry', 's', now() - interval '10 minutes' FROM generate_series(1, 3)`)
+	emit1(t, db.Pool, typLive)
+	emit(t, db.Pool, "sys", "x", 4)
+
+	health := func() map[string]any {
+		var m map[string]any
+		db.QueryRow(t, `SELECT fn_iu_route_worker_health($1)`, []any{b.worker}, &m)
+		return m
+	}
+	h := health()
+	requireCounts(t, h, map[string]int{"backlog": 4, "open_dead_letters": 0, "runs_total": 0})
+	if age, _ := h["oldest_pending_age_seconds"].(float64); age < 600 {
+		t.Fatalf("oldest pending age %v, want >= 600: %v", h["oldest_pending_age_seconds"], h)
+	}
+	gates, _ := h["gates"].(map[string]any)
+	if gates["open"] != true || h["last_run_at"] != nil || h["worker"] != b.worker {
+		t.Fatalf("health: %v", h)
+	}
+
+	run(t, db.Pool, b.worker, 2) // window stays open after 2 of 4
+	h = health()
+	requireCounts(t, h, map[string]int{"backlog": 2, "runs_total": 1})
+	if h["window_open"] != true || h["last_run_age_seconds"] == nil {
+		t.Fatalf("health after a partial run: %v", h)
+	}
+	var viewBacklog int
+	var gatesOpen bool
+	db.QueryRow(t, `SELECT backlog, gates_open FROM v_iu_route_worker_status WHERE worker_name = 'w'`, nil, &viewBacklog, &gatesOpen)
+	if viewBacklog != 2 || !gatesOpen {
+		t.Fatalf("v_iu_route_worker_status: backlog %d gates_open %v", viewBacklog, gatesOpen)
+	}
+
+	run(t, db.Pool, b.worker, 100)
+	h = health()
+	requireCounts(t, h, map[string]int{"backlog": 0, "open_dead_letters": 1, "dead_lettered": 1, "events_seen": 4})
+	if h["oldest_pending_age_seconds"] != nil {
+		t.Fatalf("no backlog, yet an oldest age: %v", h)
+	}
+
+	// All workers at once.
+	var all map[string]any
+	db.QueryRow(t, `SELECT fn_iu_route_worker_health()`, nil, &all)
+	if ws, _ := all["workers"].([]any); len(ws) != 1 || ws[0].(map[string]any)["worker"] != "w" {
+		t.Fatalf("health(): %v", all)
+	}
+
+	var dry, failed int
+	db.QueryRow(t, `SELECT coalesce(sum(attempts) FILTER (WHERE status = 'dry_run'), 0),
+	                       coalesce(sum(attempts) FILTER (WHERE status = 'failed'), 0)
+	                  FROM v_iu_route_attempt_summary WHERE worker_name = 'w'`, nil, &dry, &failed)
+	if dry != 3 || failed != 1 {
+		t.Fatalf("v_iu_route_attempt_summary: dry_run %d failed %d", dry, failed)
+	}
+	var replaySQL, code string
+	db.QueryRow(t, `SELECT replay_sql, error_code FROM v_iu_route_dead_letter_open`, nil, &replaySQL, &code)
+	if !strings.HasPrefix(replaySQL, "SELECT fn_iu_route_dead_letter_replay(") || code != "0A000" {
+		t.Fatalf("v_iu_route_dead_letter_open: %q %q", replaySQL, code)
+	}
+
+	// Closed gates show in health.
+	db.Exec(t, `UPDATE dot_config SET value = 'false' WHERE key = 'iu_core.route_worker_enabled'`)
+	gates, _ = health()["gates"].(map[string]any)
+	if gates["open"] != false || gates["iu_core.route_worker_enabled"] != false {
+		t.Fatalf("gates: %v", gates)
+	}
+}
+
+// Spec 9: grants. dot_executor runs the worker and nothing else of 009; workflow_admin
+// registers, resets, replays, reads health and the three views; PUBLIC executes nothing.
+func TestGrants_ExecutorRunsAdminOperates(t *testing.T) {
+	t.Parallel()
+	db, b := setup(t)
+	deadLetter(t, db, b.worker)
+	exec := "iu_rw_exec_" + db.Name
+	admin := "iu_rw_admin_" + db.Name
+	for role, group := range map[string]string{exec: "dot_executor", admin: "workflow_admin"} {
+		db.Exec(t, `CREATE ROLE `+pgx.Identifier{role}.Sanitize()+` LOGIN IN ROLE `+group)
+		r := role
+		t.Cleanup(func() {
+			_, _ = db.Pool.Exec(pgtest.Ctx(t), `DROP ROLE IF EXISTS `+pgx.Identifier{r}.Sanitize())
+		})
+	}
+	as := func(role string) *pgx.Conn {
+		c := db.Conn(t)
+		if _, err := c.Exec(pgtest.Ctx(t), `SET ROLE `+pgx.Identifier{role}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	ce := as(exec)
+	requireCounts(t, run(t, ce, b.worker, 100), map[string]int{"claimed": 0})
+	for _, call := range []string{
+		`SELECT fn_iu_route_worker_register('x')`,
+		`SELECT fn_iu_route_worker_reset_cursor('w')`,
+		`SELECT fn_iu_route_worker_health()`,
+		`SELECT fn_iu_route_dead_letter_replay(gen_random_uuid())`,
+		`SELECT fn_iu_route_deliver('{}', 'r', 'k', 'key')`,
+		`SELECT * FROM fn_iu_route_worker_claim('iu', NULL, pg_current_snapshot(), NULL, NULL, 1)`,
+		`SELECT 1 FROM v_iu_route_worker_status`,
+		`SELECT 1 FROM v_iu_route_dead_letter_open`,
+		`SELECT 1 FROM v_iu_route_attempt_summary`,
+		`SELECT 1 FROM iu_route_worker_cursor`,
+	} {
+		_, err := ce.Exec(pgtest.Ctx(t), call)
+		pgtest.RequireSQLState(t, err, "42501")
+	}
+
+	ca := as(admin)
+	for _, call := range []string{
+		`SELECT fn_iu_route_worker_register('w_admin')`,
+		`SELECT fn_iu_route_worker_run('w_admin')`,
+		`SELECT fn_iu_route_worker_health()`,
+		`SELECT fn_iu_route_worker_reset_cursor('w_admin')`,
+		`SELECT fn_iu_route_dead_letter_replay(id) FROM v_iu_route_dead_letter_open`,
+		`SELECT * FROM v_iu_route_worker_status`,
+		`SELECT * FROM v_iu_route_attempt_summary`,
+	} {
+		if _, err := ca.Exec(pgtest.Ctx(t), call); err != nil {
+			t.Errorf("workflow_admin: %s: %v", call, err)
+		}
+	}
+	for _, call := range []string{
+		`SELECT fn_iu_route_deliver('{}', 'r', 'k', 'key')`,
+		`SELECT 1 FROM iu_route_dead_letter`,
+	} {
+		_, err := ca.Exec(pgtest.Ctx(t), call)
+		pgtest.RequireSQLState(t, err, "42501")
+	}
+
+	// PUBLIC executes none of the route worker functions.
+	var public []string
+	db.QueryRow(t, `
+		SELECT coalesce(array_agg(p.oid::regprocedure::text), '{}')
+		  FROM pg_proc p
+		 WHERE p.proname LIKE 'fn\_iu\_route\_%'
+		   AND (p.proacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a WHERE a.grantee = 0))`, nil, &public)
+	if len(public) > 0 {
+		t.Fatalf("PUBLIC may execute: %v", public)
+	}
+}
+
+// routeFunctions is the grant matrix of every fn_iu_route_* function (spec 9): who may
+// execute it besides its owner. Internal helpers are executed by nobody but the owner
+// (through the SECURITY DEFINER entry points); fn_iu_route_worker_pending is readable by
+// workflow_admin because the status view and v_queue_health call it.
+var routeFunctions = map[string][]string{
+	"fn_iu_route_worker_register(text,text)":                                   {"workflow_admin"},
+	"fn_iu_route_worker_run(text,integer)":                                     {"dot_executor", "workflow_admin"},
+	"fn_iu_route_worker_reset_cursor(text)":                                    {"workflow_admin"},
+	"fn_iu_route_dead_letter_replay(uuid)":                                     {"workflow_admin"},
+	"fn_iu_route_worker_health(text)":                                          {"workflow_admin"},
+	"fn_iu_route_worker_pending(text,pg_snapshot,pg_snapshot,xid8,uuid)":       {"workflow_admin"},
+	"fn_iu_route_worker_claim(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)": nil,
+	"fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                      nil,
+	"fn_iu_route_worker_beat(text,text,jsonb)":                                 nil,
+	"fn_iu_route_worker_fail(text,uuid,text,text,text,text,text,text)":         nil,
+	"fn_iu_route_deliver(jsonb,text,text,text)":                                nil,
+	"fn_iu_route_worker_enabled()":                                             {"dot_executor", "workflow_admin"}, // 005
+	"fn_iu_route_attempt_immutable()":                                          nil,                                // 002 trigger
+	"fn_iu_route_dead_letter_no_delete()":                                      nil,                                // 008 trigger
+}
+
+// Spec 9: the grant matrix of the route worker's functions holds exactly, PUBLIC executes
+// none, every SECURITY DEFINER one pins search_path = public, pg_temp, and no fn_iu_route_*
+// function exists outside the matrix.
+func TestGrants_RouteWorkerMatrixAndPinnedSearchPath(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	var sigs []string
+	for sig, roles := range routeFunctions {
+		sigs = append(sigs, sig)
+		var public, secdef bool
+		var config []string
+		db.QueryRow(t, `SELECT coalesce(p.proacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a WHERE a.grantee = 0), true),
+		                       p.prosecdef, p.proconfig
+		                  FROM pg_proc p WHERE p.oid = $1::regprocedure`, []any{sig}, &public, &secdef, &config)
+		if public {
+			t.Errorf("%s: PUBLIC may execute it", sig)
+		}
+		if secdef && (len(config) == 0 || config[0] != "search_path=public, pg_temp") {
+			t.Errorf("%s: SECURITY DEFINER without a pinned search_path: %v", sig, config)
+		}
+		allowed := map[string]bool{}
+		for _, r := range roles {
+			allowed[r] = true
+		}
+		for _, role := range []string{"workflow_admin", "dot_executor"} {
+			var can bool
+			db.QueryRow(t, `SELECT has_function_privilege($1, $2::regprocedure, 'EXECUTE')`, []any{role, sig}, &can)
+			if can != allowed[role] {
+				t.Errorf("%s: %s may execute = %v, want %v", sig, role, can, allowed[role])
+			}
+		}
+	}
+	var unknown []string
+	db.QueryRow(t, `SELECT coalesce(array_agg(p.oid::regprocedure::text), '{}') FROM pg_proc p
+	                 WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'fn\_iu\_route\_%'
+	                   AND p.oid <> ALL (ARRAY(SELECT s::regprocedure::oid FROM unnest($1::text[]) s))`, []any{sigs}, &unknown)
+	if len(unknown) > 0 {
+		t.Errorf("fn_iu_route_* functions missing from the grant matrix: %v", unknown)
+	}
+	// Views: SELECT to workflow_admin only.
+	for _, v := range []string{"v_iu_route_worker_status", "v_iu_route_dead_letter_open", "v_iu_route_attempt_summary"} {
+		var admin, exec, public bool
+		db.QueryRow(t, `SELECT has_table_privilege('workflow_admin', $1::regclass, 'SELECT'),
+		                       has_table_privilege('dot_executor', $1::regclass, 'SELECT'),
+		                       EXISTS (SELECT 1 FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = $1::regclass AND a.grantee = 0)`,
+			[]any{v}, &admin, &exec, &public)
+		if !admin || exec || public {
+			t.Errorf("%s: workflow_admin %v, dot_executor %v, PUBLIC %v; want true, false, false", v, admin, exec, public)
+		}
+	}
+}
