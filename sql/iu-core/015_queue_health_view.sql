@@ -1,0 +1,173 @@
+-- 015_queue_health_view.sql
+--
+-- Adds v_queue_health, the single pane for watchdogs and operators (SELECT: workflow_admin).
+--
+-- Why: "alive with nothing to do" and "silently dead" must be told apart at a glance, and
+-- every queue-like thing of the package (route workers, executors, both dead-letter tables,
+-- the job queue) answers in one place with one vocabulary.
+--
+-- Columns (spec order first): source, subject, domain, last_seen_at, age_seconds,
+-- events_seen, attempts_written, dead_lettered, status_hint; then backlog,
+-- oldest_pending_age_seconds, severity, paused, gap_ratio, stale_threshold_seconds,
+-- executor_kind, detail.
+--
+-- Rows:
+--   cursor             one per route worker: its counters; backlog and oldest_pending_age_seconds
+--                      from the route worker's own helper fn_iu_route_worker_pending (009): the
+--                      domain's committed events not visible in the worker's done snapshot,
+--                      minus what it already consumed of its open window — index range scans on
+--                      event_outbox (event_domain, txid, id), so the cost follows the backlog,
+--                      not the log. status_hint never_run | backlog | caught_up.
+--   heartbeat          one per executor: status_hint stale | fresh | paused (same rule as
+--                      fn_queue_stale_check, floor included); severity warning | critical when
+--                      stale; events_seen = ticks_total; gap_ratio; executor_kind; detail (status,
+--                      pause and alert bookkeeping) only on rows that are paused, alerted or
+--                      report a status other than ok, so 10,000 fresh rows stay cheap.
+--   dead_letter_event  open route dead letters aggregated per event domain: count in
+--                      dead_lettered, newest failure in last_seen_at, status_hint 'open'.
+--   dead_letter_job    open job dead letters aggregated per (job kind, domain), same shape.
+--   backlog_job_queue  one per (job kind, domain) with queued jobs: count in events_seen and
+--                      backlog, newest enqueue in last_seen_at, oldest in
+--                      oldest_pending_age_seconds, due-now count in detail.
+-- The view reads dot_config directly; the only function it calls is fn_iu_route_worker_pending,
+-- which 009 already grants to workflow_admin (a view's function calls are checked against its reader).
+
+-- +goose Up
+
+CREATE VIEW v_queue_health AS
+WITH cfg AS (
+    SELECT coalesce((SELECT c.value::integer FROM dot_config c
+                      WHERE c.key = 'queue.heartbeat.stale_threshold_seconds'
+                        AND btrim(c.value) ~ '^[0-9]{1,9}$'), 0) AS floor_seconds
+)
+SELECT 'cursor'::text                                            AS source,
+       c.worker_name                                             AS subject,
+       c.event_domain                                            AS domain,
+       c.last_run_at                                             AS last_seen_at,
+       floor(extract(epoch FROM (now() - c.last_run_at)))::bigint AS age_seconds,
+       c.events_seen                                             AS events_seen,
+       c.attempts_written                                        AS attempts_written,
+       c.dead_lettered                                           AS dead_lettered,
+       CASE WHEN c.last_run_at IS NULL THEN 'never_run'
+            WHEN b.backlog > 0 THEN 'backlog'
+            ELSE 'caught_up' END                                 AS status_hint,
+       b.backlog                                                 AS backlog,
+       CASE WHEN b.backlog > 0 THEN floor(extract(epoch FROM (now() - b.oldest_created_at)))::bigint END
+                                                                 AS oldest_pending_age_seconds,
+       NULL::text                                                AS severity,
+       NULL::boolean                                             AS paused,
+       NULL::numeric                                             AS gap_ratio,
+       NULL::integer                                             AS stale_threshold_seconds,
+       NULL::text                                                AS executor_kind,
+       jsonb_build_object('runs_total', c.runs_total, 'last_event_id', c.last_event_id,
+                          'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary)
+                                                                 AS detail
+  FROM iu_route_worker_cursor c
+  LEFT JOIN LATERAL (
+        SELECT pp.pending AS backlog, pp.oldest_created_at
+          FROM fn_iu_route_worker_pending(c.event_domain, c.done_snapshot, c.window_snapshot,
+                                          c.window_txid, c.window_event_id) pp
+  ) b ON true
+UNION ALL
+SELECT 'heartbeat'::text,
+       h.executor_id,
+       nullif(array_to_string(h.domain_scope, ','), ''),
+       h.last_beat_at,
+       floor(extract(epoch FROM (now() - h.last_beat_at)))::bigint,
+       h.ticks_total,
+       NULL::bigint,
+       NULL::bigint,
+       CASE WHEN h.paused_at IS NOT NULL THEN 'paused'
+            WHEN now() - h.last_beat_at > make_interval(secs => greatest(h.stale_threshold_seconds, cfg.floor_seconds)) THEN 'stale'
+            ELSE 'fresh' END,
+       NULL::bigint,
+       NULL::bigint,
+       CASE WHEN h.paused_at IS NULL
+             AND now() - h.last_beat_at > make_interval(secs => greatest(h.stale_threshold_seconds, cfg.floor_seconds))
+            THEN CASE WHEN extract(epoch FROM (now() - h.last_beat_at)) / h.expected_cadence_seconds < 10
+                      THEN 'warning' ELSE 'critical' END END,
+       h.paused_at IS NOT NULL,
+       round((extract(epoch FROM (now() - h.last_beat_at)) / h.expected_cadence_seconds)::numeric, 2),
+       greatest(h.stale_threshold_seconds, cfg.floor_seconds),
+       h.executor_kind,
+       -- only rows that need explaining carry a detail document (cheap on 10,000 fresh rows)
+       CASE WHEN h.paused_at IS NOT NULL OR h.alerted_at IS NOT NULL OR h.status <> 'ok' THEN
+            jsonb_build_object('status', h.status,
+                               'expected_cadence_seconds', h.expected_cadence_seconds,
+                               'own_stale_threshold_seconds', h.stale_threshold_seconds,
+                               'paused_at', h.paused_at, 'paused_reason', h.paused_reason, 'paused_by', h.paused_by,
+                               'silent_since', h.silent_since, 'alerted_at', h.alerted_at,
+                               'alerted_severity', h.alerted_severity) END
+  FROM queue_heartbeat h CROSS JOIN cfg
+UNION ALL
+SELECT 'dead_letter_event'::text,
+       d.event_domain,
+       d.event_domain,
+       max(d.last_failed_at),
+       floor(extract(epoch FROM (now() - max(d.last_failed_at))))::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       count(*),
+       'open',
+       NULL::bigint,
+       floor(extract(epoch FROM (now() - min(d.last_failed_at))))::bigint,
+       NULL::text,
+       NULL::boolean,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       NULL::jsonb
+  FROM iu_route_dead_letter d
+ WHERE d.resolved_at IS NULL
+ GROUP BY d.event_domain
+UNION ALL
+SELECT 'dead_letter_job'::text,
+       jd.job_kind,
+       jd.event_domain,
+       max(jd.last_failed_at),
+       floor(extract(epoch FROM (now() - max(jd.last_failed_at))))::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       count(*),
+       'open',
+       NULL::bigint,
+       floor(extract(epoch FROM (now() - min(jd.last_failed_at))))::bigint,
+       NULL::text,
+       NULL::boolean,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       NULL::jsonb
+  FROM job_dead_letter jd
+ WHERE jd.resolved_at IS NULL
+ GROUP BY jd.job_kind, jd.event_domain
+UNION ALL
+SELECT 'backlog_job_queue'::text,
+       j.job_kind,
+       j.event_domain,
+       max(j.enqueued_at),
+       floor(extract(epoch FROM (now() - max(j.enqueued_at))))::bigint,
+       count(*),
+       NULL::bigint,
+       NULL::bigint,
+       'queued',
+       count(*),
+       floor(extract(epoch FROM (now() - min(j.enqueued_at))))::bigint,
+       NULL::text,
+       NULL::boolean,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       jsonb_build_object('due_now', count(*) FILTER (WHERE j.process_after <= now()))
+  FROM job_queue j
+ WHERE j.status = 'queued'
+ GROUP BY j.job_kind, j.event_domain;
+
+COMMENT ON VIEW v_queue_health IS
+    'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job and backlog_job_queue rows. Watch status_hint stale / open and severity.';
+
+REVOKE ALL ON v_queue_health FROM PUBLIC;
+GRANT SELECT ON v_queue_health TO workflow_admin;
+
+-- +goose Down
+DROP VIEW v_queue_health;

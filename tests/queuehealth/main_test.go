@@ -1,0 +1,13 @@
+// Package queuehealth holds the integration tests of the queue-health layer (spec 5-9):
+// heartbeats, the cut ping, the stale-check, the job queue, the NOTIFY bridge and
+// v_queue_health, each against its own freshly migrated PostgreSQL database.
+package queuehealth
+
+import (
+	"os"
+	"testing"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -1,0 +1,164 @@
+package queuehealth
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+func listen(t testing.TB, db *pgtest.DB, channel string) *pgx.Conn {
+	t.Helper()
+	c := db.Conn(t)
+	if _, err := c.Exec(ctx(t), "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// next waits (bounded) for the next notification on c.
+func next(t testing.TB, c *pgx.Conn) (*pgconn.Notification, obj) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx(t), 5*time.Second)
+	defer cancel()
+	n, err := c.WaitForNotification(wctx)
+	if err != nil {
+		t.Fatalf("waiting for a notification: %v", err)
+	}
+	var payload obj
+	if err := json.Unmarshal([]byte(n.Payload), &payload); err != nil {
+		t.Fatalf("payload %q: %v", n.Payload, err)
+	}
+	return n, payload
+}
+
+func keys(o obj) map[string]bool {
+	out := map[string]bool{}
+	for k := range o {
+		out[k] = true
+	}
+	return out
+}
+
+func sameKeys(t testing.TB, o obj, want ...string) {
+	t.Helper()
+	k := keys(o)
+	if len(k) != len(want) {
+		t.Fatalf("payload keys %v, want exactly %v", o, want)
+	}
+	for _, w := range want {
+		if !k[w] {
+			t.Fatalf("payload %v lacks %q (want exactly %v)", o, w, want)
+		}
+	}
+}
+
+// Spec 6: the bridge is off by default (fail-closed: a missing key is off too); switched on,
+// a single-row event insert sends the seed's signal-only payload on queue_wake_<domain>.
+func TestNotify_EventBridgeGatedAndSignalOnly(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	l := listen(t, db, "queue_wake_iu")
+	var on bool
+	db.QueryRow(t, `SELECT fn_queue_notify_enabled()`, nil, &on)
+	if on {
+		t.Fatal("the bridge must be off by default")
+	}
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload) VALUES ('iu', 'off', 's', '{"n": 1}')`)
+	db.Exec(t, `DELETE FROM dot_config WHERE key = 'queue.notify.bridge_enabled'`)
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'missing', 's')`)
+	setConfig(t, db, "queue.notify.bridge_enabled", "TRUE")
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'typo', 's')`)
+
+	setConfig(t, db, "queue.notify.bridge_enabled", "true")
+	var id string
+	db.QueryRow(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane, safe_payload)
+	                VALUES ('iu', 'on', 's', 'immediate', '{"ref": "r1"}') RETURNING id::text`, nil, &id)
+
+	// The first notification is the one sent with the bridge on: the gated inserts sent nothing.
+	n, p := next(t, l)
+	if n.Channel != "queue_wake_iu" {
+		t.Fatalf("channel %q", n.Channel)
+	}
+	sameKeys(t, p, "layer", "event_id", "event_domain", "event_type", "lane", "occurred_at")
+	if p["layer"] != "event" || p["event_id"] != id || p["event_domain"] != "iu" || p["event_type"] != "on" || p["lane"] != "immediate" {
+		t.Fatalf("payload %v", p)
+	}
+}
+
+// Spec 6: a job insert signals {"layer": "job", job_id, job_kind, process_after} on the
+// job's domain channel.
+func TestNotify_JobBridge(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	setConfig(t, db, "queue.notify.bridge_enabled", "true")
+	l := listen(t, db, "queue_wake_kb")
+	var id string
+	db.QueryRow(t, `SELECT fn_job_enqueue('reindex', 'kb', '{"doc_ref": 9}')::text`, nil, &id)
+	_, p := next(t, l)
+	sameKeys(t, p, "layer", "job_id", "job_kind", "process_after")
+	if p["layer"] != "job" || p["job_id"] != id || p["job_kind"] != "reindex" {
+		t.Fatalf("payload %v", p)
+	}
+}
+
+// Spec 6: a multi-row insert sends one notification per domain per statement, with a count
+// (and the first and last ids), not one per row.
+func TestNotify_MultiRowInsertCoalesces(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	setConfig(t, db, "queue.notify.bridge_enabled", "true")
+	iu := listen(t, db, "queue_wake_iu")
+	kb := listen(t, db, "queue_wake_kb")
+	// ids in descending order, so "first" and "last" cannot come from sorting them.
+	db.Exec(t, `INSERT INTO event_outbox (id, event_domain, event_type, event_stream)
+	            SELECT ('00000000-0000-0000-0000-' || lpad((1000 - g)::text, 12, '0'))::uuid,
+	                   CASE WHEN g <= 500 THEN 'iu' ELSE 'kb' END, 'bulk', 's'
+	              FROM generate_series(1, 503) g`)
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'marker', 's'), ('kb', 'marker', 's')`)
+	db.Exec(t, `INSERT INTO job_queue (job_kind, event_domain) SELECT 'k', 'iu' FROM generate_series(1, 50)`)
+
+	for _, c := range []struct {
+		conn        *pgx.Conn
+		count       float64
+		first, last string
+	}{
+		{iu, 500, "00000000-0000-0000-0000-000000000999", "00000000-0000-0000-0000-000000000500"},
+		{kb, 3, "00000000-0000-0000-0000-000000000499", "00000000-0000-0000-0000-000000000497"},
+	} {
+		_, p := next(t, c.conn)
+		sameKeys(t, p, "layer", "event_domain", "count", "first_event_id", "last_event_id", "lanes")
+		if p["layer"] != "event" || num(t, p, "count") != c.count || p["first_event_id"] != c.first || p["last_event_id"] != c.last {
+			t.Fatalf("coalesced payload %v, want count %v, first %s, last %s", p, c.count, c.first, c.last)
+		}
+		// The very next notification is the marker statement's (one row of this domain:
+		// the single-row payload), so the bulk insert sent exactly one for the domain.
+		_, p = next(t, c.conn)
+		if p["event_type"] != "marker" {
+			t.Fatalf("next payload %v, want the marker", p)
+		}
+	}
+	_, p := next(t, iu)
+	if p["layer"] != "job" || num(t, p, "count") != 50 || p["first_job_id"] == nil || p["last_job_id"] == nil {
+		t.Fatalf("job bulk payload %v", p)
+	}
+}
+
+// Spec 6: the bridge can never make an insert fail: a domain too long for a channel name is
+// simply not signalled (the poll still finds its rows).
+func TestNotify_LongDomainNeverFailsInsert(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	setConfig(t, db, "queue.notify.bridge_enabled", "true")
+	long := "this_domain_name_is_far_too_long_for_a_postgres_channel_name_x"
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ($1, 't', 's')`, long)
+	db.Exec(t, `INSERT INTO job_queue (job_kind, event_domain) VALUES ('k', $1), ('k', $1)`, long)
+	if n := count(t, db, `SELECT count(*) FROM job_queue WHERE event_domain = $1`, long); n != 2 {
+		t.Fatalf("rows = %d", n)
+	}
+}

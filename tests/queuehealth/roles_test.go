@@ -1,0 +1,124 @@
+package queuehealth
+
+import (
+	"testing"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// queueFunctions is the queue-health surface with the group roles that may execute each
+// function (spec 9); internal helpers and trigger functions are granted to nobody.
+var queueFunctions = map[string][]string{
+	"fn_queue_heartbeat_register(text,text,text[],integer,integer,text)": {"workflow_admin"},
+	"fn_queue_heartbeat_pause(text,text,text)":                           {"workflow_admin"},
+	"fn_queue_heartbeat_resume(text,text)":                               {"workflow_admin"},
+	"fn_cut_heartbeat_ping(text,text,text,jsonb)":                        {"workflow_admin"},
+	"fn_job_reap_expired_leases()":                                       {"workflow_admin"},
+	"fn_job_dead_letter_replay(uuid,text)":                               {"workflow_admin"},
+	"fn_job_dead_letter_resolve(uuid,text,text)":                         {"workflow_admin"},
+	"fn_queue_heartbeat_write(text,jsonb,text)":                          {"dot_executor"},
+	"fn_queue_heartbeat_tick(text,text,text,jsonb)":                      {"dot_executor"},
+	"fn_queue_stale_check()":                                             {"dot_executor"},
+	"fn_job_enqueue(text,text,jsonb,timestamptz,text,integer)":           {"dot_executor"},
+	"fn_job_claim(text,text[],integer,integer)":                          {"dot_executor"},
+	"fn_job_complete(uuid,text)":                                         {"dot_executor"},
+	"fn_job_fail(uuid,text,text)":                                        {"dot_executor"},
+	"fn_queue_notify_enabled()":                                          {"workflow_admin", "dot_executor"},
+	"fn_queue_actor(text)":                                               nil,
+	"fn_queue_heartbeat_floor_seconds()":                                 nil,
+	"fn_queue_heartbeat_is_protected(text)":                              nil,
+	"fn_queue_heartbeat_describe(queue_heartbeat)":                       nil,
+	"fn_job_lease_row(text,uuid,text)":                                   nil,
+	"fn_job_dead_letter_insert(uuid)":                                    nil,
+	"fn_job_dead_letter_guard()":                                         nil,
+	"fn_queue_wake_notify_event_outbox()":                                nil,
+	"fn_queue_wake_notify_job_queue()":                                   nil,
+}
+
+// Spec 9: PUBLIC executes none of them; each group role executes exactly its share; every
+// SECURITY DEFINER one pins search_path = public, pg_temp.
+func TestQueueRoles_GrantMatrixAndPinnedSearchPath(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	for sig, roles := range queueFunctions {
+		allowed := map[string]bool{}
+		for _, r := range roles {
+			allowed[r] = true
+		}
+		var public, secdef bool
+		var config []string
+		db.QueryRow(t, `SELECT coalesce(p.proacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a WHERE a.grantee = 0), true),
+		                       p.prosecdef, p.proconfig
+		                  FROM pg_proc p WHERE p.oid = $1::regprocedure`, []any{sig}, &public, &secdef, &config)
+		if public {
+			t.Errorf("%s: PUBLIC may execute it", sig)
+		}
+		if secdef && (len(config) != 1 || config[0] != "search_path=public, pg_temp") {
+			t.Errorf("%s: SECURITY DEFINER without a pinned search_path: %v", sig, config)
+		}
+		for _, role := range []string{"workflow_admin", "dot_executor"} {
+			var can bool
+			db.QueryRow(t, `SELECT has_function_privilege($1, $2::regprocedure, 'EXECUTE')`, []any{role, sig}, &can)
+			if can != allowed[role] {
+				t.Errorf("%s: %s may execute = %v, want %v", sig, role, can, allowed[role])
+			}
+		}
+	}
+	// Every queue-health function of the database is in the matrix above.
+	var unknown []string
+	db.QueryRow(t, `SELECT coalesce(array_agg(p.oid::regprocedure::text), '{}') FROM pg_proc p
+	                 WHERE p.pronamespace = 'public'::regnamespace
+	                   AND (p.proname LIKE 'fn\_queue\_%' OR p.proname LIKE 'fn\_job\_%' OR p.proname LIKE 'fn\_cut\_%')
+	                   AND p.oid <> ALL (ARRAY(SELECT s::regprocedure::oid FROM unnest($1::text[]) s))`, []any{keysOf(queueFunctions)}, &unknown)
+	if len(unknown) > 0 {
+		t.Errorf("functions missing from the grant matrix: %v", unknown)
+	}
+}
+
+func keysOf(m map[string][]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Spec 9: executors and operators reach the tables only through the functions; a login
+// role with neither group role gets 42501 on the queue tables, the view and the functions;
+// dot_executor cannot call operator functions and workflow_admin cannot beat.
+func TestQueueRoles_TablesClosedAndRolesSeparated(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	register(t, db, "exec_roles", 10, 30)
+	none := asRole(t, db, "")
+	for _, stmt := range []string{
+		`SELECT 1 FROM job_queue`, `SELECT 1 FROM job_dead_letter`, `SELECT 1 FROM v_queue_health`,
+		`SELECT fn_queue_stale_check()`, `SELECT fn_job_enqueue('k', 'iu')`, `SELECT fn_queue_heartbeat_write('exec_roles', '{}', 'x')`,
+	} {
+		pgtest.RequireSQLState(t, callErr(t, none, stmt), "42501")
+	}
+	exec := asRole(t, db, "dot_executor")
+	callJSON(t, exec, `SELECT fn_queue_heartbeat_write('exec_roles', '{}', 'x')`)
+	callJSON(t, exec, `SELECT fn_queue_stale_check()`)
+	callJSON(t, exec, `SELECT fn_queue_heartbeat_tick('exec_roles2', 'DOT')`)
+	var id string
+	if err := exec.QueryRow(ctx(t), `SELECT fn_job_enqueue('k', 'iu')::text`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, exec, "w", 1); len(got) != 1 {
+		t.Fatalf("dot_executor claim: %v", got)
+	}
+	callJSON(t, exec, `SELECT fn_job_complete($1, 'w')`, id)
+	for _, stmt := range []string{
+		`SELECT fn_queue_heartbeat_register('x', 'DOT', '{}', 1, 1, 'x')`, `SELECT fn_queue_heartbeat_pause('exec_roles', 'r', 'x')`,
+		`SELECT fn_job_reap_expired_leases()`, `SELECT 1 FROM job_queue`,
+	} {
+		pgtest.RequireSQLState(t, callErr(t, exec, stmt), "42501")
+	}
+	admin := asRole(t, db, "workflow_admin")
+	callJSON(t, admin, `SELECT fn_queue_heartbeat_register('exec_admin', 'DOT', '{}', 10, 30, 'ops')`)
+	callJSON(t, admin, `SELECT fn_queue_heartbeat_pause('exec_admin', 'maintenance', 'ops')`)
+	callJSON(t, admin, `SELECT fn_queue_heartbeat_resume('exec_admin', 'ops')`)
+	callJSON(t, admin, `SELECT fn_job_reap_expired_leases()`)
+	pgtest.RequireSQLState(t, callErr(t, admin, `SELECT fn_queue_heartbeat_write('exec_admin', '{}', 'x')`), "42501")
+}
