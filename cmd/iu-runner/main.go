@@ -1,0 +1,20 @@
+// Command iu-runner applies the iu-core migrations and runs the route workers and queue
+// health SQL: one pass for cron (tick), a long-running loop (run), and a health report
+// (health). See internal/cli for the commands and exit codes.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/iu-core/event-worker/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], cli.OSEnv())
+	stop()
+	os.Exit(code)
+}

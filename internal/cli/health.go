@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+	"flag"
+
+	"github.com/iu-core/event-worker/internal/health"
+	"github.com/iu-core/event-worker/internal/store"
+)
+
+func runHealth(ctx context.Context, args []string, env Env) int {
+	fs := flag.NewFlagSet("health", flag.ContinueOnError)
+	var c common
+	c.register(fs, "warn")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	synopsis := "iu-runner health [--json] [flags]\n\n" +
+		"Prints v_queue_health (one row per route worker cursor, executor heartbeat, open\n" +
+		"dead-letter group and queued job kind); problem rows are marked '!'.\n" +
+		"Exit 0 when all is well, 3 when anything is stale, critical or has open dead letters,\n" +
+		"1 when the view cannot be read, 2 on a usage error."
+	if code, done := parse(fs, args, env, synopsis); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(env, "health", "unexpected argument %q", fs.Arg(0))
+	}
+	if err := c.db.Validate(); err != nil {
+		return usageErr(env, "health", "%v", err)
+	}
+	log, err := c.logger(env)
+	if err != nil {
+		return usageErr(env, "health", "%v", err)
+	}
+	pool, err := c.connect(ctx, env, log)
+	if err != nil {
+		return fail(env, "health", err)
+	}
+	defer pool.Close()
+	rows, err := store.New(pool).QueueHealth(ctx)
+	if err != nil {
+		return fail(env, "health", err)
+	}
+	if *asJSON {
+		err = health.RenderJSON(env.Stdout, rows)
+	} else {
+		err = health.RenderTable(env.Stdout, rows)
+	}
+	if err != nil {
+		return fail(env, "health", err)
+	}
+	return health.ExitCode(rows)
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/iu-core/event-worker/internal/migrate"
+)
+
+func runMigrate(ctx context.Context, args []string, env Env) int {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	var c common
+	c.register(fs, "warn")
+	to := fs.Int64("to", -1, "down: roll back to this version (0 undoes everything) instead of one step")
+	synopsis := "iu-runner migrate up|down|status|version [flags]\n\n" +
+		"Applies the migrations embedded in the binary (the same files as sql/iu-core) with goose,\n" +
+		"holding goose's PostgreSQL session lock, so two deploys never migrate at once.\n" +
+		"  up       apply every pending migration\n" +
+		"  down     roll back the newest migration (or to --to N)\n" +
+		"  status   list migrations and whether each is applied\n" +
+		"  version  print the database's current version"
+	// the action may come before or after the flags
+	var action string
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		action, args = args[0], args[1:]
+	}
+	if code, done := parse(fs, args, env, synopsis); done {
+		return code
+	}
+	if action == "" && fs.NArg() > 0 {
+		action = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return usageErr(env, "migrate", "unexpected argument %q", fs.Arg(0))
+	}
+	switch action {
+	case "up", "down", "status", "version":
+	case "":
+		return usageErr(env, "migrate", "missing action: up, down, status or version")
+	default:
+		return usageErr(env, "migrate", "unknown action %q: want up, down, status or version", action)
+	}
+	if err := c.db.Validate(); err != nil {
+		return usageErr(env, "migrate", "%v", err)
+	}
+	if _, err := c.logger(env); err != nil {
+		return usageErr(env, "migrate", "%v", err)
+	}
+	dsn, _ := c.db.DSN(env.Getenv)
+	m, err := migrate.Open(dsn)
+	if err != nil {
+		return fail(env, "migrate", err)
+	}
+	defer m.Close()
+	switch action {
+	case "up":
+		res, err := m.Up(ctx)
+		for _, r := range res {
+			fmt.Fprintf(env.Stdout, "applied %s (%s)\n", r.Source.Path, r.Duration.Round(1e6))
+		}
+		if err != nil {
+			return fail(env, "migrate", err)
+		}
+		v, err := m.Version(ctx)
+		if err != nil {
+			return fail(env, "migrate", err)
+		}
+		fmt.Fprintf(env.Stdout, "database at version %d (%d applied now)\n", v, len(res))
+	case "down":
+		if *to >= 0 {
+			res, err := m.DownTo(ctx, *to)
+			for _, r := range res {
+				fmt.Fprintf(env.Stdout, "rolled back %s\n", r.Source.Path)
+			}
+			if err != nil {
+				return fail(env, "migrate", err)
+			}
+		} else {
+			r, err := m.Down(ctx)
+			if r != nil {
+				fmt.Fprintf(env.Stdout, "rolled back %s\n", r.Source.Path)
+			}
+			if err != nil {
+				return fail(env, "migrate", err)
+			}
+		}
+		v, err := m.Version(ctx)
+		if err != nil {
+			return fail(env, "migrate", err)
+		}
+		fmt.Fprintf(env.Stdout, "database at version %d\n", v)
+	case "status":
+		st, err := m.Status(ctx)
+		if err != nil {
+			return fail(env, "migrate", err)
+		}
+		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "VERSION\tSTATE\tAPPLIED AT\tFILE")
+		for _, s := range st {
+			at := "-"
+			if !s.AppliedAt.IsZero() {
+				at = s.AppliedAt.UTC().Format("2006-01-02 15:04:05Z")
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.Source.Version, s.State, at, s.Source.Path)
+		}
+		tw.Flush()
+	case "version":
+		v, err := m.Version(ctx)
+		if err != nil {
+			return fail(env, "migrate", err)
+		}
+		fmt.Fprintln(env.Stdout, v)
+	}
+	return ExitOK
+}

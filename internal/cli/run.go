@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"os"
+	"time"
+
+	"github.com/iu-core/event-worker/internal/metrics"
+	"github.com/iu-core/event-worker/internal/notifier"
+	"github.com/iu-core/event-worker/internal/service"
+	"github.com/iu-core/event-worker/internal/store"
+)
+
+func runRun(ctx context.Context, args []string, env Env) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var c common
+	c.register(fs, "info")
+	var workers, domains stringList
+	fs.Var(&workers, "worker", "route worker to run (repeatable or comma-separated; default "+DefaultWorker+")")
+	fs.Var(&domains, "domain", "LISTEN on queue_wake_<domain> (repeatable; default iu)")
+	batch := fs.Int("batch", 500, "events per fn_iu_route_worker_run call (1..10000)")
+	mode := fs.String("mode", service.ModeHybrid, "poll | notify | hybrid (NOTIFY wake-ups plus the fallback poll)")
+	poll := fs.Duration("poll-interval", 5*time.Second, "fallback poll interval (±10% jitter)")
+	stale := fs.Duration("stale-check-interval", 30*time.Second, "fn_queue_stale_check() and v_queue_health gauge cadence; keep it under half the smallest stale threshold")
+	reap := fs.Duration("reap-interval", 30*time.Second, "fn_job_reap_expired_leases() cadence")
+	passBudget := fs.Duration("pass-budget", 10*time.Second, "longest drain before housekeeping gets a turn (the drain then continues at once)")
+	grace := fs.Duration("shutdown-grace", 15*time.Second, "on SIGINT/SIGTERM, how long the call in flight may run before it is cancelled and rolled back")
+	checkEvery := fs.Duration("notify-check-interval", 15*time.Second, "NOTIFY round-trip check of the LISTEN connection")
+	httpAddr := fs.String("http-addr", "127.0.0.1:9187", "address serving /metrics, /healthz and /readyz (port 0 picks a free one; the bound address is logged as http_addr)")
+	host, _ := os.Hostname()
+	executorID := fs.String("executor-id", "iu-runner:"+host, "the runner's own heartbeat row (fn_queue_heartbeat_tick, kind external_worker; empty disables)")
+	synopsis := "iu-runner run [flags]\n\n" +
+		"The long-running loop. hybrid (default): LISTEN queue_wake_<domain> on a dedicated\n" +
+		"connection plus a fallback poll; notify: poll only while the listener is down; poll: no\n" +
+		"LISTEN (PgBouncer transaction pooling). A full batch is followed at once by the next.\n" +
+		"SIGINT/SIGTERM: no new batch starts, the call in flight finishes (or is rolled back after\n" +
+		"--shutdown-grace), exit 0."
+	if code, done := parse(fs, args, env, synopsis); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(env, "run", "unexpected argument %q", fs.Arg(0))
+	}
+	switch *mode {
+	case service.ModePoll, service.ModeNotify, service.ModeHybrid:
+	default:
+		return usageErr(env, "run", "--mode %q: want poll, notify or hybrid", *mode)
+	}
+	if !validBatch(*batch) {
+		return usageErr(env, "run", "--batch %d: want 1..10000", *batch)
+	}
+	for name, d := range map[string]time.Duration{"--poll-interval": *poll, "--stale-check-interval": *stale,
+		"--reap-interval": *reap, "--pass-budget": *passBudget, "--notify-check-interval": *checkEvery} {
+		if d <= 0 {
+			return usageErr(env, "run", "%s must be positive", name)
+		}
+	}
+	if *grace < 0 {
+		return usageErr(env, "run", "--shutdown-grace must not be negative")
+	}
+	if *httpAddr == "" {
+		return usageErr(env, "run", "--http-addr is required")
+	}
+	if err := c.db.Validate(); err != nil {
+		return usageErr(env, "run", "%v", err)
+	}
+	log, err := c.logger(env)
+	if err != nil {
+		return usageErr(env, "run", "%v", err)
+	}
+	if len(workers) == 0 {
+		workers = stringList{DefaultWorker}
+	}
+	if len(domains) == 0 {
+		domains = stringList{"iu"}
+	}
+
+	pool, err := c.connect(ctx, env, log)
+	if err != nil {
+		return fail(env, "run", err)
+	}
+	defer pool.Close()
+
+	m := metrics.New()
+	m.Mode.WithLabelValues(*mode).Set(1)
+	svc := (*service.Service)(nil)
+	var listener service.Listener
+	var n *notifier.Notifier
+	if *mode != service.ModePoll {
+		var channels []string
+		for _, d := range domains {
+			channels = append(channels, "queue_wake_"+d)
+		}
+		n = notifier.New(pool, notifier.Config{Channels: channels, CheckInterval: *checkEvery}, log.With("component", "notifier"),
+			notifier.Hooks{
+				Wake:      func(src string) { svc.Wake(src) },
+				State:     func(up bool) { svc.ListenerChanged(up) },
+				Reconnect: func() { m.ListenerReconnects.Inc() },
+			})
+		listener = n
+	}
+	svc = service.New(service.Config{
+		Mode: *mode, Workers: workers, Batch: *batch,
+		PollInterval: *poll, StaleCheckInterval: *stale, ReapInterval: *reap, PassBudget: *passBudget,
+		ShutdownGrace: *grace, StatementTimeout: c.db.StatementTimeout,
+		ExecutorID: *executorID, ExecutorKind: "external_worker", HTTPAddr: *httpAddr,
+	}, store.New(pool), listener, log, m)
+	if err := svc.Run(ctx); err != nil {
+		return fail(env, "run", err)
+	}
+	return ExitOK
+}

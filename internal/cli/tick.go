@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"time"
+
+	"github.com/iu-core/event-worker/internal/store"
+	"github.com/iu-core/event-worker/internal/tick"
+)
+
+func runTick(ctx context.Context, args []string, env Env) int {
+	fs := flag.NewFlagSet("tick", flag.ContinueOnError)
+	var c common
+	c.register(fs, "warn")
+	var workers stringList
+	fs.Var(&workers, "worker", "route worker to run (repeatable or comma-separated; default "+DefaultWorker+")")
+	batch := fs.Int("batch", 500, "events per fn_iu_route_worker_run call (1..10000)")
+	budget := fs.Duration("budget", 50*time.Second, "time budget for the worker runs; the next tick continues (0: none)")
+	maxBatches := fs.Int("max-batches", 0, "batch budget per worker (0: none)")
+	skipStale := fs.Bool("skip-stale-check", false, "do not run fn_queue_stale_check()")
+	skipReap := fs.Bool("skip-reap", false, "do not run fn_job_reap_expired_leases()")
+	executorID := fs.String("executor-id", "", "also beat this executor's heartbeat (fn_queue_heartbeat_tick, kind external_worker)")
+	synopsis := "iu-runner tick [flags]\n\n" +
+		"One pass for cron: for each worker, run batches until one comes back short (caught up),\n" +
+		"the worker is gated or busy, or the budget is spent; then the stale-check and the lease\n" +
+		"reaper. Prints one JSON summary on stdout. Exit 0 on success (gated and busy included),\n" +
+		"1 on failure, 2 on a usage error. No lock file needed: a concurrent run returns busy."
+	if code, done := parse(fs, args, env, synopsis); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(env, "tick", "unexpected argument %q", fs.Arg(0))
+	}
+	if !validBatch(*batch) {
+		return usageErr(env, "tick", "--batch %d: want 1..10000", *batch)
+	}
+	if *budget < 0 || *maxBatches < 0 {
+		return usageErr(env, "tick", "--budget and --max-batches must not be negative")
+	}
+	if err := c.db.Validate(); err != nil {
+		return usageErr(env, "tick", "%v", err)
+	}
+	log, err := c.logger(env)
+	if err != nil {
+		return usageErr(env, "tick", "%v", err)
+	}
+	if len(workers) == 0 {
+		workers = stringList{DefaultWorker}
+	}
+
+	pool, err := c.connect(ctx, env, log)
+	if err != nil {
+		// still one JSON line, so a log shipper reading stdout sees every tick
+		_ = json.NewEncoder(env.Stdout).Encode(tick.Summary{Workers: []tick.WorkerResult{}, Errors: []string{err.Error()}})
+		return fail(env, "tick", err)
+	}
+	defer pool.Close()
+	st := store.New(pool)
+	s, runErr := tick.Run(ctx, st, tick.Options{
+		Workers: workers, Batch: *batch, Budget: *budget, MaxBatches: *maxBatches,
+		SkipStale: *skipStale, SkipReap: *skipReap,
+		Observe: func(w string, r store.WorkerRun, d time.Duration, err error) {
+			if err == nil {
+				log.Debug("worker run", "worker", w, "claimed", r.Claimed, "gated", r.Gated, "busy", r.Busy, "ms", d.Milliseconds())
+			}
+		},
+	})
+	if name, err := st.DatabaseName(ctx); err == nil {
+		s.Database = name
+	}
+	if *executorID != "" && runErr == nil {
+		if _, err := st.Heartbeat(ctx, *executorID, "external_worker", map[string]any{"runner": "iu-runner", "mode": "tick", "claimed": s.Claimed}); err != nil {
+			s.OK = false
+			s.Errors = append(s.Errors, err.Error())
+			runErr = err
+		}
+	}
+	enc := json.NewEncoder(env.Stdout)
+	if err := enc.Encode(s); err != nil {
+		return fail(env, "tick", err)
+	}
+	if runErr != nil {
+		return fail(env, "tick", runErr)
+	}
+	return ExitOK
+}

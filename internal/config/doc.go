@@ -1,0 +1,32 @@
+// Package config turns iu-runner's flags and environment into a database connection
+// configuration.
+//
+// # Where the database comes from
+//
+// One rule, applied in this order (the first that is set wins):
+//
+//  1. the --database-url flag;
+//  2. the DATABASE_URL environment variable;
+//  3. the libpq environment variables (PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD,
+//     PGSSLMODE, PGSERVICE, PGPASSFILE, ...), read by pgx exactly as libpq reads them.
+//
+// As with libpq, a URL given by 1 or 2 is still completed by the PG* variables for the
+// parts it leaves out (postgres:///mydb with PGHOST=/run/postgresql connects over that
+// socket): the URL wins for every parameter it names. Resolve reports which source was
+// used, and the runner logs it at start-up, so "which database did it talk to?" is never a
+// guess. The rule is tested in config_test.go and, end to end against the real binary, in
+// tests/runner (TestConfigPrecedence).
+//
+// # What every connection gets
+//
+//   - application_name=iu-runner (unless the URL sets one), so operators can find the
+//     runner's sessions in pg_stat_activity and terminate them by name;
+//   - statement_timeout (default 30s, --statement-timeout), so a stuck statement cannot pin
+//     a connection forever. It travels as a startup parameter; PgBouncer refuses unknown
+//     startup parameters, so behind PgBouncer either list it in ignore_startup_parameters or
+//     pass --statement-timeout 0 (not sent) and ALTER ROLE ... SET statement_timeout;
+//   - a connect timeout (default 10s, --connect-timeout) when the URL has none, so an
+//     unreachable database fails fast with a clear error instead of hanging cron;
+//   - the simple-protocol-compatible exec mode (no named prepared statements), so the
+//     runner works behind PgBouncer in transaction pooling mode.
+package config

@@ -1,0 +1,41 @@
+// Package notifier keeps one dedicated LISTEN connection for the runner and turns
+// notifications on queue_wake_<domain> into wake-ups of the service loop.
+//
+// NOTIFY is only a wake-up signal (SPEC section 0): a lost notification never loses work,
+// because the service also polls (hybrid mode) or polls while the listener is down
+// (notify mode), and every (re)connection is itself a wake-up that makes the loop look:
+// whatever committed before LISTEN took effect was signalled to nobody.
+//
+// # The connection
+//
+// The connection is acquired from the runner's pool (so it carries the same
+// application_name and statement_timeout) and then taken out of it with
+// pgxpool.Conn.Hijack: the pool forgets it, never hands it to a query, and the listener
+// owns and closes it. A LISTEN session must not be shared: a pooled connection that ran
+// LISTEN would deliver notifications to whichever caller borrowed it next.
+//
+// # Health: the NOTIFY round trip
+//
+// A TCP connection can look open long after the server or a middlebox dropped it. Every
+// CheckInterval the notifier sends pg_notify(<private ping channel>, <n>) through the pool
+// (another session) and waits up to CheckTimeout for it to come back on the listener. That
+// proves the whole path — server up, listener session alive, notifications delivered.
+// A missed round trip, or any error while waiting, closes the connection.
+//
+// # State diagram
+//
+//	           ┌──────────────┐ acquire + hijack + LISTEN ok ┌───────────────┐
+//	start ───► │  CONNECTING  │ ───────────────────────────► │   LISTENING   │ ◄─┐ notification on
+//	           └──────────────┘ (wake "reconnect", or        │ listener_up=1 │ ──┘ queue_wake_*:
+//	              ▲        │     "startup" the first time)   └───────────────┘     wake "notify"
+//	              │        │ error                              │         │
+//	              │        ▼                                    │         │ round trip ok: stay
+//	           ┌──────────────┐  conn error, backend killed,    │         │
+//	           │   BACKOFF    │ ◄── round trip missed ──────────┘         │
+//	           │ listener_up=0│  (warn "falling back to polling")         │ ctx cancelled
+//	           │ 100ms → 5s   │                                           ▼
+//	           └──────────────┘                                 STOPPED (conn closed)
+//
+// While the state is BACKOFF or CONNECTING, Up() is false, iu_runner_listener_up is 0 and
+// the service polls at --poll-interval in every mode.
+package notifier

@@ -1,0 +1,244 @@
+package notifier
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Wake sources the notifier reports.
+const (
+	SourceNotify    = "notify"
+	SourceReconnect = "reconnect"
+	SourceListening = "startup" // the first LISTEN is in place
+)
+
+// Config tunes the listener.
+type Config struct {
+	Channels      []string      // e.g. queue_wake_iu
+	CheckInterval time.Duration // NOTIFY round-trip period (default 15s)
+	CheckTimeout  time.Duration // how long a round trip may take (default 5s)
+	MinBackoff    time.Duration // first reconnect delay (default 100ms)
+	MaxBackoff    time.Duration // reconnect delay cap (default 5s)
+}
+
+// Hooks let the caller observe the listener (metrics, loop re-evaluation). Any may be nil.
+type Hooks struct {
+	Wake      func(source string) // a notification or a re-established LISTEN
+	State     func(up bool)       // the listener went up or down
+	Reconnect func()              // a connection was established after a loss
+}
+
+// Notifier owns the LISTEN connection. Create it with New and start Run in a goroutine.
+type Notifier struct {
+	pool  *pgxpool.Pool
+	cfg   Config
+	log   *slog.Logger
+	hooks Hooks
+	ping  string
+	up    atomic.Bool
+	seq   atomic.Int64
+}
+
+// New prepares a notifier; nothing connects until Run.
+func New(pool *pgxpool.Pool, cfg Config, log *slog.Logger, hooks Hooks) *Notifier {
+	if cfg.CheckInterval <= 0 {
+		cfg.CheckInterval = 15 * time.Second
+	}
+	if cfg.CheckTimeout <= 0 {
+		cfg.CheckTimeout = 5 * time.Second
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = 5 * time.Second
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return &Notifier{pool: pool, cfg: cfg, log: log, hooks: hooks, ping: "iu_runner_ping_" + hex.EncodeToString(b[:])}
+}
+
+// Up reports whether the listener is connected and passed its last round trip.
+func (n *Notifier) Up() bool { return n.up.Load() }
+
+// PingChannel is the private channel of the round-trip check.
+func (n *Notifier) PingChannel() string { return n.ping }
+
+func (n *Notifier) setUp(up bool, why error) {
+	if n.up.Swap(up) == up {
+		return
+	}
+	switch {
+	case up:
+		n.log.Info("LISTEN connection up: woken by NOTIFY", "channels", n.cfg.Channels)
+	case errors.Is(why, context.Canceled):
+		n.log.Info("LISTEN connection closed: stopping")
+	default:
+		n.log.Warn("LISTEN connection down: falling back to polling until it is re-established", "error", errString(why))
+	}
+	if n.hooks.State != nil {
+		n.hooks.State(up)
+	}
+}
+
+// Run keeps a LISTEN connection until ctx is cancelled, reconnecting with backoff.
+func (n *Notifier) Run(ctx context.Context) {
+	backoff := n.cfg.MinBackoff
+	everUp := false
+	for ctx.Err() == nil {
+		connected, err := n.session(ctx, everUp)
+		if ctx.Err() != nil {
+			break
+		}
+		if connected {
+			everUp = true
+			backoff = n.cfg.MinBackoff
+		}
+		n.setUp(false, err)
+		n.log.Debug("LISTEN reconnect scheduled", "in", backoff.String(), "error", errString(err))
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(backoff*2, n.cfg.MaxBackoff)
+	}
+	n.setUp(false, ctx.Err())
+}
+
+// session connects, listens and serves notifications until an error. connected reports
+// whether LISTEN was established (which resets the backoff).
+func (n *Notifier) session(ctx context.Context, reconnect bool) (connected bool, err error) {
+	conn, err := n.connect(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	for _, ch := range append([]string{n.ping}, n.cfg.Channels...) {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return false, fmt.Errorf("LISTEN %s: %w", ch, err)
+		}
+	}
+	n.setUp(true, nil)
+	// Anything committed before LISTEN took effect was signalled to nobody: look now.
+	if reconnect {
+		if n.hooks.Reconnect != nil {
+			n.hooks.Reconnect()
+		}
+		n.wake(SourceReconnect)
+	} else {
+		n.wake(SourceListening)
+	}
+
+	sctx, cancel := context.WithCancelCause(ctx)
+	acks := make(chan string, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.checker(sctx, cancel, acks)
+	}()
+	defer func() { cancel(nil); wg.Wait() }() // stop the checker before the conn closes
+	for {
+		nt, err := conn.WaitForNotification(sctx)
+		if err != nil {
+			if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
+				return true, cause
+			}
+			return true, fmt.Errorf("waiting for notifications: %w", err)
+		}
+		if nt.Channel == n.ping {
+			select {
+			case acks <- nt.Payload:
+			default:
+			}
+			continue
+		}
+		n.wake(SourceNotify)
+	}
+}
+
+func (n *Notifier) connect(ctx context.Context) (*pgx.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, n.cfg.CheckTimeout+n.pool.Config().ConnConfig.ConnectTimeout)
+	defer cancel()
+	pc, err := n.pool.Acquire(actx)
+	if err != nil {
+		return nil, fmt.Errorf("acquiring the LISTEN connection: %w", err)
+	}
+	conn := pc.Hijack() // ours now: the pool will never lend this session to a query
+	if err := conn.Ping(actx); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, fmt.Errorf("checking the LISTEN connection: %w", err)
+	}
+	return conn, nil
+}
+
+// checker sends a NOTIFY through the pool every CheckInterval and cancels the session when
+// it does not come back on the listener within CheckTimeout.
+func (n *Notifier) checker(ctx context.Context, fail context.CancelCauseFunc, acks <-chan string) {
+	t := time.NewTicker(n.cfg.CheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		want := strconv.FormatInt(n.seq.Add(1), 10)
+		cctx, cancel := context.WithTimeout(ctx, n.cfg.CheckTimeout)
+		_, err := n.pool.Exec(cctx, "SELECT pg_notify($1, $2)", n.ping, want)
+		if err != nil {
+			cancel()
+			if ctx.Err() == nil {
+				fail(fmt.Errorf("NOTIFY round trip: sending: %w", err))
+			}
+			return
+		}
+		ok := false
+		for !ok {
+			select {
+			case got := <-acks:
+				ok = got == want
+				continue
+			case <-cctx.Done():
+			}
+			break
+		}
+		cancel()
+		if !ok {
+			if ctx.Err() == nil {
+				fail(fmt.Errorf("NOTIFY round trip: no answer within %s", n.cfg.CheckTimeout))
+			}
+			return
+		}
+	}
+}
+
+func (n *Notifier) wake(source string) {
+	if n.hooks.Wake != nil {
+		n.hooks.Wake(source)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,88 @@
+package notifier
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/iu-core/event-worker/internal/config"
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within 10s", what)
+}
+
+// Rule: the LISTEN session is hijacked from the pool (the pool no longer counts it), a
+// notification wakes the caller, a terminated listener is re-established (a "reconnect"
+// wake-up, so nothing sent meanwhile waits), and the NOTIFY round trip keeps passing.
+func TestListenWakeReconnect(t *testing.T) {
+	db := pgtest.NewDB(t)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config.Apply(cfg.ConnConfig, 30*time.Second, 5*time.Second)
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	var notifies, reconnects atomic.Int64
+	var up atomic.Bool
+	n := New(pool, Config{Channels: []string{"queue_wake_iu"}, CheckInterval: 50 * time.Millisecond, CheckTimeout: time.Second},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks{
+			Wake: func(src string) {
+				if src == SourceNotify {
+					notifies.Add(1)
+				}
+			},
+			State:     func(u bool) { up.Store(u) },
+			Reconnect: func() { reconnects.Add(1) },
+		})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+
+	eventually(t, "listener up", func() bool { return up.Load() && n.Up() })
+	if st := pool.Stat(); st.TotalConns() > 1 {
+		// the hijacked session is not the pool's any more; at most the checker's connection is
+		t.Fatalf("pool holds %d connections: the LISTEN session was not hijacked", st.TotalConns())
+	}
+	db.Exec(t, `SELECT pg_notify('queue_wake_iu', '{"layer":"event"}')`)
+	eventually(t, "notification woke us", func() bool { return notifies.Load() == 1 })
+	time.Sleep(200 * time.Millisecond) // several round trips pass meanwhile
+	if !n.Up() || reconnects.Load() != 0 {
+		t.Fatalf("round trips failed: up=%v reconnects=%d", n.Up(), reconnects.Load())
+	}
+
+	db.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	             WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
+	eventually(t, "reconnected", func() bool { return reconnects.Load() == 1 && n.Up() })
+	db.Exec(t, `SELECT pg_notify('queue_wake_iu', '{"layer":"event"}')`)
+	eventually(t, "notification after the reconnect", func() bool { return notifies.Load() == 2 })
+
+	cancel()
+	<-done
+	if n.Up() {
+		t.Fatal("still up after stop")
+	}
+}

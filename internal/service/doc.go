@@ -1,0 +1,63 @@
+// Package service is `iu-runner run`: the long-running loop that keeps route workers
+// caught up, beats the runner's own heartbeat, runs the stale-check and the lease reaper
+// on their cadence, and serves /metrics, /healthz and /readyz.
+//
+// # Modes (after the dual-channel worker design: push plus fallback poll)
+//
+//	poll    no LISTEN at all; a pass every --poll-interval (±10% jitter). For PgBouncer in
+//	        transaction pooling mode, where a session-level LISTEN does not work.
+//	notify  woken by NOTIFY on queue_wake_<domain>; polls only while the listener is down,
+//	        plus one safety pass per --stale-check-interval, so a lost notification (or a
+//	        bridge switched off) delays work by that much at most and never strands it.
+//	hybrid  (default) NOTIFY for latency plus the fallback poll, which catches anything a
+//	        lost notification would otherwise leave waiting until the next event.
+//
+// # The loop
+//
+//	                   ┌──────────────────────── wake: notify | reconnect ───────────┐
+//	                   │                          poll timer | retry timer            │
+//	                   ▼                                                              │
+//	start ──► ┌──────────────┐  claimed == batch   ┌──────────────┐                  │
+//	          │     PASS     │ ──────────────────► │  PASS again  │ (wake full_batch,│
+//	          │ each worker: │ ◄────────────────── │  at once     │  never a sleep)  │
+//	          │ fn_iu_route_ │                     └──────────────┘                  │
+//	          │ worker_run   │                                                        │
+//	          └──────┬───────┘                                                        │
+//	                 │ caught up / gated / busy / error (error → retry 200ms…poll)    │
+//	                 ▼                                                                │
+//	          ┌──────────────┐ heartbeat fn_queue_heartbeat_tick (every loop)         │
+//	          │ HOUSEKEEPING │ stale-check + v_queue_health gauges (--stale-check-    │
+//	          │              │ interval), lease reaper (--reap-interval)              │
+//	          └──────┬───────┘                                                        │
+//	                 ▼                                                                │
+//	          ┌──────────────┐ ───────────────────────────────────────────────────────┘
+//	          │     WAIT     │
+//	          └──────┬───────┘
+//	                 │ SIGINT / SIGTERM
+//	                 ▼
+//	          ┌──────────────┐ /readyz → 503, no new batch starts; the call in flight
+//	          │   DRAINING   │ finishes, or is cancelled (the server rolls its transaction
+//	          └──────┬───────┘ back) when --shutdown-grace runs out
+//	                 ▼
+//	              STOPPED (exit 0)
+//
+// A pass is bounded (--pass-budget): a long backlog is drained in consecutive passes, so
+// the heartbeat and the stale-check keep their cadence under load.
+//
+// # Failures
+//
+// Every database call is its own transaction. A failed call (the server restarted, a
+// backend was terminated, a statement timed out) is counted in iu_runner_db_errors_total,
+// logged, and retried after a short backoff (200ms doubling, capped at the poll interval);
+// the pool replaces broken connections on its own, the notifier re-LISTENs on its own and
+// its reconnection is itself a wake-up. NOTIFY is only a hint: a missed one delays work
+// by at most one poll interval (hybrid) and never loses it.
+//
+// # Endpoints
+//
+//	/metrics  Prometheus (package metrics)
+//	/healthz  200 while the loop goes round (it reports progress at least every
+//	          --stale-check-interval); 503 when it has stalled or stopped
+//	/readyz   200 when the database answers SELECT 1 within 2s; 503 when it does not, and
+//	          from the stop signal on (draining)
+package service

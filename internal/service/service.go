@@ -1,0 +1,459 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/iu-core/event-worker/internal/health"
+	"github.com/iu-core/event-worker/internal/metrics"
+	"github.com/iu-core/event-worker/internal/store"
+	"github.com/iu-core/event-worker/internal/tick"
+)
+
+// Modes.
+const (
+	ModePoll   = "poll"
+	ModeNotify = "notify"
+	ModeHybrid = "hybrid"
+)
+
+// Wake sources besides the notifier's.
+const (
+	SourcePoll      = "poll"
+	SourceFullBatch = "full_batch"
+	SourceRetry     = "retry"
+	SourceStartup   = "startup"
+	sourceHousekeep = "" // a timer for housekeeping only: no pass
+)
+
+// DB is every database call the loop makes (store.Store implements it).
+type DB interface {
+	tick.DB
+	Heartbeat(ctx context.Context, executorID, kind string, metadata map[string]any) (json.RawMessage, error)
+	Ping(ctx context.Context) error
+	QueueHealth(ctx context.Context) ([]health.Row, error)
+}
+
+// Listener is the notifier as the loop sees it (nil in poll mode).
+type Listener interface {
+	Run(ctx context.Context)
+	Up() bool
+}
+
+// Config of the loop.
+type Config struct {
+	Mode               string
+	Workers            []string
+	Batch              int
+	PollInterval       time.Duration
+	StaleCheckInterval time.Duration
+	ReapInterval       time.Duration
+	PassBudget         time.Duration
+	ShutdownGrace      time.Duration
+	StatementTimeout   time.Duration
+	ExecutorID         string
+	ExecutorKind       string
+	HTTPAddr           string
+}
+
+// Service is one running loop. Build it with New, wire the notifier's hooks to Wake and
+// ListenerChanged, then call Run.
+type Service struct {
+	cfg      Config
+	db       DB
+	listener Listener
+	log      *slog.Logger
+	m        *metrics.Metrics
+
+	wake     chan string   // work wake-ups (coalesced: one pending is enough)
+	kick     chan struct{} // re-evaluate the wait (listener state changed)
+	alive    atomic.Int64  // unix nanos of the last loop progress
+	draining atomic.Bool
+	stopped  atomic.Bool
+	addr     atomic.Value // string: the bound HTTP address
+
+	cadenceWarned bool // loop goroutine only
+}
+
+// New creates the service. listener may be nil (poll mode).
+func New(cfg Config, db DB, listener Listener, log *slog.Logger, m *metrics.Metrics) *Service {
+	if cfg.ExecutorKind == "" {
+		cfg.ExecutorKind = "external_worker"
+	}
+	if cfg.PassBudget <= 0 {
+		cfg.PassBudget = 10 * time.Second
+	}
+	return &Service{cfg: cfg, db: db, listener: listener, log: log, m: m,
+		wake: make(chan string, 1), kick: make(chan struct{}, 1)}
+}
+
+// Wake asks for a pass (the notifier's Wake hook).
+func (s *Service) Wake(source string) {
+	select {
+	case s.wake <- source:
+	default: // a wake-up is already pending: it will see this work too
+	}
+}
+
+// ListenerChanged re-evaluates the wait (the notifier's State hook).
+func (s *Service) ListenerChanged(up bool) {
+	if up {
+		s.m.ListenerUp.Set(1)
+	} else {
+		s.m.ListenerUp.Set(0)
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Addr is the bound HTTP address once Run is serving ("" before).
+func (s *Service) Addr() string { a, _ := s.addr.Load().(string); return a }
+
+// Run serves HTTP and loops until ctx is cancelled, then drains and returns. The error is
+// non-nil only when the service could not start (e.g. the HTTP address is taken).
+func (s *Service) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listening on --http-addr %s: %w", s.cfg.HTTPAddr, err)
+	}
+	s.addr.Store(ln.Addr().String())
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "error", err)
+		}
+	}()
+	s.log.Info("iu-runner run started", "mode", s.cfg.Mode, "workers", s.cfg.Workers, "batch", s.cfg.Batch,
+		"poll_interval", s.cfg.PollInterval.String(), "stale_check_interval", s.cfg.StaleCheckInterval.String(),
+		"http_addr", ln.Addr().String(), "executor_id", s.cfg.ExecutorID, "shutdown_grace", s.cfg.ShutdownGrace.String())
+
+	// The listener lives until the loop is done.
+	lctx, lcancel := context.WithCancel(context.Background())
+	if s.listener != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.listener.Run(lctx) }()
+	}
+
+	// Work runs on its own context: a stop signal stops new work at once, but the call in
+	// flight gets --shutdown-grace to commit before it is cancelled (and rolled back).
+	workCtx, workCancel := context.WithCancel(context.Background())
+	defer workCancel()
+	loopDone := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-loopDone:
+			return
+		case <-ctx.Done():
+		}
+		s.draining.Store(true)
+		s.m.Draining.Set(1)
+		s.log.Info("stop signal: draining: no new batch starts; the call in flight may finish",
+			"shutdown_grace", s.cfg.ShutdownGrace.String())
+		t := time.NewTimer(s.cfg.ShutdownGrace)
+		defer t.Stop()
+		select {
+		case <-loopDone:
+		case <-t.C:
+			s.log.Warn("shutdown grace spent: cancelling the call in flight (its transaction rolls back)")
+			workCancel()
+		}
+	}()
+
+	s.loop(ctx, workCtx)
+	s.stopped.Store(true)
+	close(loopDone)
+
+	lcancel()
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_ = srv.Shutdown(sctx)
+	scancel()
+	wg.Wait()
+	s.log.Info("iu-runner run stopped")
+	return nil
+}
+
+func (s *Service) loop(stop, work context.Context) {
+	now := time.Now()
+	nextPoll, nextStale, nextReap := now, now, now
+	var retryAt time.Time
+	retry := time.Duration(0)
+	source := SourceStartup
+	for {
+		s.alive.Store(time.Now().UnixNano())
+		if source != sourceHousekeep {
+			s.m.Wakeups.WithLabelValues(source).Inc()
+			more, err := s.pass(stop, work)
+			if err != nil && stop.Err() == nil {
+				retry = min(max(2*retry, 200*time.Millisecond), s.cfg.PollInterval)
+				retryAt = time.Now().Add(retry)
+				s.log.Warn("pass failed; retrying", "in", retry.String(), "error", err)
+			} else {
+				retry, retryAt = 0, time.Time{}
+			}
+			nextPoll = time.Now().Add(s.jitter(s.cfg.PollInterval))
+			if more && err == nil && stop.Err() == nil {
+				source = SourceFullBatch // pass budget spent with work left: go on at once
+				s.housekeeping(work, &nextStale, &nextReap)
+				continue
+			}
+		}
+		if stop.Err() != nil {
+			return
+		}
+		s.housekeeping(work, &nextStale, &nextReap)
+
+		pollActive := s.cfg.Mode != ModeNotify || s.listener == nil || !s.listener.Up()
+		deadline := minTime(nextStale, nextReap)
+		if pollActive {
+			deadline = minTime(deadline, nextPoll)
+		}
+		if !retryAt.IsZero() {
+			deadline = minTime(deadline, retryAt)
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-stop.Done():
+			t.Stop()
+			return
+		case source = <-s.wake:
+		case <-s.kick:
+			source = sourceHousekeep
+		case <-t.C:
+			n := time.Now()
+			switch {
+			case !retryAt.IsZero() && !n.Before(retryAt):
+				source = SourceRetry
+			case pollActive && !n.Before(nextPoll):
+				source = SourcePoll
+			case s.cfg.Mode == ModeNotify && !n.Before(nextStale):
+				source = SourcePoll // notify mode's safety pass: a lost NOTIFY waits one stale-check at most
+			default:
+				source = sourceHousekeep
+			}
+		}
+		t.Stop()
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// jitter spreads polls ±10% so a fleet of runners does not poll in step.
+func (s *Service) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d - d/10 + rand.N(d/5+1)
+}
+
+// pass drains every worker once. more reports that a worker stopped on the pass budget
+// with work left.
+func (s *Service) pass(stop, work context.Context) (more bool, err error) {
+	deadline := time.Now().Add(s.cfg.PassBudget)
+	var errs []error
+	for _, w := range s.cfg.Workers {
+		if stop.Err() != nil {
+			break
+		}
+		r, err := tick.DrainWorker(work, s.db, w, tick.Drain{
+			Batch:     s.cfg.Batch,
+			Deadline:  deadline,
+			Continue:  func() bool { return stop.Err() == nil },
+			Observe:   s.observe,
+			FullBatch: func(string) { s.m.Wakeups.WithLabelValues(SourceFullBatch).Inc() },
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if r.Stopped == tick.StopBudget {
+			more = true
+		}
+		if r.Claimed > 0 {
+			s.log.Info("worker pass", "worker", w, "runs", r.Runs, "claimed", r.Claimed,
+				"attempts_written", r.AttemptsWritten, "dead_lettered", r.DeadLettered, "by_status", r.ByStatus, "stopped", r.Stopped)
+		}
+	}
+	if len(errs) == 0 {
+		s.m.LastPass.SetToCurrentTime()
+	}
+	return more, errors.Join(errs...)
+}
+
+func (s *Service) observe(worker string, r store.WorkerRun, d time.Duration, err error) {
+	s.m.RunDuration.WithLabelValues(worker).Observe(d.Seconds())
+	switch {
+	case err != nil:
+		s.m.WorkerRuns.WithLabelValues(worker, "error").Inc()
+		s.m.DBErrors.WithLabelValues("worker_run").Inc()
+		return
+	case r.Gated:
+		s.m.WorkerRuns.WithLabelValues(worker, "gated").Inc()
+		s.log.Debug("worker gated", "worker", worker, "reason", r.Reason)
+	case r.Busy:
+		s.m.WorkerRuns.WithLabelValues(worker, "busy").Inc()
+	default:
+		s.m.WorkerRuns.WithLabelValues(worker, "ok").Inc()
+	}
+	for st, n := range r.ByStatus {
+		s.m.EventsRouted.WithLabelValues(worker, st).Add(float64(n))
+	}
+	if r.DeadLettered > 0 {
+		s.m.DeadLetters.WithLabelValues(worker).Add(float64(r.DeadLettered))
+	}
+}
+
+// housekeeping beats the heartbeat (every loop) and runs the stale-check, the health
+// gauges and the lease reaper when they are due.
+func (s *Service) housekeeping(ctx context.Context, nextStale, nextReap *time.Time) {
+	if s.cfg.ExecutorID != "" {
+		md := map[string]any{"runner": "iu-runner", "mode": s.cfg.Mode, "workers": s.cfg.Workers,
+			"pid": os.Getpid(), "poll_interval_seconds": s.cfg.PollInterval.Seconds()}
+		if s.listener != nil {
+			md["listener_up"] = s.listener.Up()
+		}
+		if _, err := s.db.Heartbeat(ctx, s.cfg.ExecutorID, s.cfg.ExecutorKind, md); err != nil {
+			s.dbError("heartbeat", err)
+		}
+	}
+	now := time.Now()
+	if !now.Before(*nextStale) {
+		*nextStale = now.Add(s.cfg.StaleCheckInterval)
+		if raw, err := s.db.StaleCheck(ctx); err != nil {
+			s.dbError("stale_check", err)
+		} else {
+			s.log.Debug("stale-check", "result", raw)
+		}
+		s.refreshHealth(ctx)
+	}
+	if !now.Before(*nextReap) {
+		*nextReap = now.Add(s.cfg.ReapInterval)
+		if raw, err := s.db.ReapLeases(ctx); err != nil {
+			s.dbError("reap", err)
+		} else {
+			s.log.Debug("lease reaper", "result", raw)
+		}
+	}
+}
+
+func (s *Service) dbError(op string, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	s.m.DBErrors.WithLabelValues(op).Inc()
+	s.log.Warn("database call failed", "op", op, "error", err)
+}
+
+// refreshHealth mirrors v_queue_health into the iu_queue_health_* gauges.
+func (s *Service) refreshHealth(ctx context.Context) {
+	rows, err := s.db.QueueHealth(ctx)
+	if err != nil {
+		s.dbError("queue_health", err)
+		return
+	}
+	m := s.m
+	m.HealthAge.Reset()
+	m.HealthBacklog.Reset()
+	m.HealthOpenDeadLetter.Reset()
+	m.HealthProblem.Reset()
+	stale := 0
+	smallest := 0.0 // the smallest effective stale threshold, to check our own cadence
+	for _, r := range rows {
+		lv := []string{r.Str("source"), r.Str("subject"), r.Str("domain")}
+		if v, ok := r.Number("age_seconds"); ok {
+			m.HealthAge.WithLabelValues(lv...).Set(v)
+		}
+		for _, c := range []string{"backlog", "backlog_events", "queued"} {
+			if v, ok := r.Number(c); ok {
+				m.HealthBacklog.WithLabelValues(lv...).Set(v)
+				break
+			}
+		}
+		src := r.Str("source")
+		if src == "dead_letter_event" || src == "dead_letter_job" {
+			if v, ok := r.Number("dead_lettered"); ok {
+				m.HealthOpenDeadLetter.WithLabelValues(lv...).Set(v)
+			}
+		}
+		if src == "heartbeat" && r.Str("status_hint") == "stale" {
+			stale++
+		}
+		if v, ok := r.Number("stale_threshold_seconds"); ok && src == "heartbeat" && (smallest == 0 || v < smallest) {
+			smallest = v
+		}
+		if p := health.Problem(r); p != "" {
+			m.HealthProblem.WithLabelValues(append(lv, r.Str("status_hint"))...).Set(1)
+		}
+	}
+	m.HealthStaleExecutors.Set(float64(stale))
+	if smallest > 0 && !s.cadenceWarned && s.cfg.StaleCheckInterval > time.Duration(smallest)*time.Second/2 {
+		s.cadenceWarned = true
+		s.log.Warn("--stale-check-interval is not under half the smallest stale threshold: silences may be noticed late",
+			"stale_check_interval", s.cfg.StaleCheckInterval.String(), "smallest_threshold_seconds", smallest)
+	}
+}
+
+// Handler serves /metrics, /healthz and /readyz.
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.m.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := s.aliveErr(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok: loop alive")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			http.Error(w, "draining: stop signal received", http.StatusServiceUnavailable)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.db.Ping(ctx); err != nil {
+			http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok: database reachable")
+	})
+	return mux
+}
+
+// aliveErr says why the loop is not alive (nil when it is). The loop reports progress at
+// least every stale-check interval; a pass may add its budget and one statement timeout.
+func (s *Service) aliveErr() error {
+	if s.stopped.Load() {
+		return errors.New("loop stopped")
+	}
+	last := s.alive.Load()
+	if last == 0 {
+		return errors.New("loop not started")
+	}
+	window := 2*s.cfg.StaleCheckInterval + s.cfg.PassBudget + s.cfg.StatementTimeout + 10*time.Second
+	if age := time.Since(time.Unix(0, last)); age > window {
+		return fmt.Errorf("loop stalled: no progress for %s (limit %s)", age.Round(time.Second), window)
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/iu-core/event-worker/internal/health"
+)
+
+// Statuses are the iu_route_attempt statuses, in the order the runner reports them.
+var Statuses = []string{"dry_run", "disabled", "skipped", "failed", "sent"}
+
+// WorkerRun is the parsed summary of one fn_iu_route_worker_run call.
+type WorkerRun struct {
+	Worker          string           `json:"worker"`
+	Gated           bool             `json:"gated"`
+	Busy            bool             `json:"busy"`
+	Reason          string           `json:"reason,omitempty"`
+	Claimed         int64            `json:"claimed"`
+	AttemptsWritten int64            `json:"attempts_written"`
+	DeadLettered    int64            `json:"dead_lettered"`
+	ByStatus        map[string]int64 `json:"by_status"`
+	Raw             json.RawMessage  `json:"-"`
+}
+
+// ParseWorkerRun reads the summary jsonb. Per-status counts are taken from top-level keys
+// named after the statuses, or from a nested object (by_status, counts, statuses) when
+// the SQL groups them.
+func ParseWorkerRun(raw []byte) (WorkerRun, error) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return WorkerRun{}, fmt.Errorf("decoding fn_iu_route_worker_run summary: %w", err)
+	}
+	r := WorkerRun{Raw: append(json.RawMessage(nil), raw...), ByStatus: map[string]int64{}}
+	r.Worker, _ = m["worker"].(string)
+	r.Gated, _ = m["gated"].(bool)
+	r.Busy, _ = m["busy"].(bool)
+	r.Reason, _ = m["reason"].(string)
+	r.Claimed = num(m["claimed"])
+	r.AttemptsWritten = num(m["attempts_written"])
+	r.DeadLettered = num(m["dead_lettered"])
+	sources := []map[string]any{m}
+	for _, k := range []string{"by_status", "counts", "statuses", "status_counts"} {
+		if sub, ok := m[k].(map[string]any); ok {
+			sources = append(sources, sub)
+		}
+	}
+	for _, s := range Statuses {
+		for _, src := range sources {
+			if v, ok := src[s]; ok {
+				if n := num(v); n > 0 {
+					r.ByStatus[s] = n
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+func num(v any) int64 {
+	switch x := v.(type) {
+	case float64:
+		return int64(x)
+	case json.Number:
+		n, _ := x.Int64()
+		return n
+	}
+	return 0
+}
+
+// Store runs the package's SQL functions on a pool.
+type Store struct{ Pool *pgxpool.Pool }
+
+// New wraps a pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{Pool: pool} }
+
+func (s *Store) jsonCall(ctx context.Context, what, sql string, args ...any) (json.RawMessage, error) {
+	var raw []byte
+	if err := s.Pool.QueryRow(ctx, sql, args...).Scan(&raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return json.RawMessage(raw), nil
+}
+
+// RunWorker runs one pass of a route worker.
+func (s *Store) RunWorker(ctx context.Context, worker string, batch int) (WorkerRun, error) {
+	raw, err := s.jsonCall(ctx, fmt.Sprintf("running fn_iu_route_worker_run(%q, %d)", worker, batch),
+		"SELECT fn_iu_route_worker_run($1::text, $2::int)::text", worker, batch)
+	if err != nil {
+		return WorkerRun{}, err
+	}
+	r, err := ParseWorkerRun(raw)
+	if r.Worker == "" {
+		r.Worker = worker
+	}
+	return r, err
+}
+
+// StaleCheck runs fn_queue_stale_check().
+func (s *Store) StaleCheck(ctx context.Context) (json.RawMessage, error) {
+	return s.jsonCall(ctx, "running fn_queue_stale_check()", "SELECT fn_queue_stale_check()::text")
+}
+
+// ReapLeases runs fn_job_reap_expired_leases().
+func (s *Store) ReapLeases(ctx context.Context) (json.RawMessage, error) {
+	return s.jsonCall(ctx, "running fn_job_reap_expired_leases()", "SELECT fn_job_reap_expired_leases()::text")
+}
+
+// Heartbeat writes the runner's own heartbeat through fn_queue_heartbeat_tick.
+func (s *Store) Heartbeat(ctx context.Context, executorID, kind string, metadata map[string]any) (json.RawMessage, error) {
+	md, err := json.Marshal(metadata)
+	if err != nil {
+		return nil, fmt.Errorf("encoding heartbeat metadata: %w", err)
+	}
+	return s.jsonCall(ctx, fmt.Sprintf("writing heartbeat of %q via fn_queue_heartbeat_tick", executorID),
+		"SELECT fn_queue_heartbeat_tick($1::text, $2::text, 'ok', $3::text::jsonb)::text", executorID, kind, string(md))
+}
+
+// Ping checks the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.Pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("pinging database: %w", err)
+	}
+	return nil
+}
+
+// DatabaseName returns current_database().
+func (s *Store) DatabaseName(ctx context.Context) (string, error) {
+	var name string
+	if err := s.Pool.QueryRow(ctx, "SELECT current_database()").Scan(&name); err != nil {
+		return "", fmt.Errorf("reading current_database(): %w", err)
+	}
+	return name, nil
+}
+
+// QueueHealth reads v_queue_health.
+func (s *Store) QueueHealth(ctx context.Context) ([]health.Row, error) {
+	return health.Load(ctx, s.Pool)
+}

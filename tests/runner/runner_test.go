@@ -1,0 +1,459 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/iu-core/event-worker/internal/migrate"
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// Rule: a tick with the gates closed is a clean no-op and exits 0 (gated is success).
+func TestTickGatedNoOpExitsZero(t *testing.T) {
+	t.Parallel()
+	db := setup(t, false, false)
+	emit(t, db, 10)
+	r := runCLI(t, cleanEnv(), "tick", "--database-url", db.URL)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", r.code, r.stderr)
+	}
+	s := parseTick(t, r)
+	if !s.OK || len(s.Workers) != 1 || !s.Workers[0].Gated || s.Workers[0].Stopped != "gated" || s.Claimed != 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	if n := attempts(t, db); n != 0 {
+		t.Fatalf("a gated tick wrote %d attempts", n)
+	}
+	if s.StaleCheck == nil || s.Reaper == nil {
+		t.Fatalf("the stale-check and the reaper must run even when gated: %+v", s)
+	}
+}
+
+// Rule: one tick drains the backlog — 1,200 events with --batch 500 are routed in one
+// tick (500 + 500 + 200: a full batch is followed by the next, a short one ends it).
+func TestTickRoutesBacklogInOneTick(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, false)
+	emit(t, db, 1200)
+	r := runCLI(t, cleanEnv(), "tick", "--database-url", db.URL, "--batch", "500")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	s := parseTick(t, r)
+	if s.Claimed != 1200 || s.Workers[0].Runs != 3 || s.Workers[0].Stopped != "caught_up" {
+		t.Fatalf("summary %+v", s)
+	}
+	if n := attempts(t, db); n != 1200 {
+		t.Fatalf("attempts %d, want 1200", n)
+	}
+	// and a second tick finds nothing new
+	s = parseTick(t, runCLI(t, cleanEnv(), "tick", "--database-url", db.URL, "--batch", "500"))
+	if s.Claimed != 0 || !s.OK {
+		t.Fatalf("second tick %+v", s)
+	}
+}
+
+// Rule: an unreachable database exits 1 with one clear line on stderr.
+func TestTickUnreachableDatabaseExitsOne(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, cleanEnv(), "tick", "--database-url", "postgres://nobody@127.0.0.1:1/nowhere?sslmode=disable", "--connect-timeout", "3s")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\nstderr: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "iu-runner tick: error: connecting to the database") {
+		t.Fatalf("stderr lacks a clear line:\n%s", r.stderr)
+	}
+	for _, cmd := range []string{"health", "run"} {
+		r := runCLI(t, cleanEnv(), cmd, "--database-url", "postgres://nobody@127.0.0.1:1/nowhere?sslmode=disable", "--connect-timeout", "3s")
+		if r.code != 1 || !strings.Contains(r.stderr, "iu-runner "+cmd+": error: connecting to the database") {
+			t.Fatalf("%s: exit %d\n%s", cmd, r.code, r.stderr)
+		}
+	}
+}
+
+// Rule: usage errors exit 2 (bad flag, bad value, unknown command or action), and --help
+// on every subcommand exits 0 with its usage on stdout.
+func TestUsageErrorsExitTwoAndHelpExitsZero(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"tick", "--no-such-flag"},
+		{"tick", "--batch", "0"},
+		{"tick", "--batch", "10001"},
+		{"run", "--mode", "sometimes"},
+		{"run", "--poll-interval", "soon"},
+		{"health", "extra-arg"},
+		{"migrate", "sideways"},
+		{"migrate"},
+		{"frobnicate"},
+		{},
+	} {
+		r := runCLI(t, cleanEnv(), args...)
+		if r.code != 2 || r.stderr == "" {
+			t.Errorf("%v: exit %d, want 2 with a message (stderr %q)", args, r.code, r.stderr)
+		}
+	}
+	for _, cmd := range []string{"tick", "run", "health", "migrate"} {
+		r := runCLI(t, cleanEnv(), cmd, "--help")
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage: iu-runner "+cmd) || !strings.Contains(r.stdout, "-database-url") {
+			t.Errorf("%s --help: exit %d\n%s", cmd, r.code, r.stdout)
+		}
+	}
+}
+
+// Rule: migrate applies the embedded migrations (up), reports them (status, version) and
+// rolls back (down).
+func TestMigrateSubcommand(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmptyDB(t)
+	env := cleanEnv()
+	if r := runCLI(t, env, "migrate", "version", "--database-url", db.URL); r.code != 0 || strings.TrimSpace(r.stdout) != "0" {
+		t.Fatalf("version on an empty db: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	r := runCLI(t, env, "migrate", "up", "--database-url", db.URL)
+	if r.code != 0 || !strings.Contains(r.stdout, "applied 001_event_outbox.sql") {
+		t.Fatalf("up: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	v := strings.TrimSpace(runCLI(t, env, "migrate", "version", "--database-url", db.URL).stdout)
+	if v == "0" || v == "" {
+		t.Fatalf("version after up %q", v)
+	}
+	if r := runCLI(t, env, "migrate", "status", "--database-url", db.URL); r.code != 0 || strings.Contains(r.stdout, "pending") {
+		t.Fatalf("status: %d\n%s", r.code, r.stdout)
+	}
+	if r := runCLI(t, env, "migrate", "down", "--database-url", db.URL); r.code != 0 || !strings.Contains(r.stdout, "rolled back") {
+		t.Fatalf("down: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, env, "migrate", "up", "--database-url", db.URL); r.code != 0 {
+		t.Fatalf("up again: %d\n%s", r.code, r.stderr)
+	}
+}
+
+// Rule: with the NOTIFY bridge on, `run` routes a new event within 2 s even though its
+// fallback poll is 60 s away: the wake-up came from NOTIFY.
+func TestRunNotifyPathRoutesWithinTwoSeconds(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, true)
+	p := startRun(t, db, "--poll-interval", "60s")
+	p.waitMetric(t, "iu_runner_listener_up ", 10*time.Second, func(v float64) bool { return v == 1 })
+	for i := range 3 {
+		before := attempts(t, db)
+		emit(t, db, 1)
+		took := waitFor(t, 2*time.Second, fmt.Sprintf("event %d routed via NOTIFY", i), func() (bool, string) {
+			n := attempts(t, db)
+			return n == before+1, fmt.Sprintf("attempts %d", n)
+		})
+		t.Logf("event %d routed %s after its commit", i, took)
+	}
+	// wake-ups coalesce (one pending wake-up covers every event before it), so at least one
+	// came from NOTIFY, and none from the poll
+	if v, _ := p.metric(`iu_runner_wakeups_total{source="notify"}`); v < 1 {
+		t.Fatalf("notify wake-ups %v, want >= 1", v)
+	}
+	if v, _ := p.metric(`iu_runner_wakeups_total{source="poll"}`); v != 0 {
+		t.Fatalf("poll wake-ups %v: the 60s poll must not have fired", v)
+	}
+	p.stop(t, 10*time.Second)
+}
+
+// Rule: `run` survives pg_terminate_backend of all its sessions (pool and LISTEN): it
+// reconnects, re-LISTENs and routes the next event, with no restart.
+func TestRunRecoversAfterBackendsTerminated(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, true)
+	p := startRun(t, db, "--poll-interval", "60s")
+	p.waitMetric(t, "iu_runner_listener_up ", 10*time.Second, func(v float64) bool { return v == 1 })
+	var killed int
+	db.QueryRow(t, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+	                 WHERE application_name = 'iu-runner' AND datname = current_database()`, nil, &killed)
+	if killed < 2 {
+		t.Fatalf("terminated %d runner backends, want the LISTEN one and at least one pool one", killed)
+	}
+	p.waitMetric(t, "iu_runner_listener_reconnects_total ", 10*time.Second, func(v float64) bool { return v >= 1 })
+	p.waitMetric(t, "iu_runner_listener_up ", 10*time.Second, func(v float64) bool { return v == 1 })
+	before := attempts(t, db)
+	emit(t, db, 1)
+	waitFor(t, 5*time.Second, "event routed after the backends were terminated", func() (bool, string) {
+		n := attempts(t, db)
+		return n == before+1, fmt.Sprintf("attempts %d", n)
+	})
+	if !strings.Contains(p.stderr.String(), "falling back to polling") {
+		t.Fatalf("the listener loss was not logged")
+	}
+	p.stop(t, 10*time.Second)
+}
+
+// Rule: SIGTERM stops `run` promptly with exit 0 (well inside the 15 s default grace when
+// idle), and /readyz says 503 while draining is not needed to observe: the exit is clean.
+func TestRunSIGTERMExitsZeroPromptly(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, true)
+	p := startRun(t, db)
+	emit(t, db, 600) // work in flight or just done: either way the exit is clean
+	took := p.stop(t, 5*time.Second)
+	t.Logf("exited %s after SIGTERM", took)
+	if !strings.Contains(p.stderr.String(), "iu-runner run stopped") {
+		t.Fatalf("no stop line in the log")
+	}
+	// nothing half done: every attempt row belongs to a committed pass whose cursor moved
+	var seen, written int64
+	db.QueryRow(t, `SELECT events_seen, (SELECT count(*) FROM iu_route_attempt) FROM iu_route_worker_cursor WHERE worker_name = $1`,
+		[]any{worker}, &seen, &written)
+	if seen != written {
+		t.Fatalf("cursor saw %d events but %d attempts exist", seen, written)
+	}
+}
+
+// Rule: --mode poll routes without NOTIFY: no LISTEN session, no notify wake-ups, the poll
+// finds the event.
+func TestRunPollModeRoutesWithoutNotify(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, false)
+	p := startRun(t, db, "--mode", "poll", "--poll-interval", "300ms")
+	// let the start-up pass go by, so the events below can only be found by a poll
+	p.waitMetric(t, `iu_runner_wakeups_total{source="poll"}`, 5*time.Second, func(v float64) bool { return v >= 1 })
+	emit(t, db, 5)
+	waitFor(t, 5*time.Second, "events routed by polling", func() (bool, string) {
+		n := attempts(t, db)
+		return n == 5, fmt.Sprintf("attempts %d", n)
+	})
+	if v, _ := p.metric(`iu_runner_wakeups_total{source="notify"}`); v != 0 {
+		t.Fatalf("notify wake-ups %v in poll mode", v)
+	}
+	var listeners int
+	db.QueryRow(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+	                 AND application_name = 'iu-runner' AND query ILIKE 'LISTEN%'`, nil, &listeners)
+	if listeners != 0 {
+		t.Fatalf("%d LISTEN sessions in poll mode", listeners)
+	}
+	p.stop(t, 10*time.Second)
+}
+
+// Rule: /metrics, /healthz and /readyz answer; the metrics carry the runner's counters,
+// the listener gauge and v_queue_health as gauges (the runner's own heartbeat included).
+func TestRunEndpoints(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, true)
+	p := startRun(t, db)
+	emit(t, db, 3)
+	waitFor(t, 5*time.Second, "events routed", func() (bool, string) {
+		n := attempts(t, db)
+		return n == 3, fmt.Sprintf("attempts %d", n)
+	})
+	if code, body := p.get("/healthz"); code != 200 {
+		t.Fatalf("/healthz %d %s", code, body)
+	}
+	if code, body := p.get("/readyz"); code != 200 {
+		t.Fatalf("/readyz %d %s", code, body)
+	}
+	p.waitMetric(t, `iu_runner_events_routed_total{status="skipped",worker="iu_outbound_default"}`, 5*time.Second,
+		func(v float64) bool { return v == 3 })
+	p.waitMetric(t, `iu_queue_health_age_seconds{domain="",source="heartbeat",subject="iu-runner:test"}`, 5*time.Second,
+		func(float64) bool { return true })
+	_, body := p.get("/metrics")
+	// (counter vectors with no sample yet, such as db errors, are not listed until they have one)
+	for _, name := range []string{"iu_runner_run_duration_seconds_bucket", "iu_runner_listener_up", "iu_runner_wakeups_total",
+		"iu_runner_mode", "iu_queue_health_stale_executors", "iu_queue_health_backlog", "process_resident_memory_bytes"} {
+		if !strings.Contains(body, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	var beats int64
+	db.QueryRow(t, `SELECT ticks_total FROM queue_heartbeat WHERE executor_id = 'iu-runner:test' AND executor_kind = 'external_worker'`, nil, &beats)
+	if beats < 1 {
+		t.Fatalf("the runner's own heartbeat has %d ticks", beats)
+	}
+	p.stop(t, 10*time.Second)
+	if code, _ := p.get("/readyz"); code != 0 {
+		t.Fatalf("/readyz still answers after exit")
+	}
+}
+
+// Rule: health exits 0 when every row is fresh, 3 with a stale executor (the row marked),
+// and --json parses with the same verdict.
+func TestHealthExitCodes(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, false)
+	// a fresh runner: one tick beats the worker's heartbeat
+	if r := runCLI(t, cleanEnv(), "tick", "--database-url", db.URL); r.code != 0 {
+		t.Fatalf("tick %d %s", r.code, r.stderr)
+	}
+	r := runCLI(t, cleanEnv(), "health", "--database-url", db.URL)
+	if r.code != 0 {
+		t.Fatalf("all fresh: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "SOURCE") || !strings.Contains(r.stdout, "heartbeat") {
+		t.Fatalf("table:\n%s", r.stdout)
+	}
+	db.Exec(t, `SELECT fn_queue_heartbeat_tick('stale-executor', 'external_worker')`)
+	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '2 hours' WHERE executor_id = 'stale-executor'`)
+	r = runCLI(t, cleanEnv(), "health", "--database-url", db.URL)
+	if r.code != 3 {
+		t.Fatalf("stale executor: exit %d, want 3\n%s", r.code, r.stdout)
+	}
+	marked := false
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "!") && strings.Contains(l, "stale-executor") && strings.Contains(l, "stale") {
+			marked = true
+		}
+	}
+	if !marked {
+		t.Fatalf("the stale row is not marked:\n%s", r.stdout)
+	}
+	r = runCLI(t, cleanEnv(), "health", "--database-url", db.URL, "--json")
+	var j struct {
+		OK     bool `json:"ok"`
+		Counts struct {
+			Stale int `json:"stale"`
+		} `json:"counts"`
+		Rows []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
+		t.Fatalf("--json does not parse: %v\n%s", err, r.stdout)
+	}
+	if r.code != 3 || j.OK || j.Counts.Stale != 1 || len(j.Rows) < 3 {
+		t.Fatalf("--json: exit %d %+v", r.code, j)
+	}
+	// and back to 0 once it beats again
+	db.Exec(t, `SELECT fn_queue_heartbeat_tick('stale-executor', 'external_worker')`)
+	if r := runCLI(t, cleanEnv(), "health", "--database-url", db.URL); r.code != 0 {
+		t.Fatalf("after the beat: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// Rule: open dead letters make health exit 3 (a route that is enabled and not dry-run
+// fails closed into the dead letters).
+func TestHealthOpenDeadLettersExitThree(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, false)
+	db.Exec(t, `INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, enabled, dry_run)
+	            VALUES ('iu', 'runner.test', 'tests', 'live_route', true, false)`)
+	emit(t, db, 2)
+	s := parseTick(t, runCLI(t, cleanEnv(), "tick", "--database-url", db.URL))
+	if s.Claimed != 2 {
+		t.Fatalf("%+v", s)
+	}
+	r := runCLI(t, cleanEnv(), "health", "--database-url", db.URL)
+	if r.code != 3 || !strings.Contains(r.stdout, "dead_letter_event") || !strings.Contains(r.stdout, "open_dead_letters") {
+		t.Fatalf("exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// Rule: --database-url wins over DATABASE_URL, which wins over the libpq PG* variables.
+// Three databases, each named by one source; tick reports which one it used.
+func TestConfigPrecedence(t *testing.T) {
+	t.Parallel()
+	flagDB, envDB, pgDB := setup(t, false, false), setup(t, false, false), setup(t, false, false)
+	cc, err := pgx.ParseConfig(pgDB.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgEnv := []string{"PGHOST=" + cc.Host, fmt.Sprintf("PGPORT=%d", cc.Port), "PGUSER=" + cc.User,
+		"PGDATABASE=" + cc.Database, "PGSSLMODE=disable"}
+	if cc.Password != "" {
+		pgEnv = append(pgEnv, "PGPASSWORD="+cc.Password)
+	}
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"flag beats DATABASE_URL and PG*", append([]string{"DATABASE_URL=" + envDB.URL}, pgEnv...), []string{"--database-url", flagDB.URL}, flagDB.Name},
+		{"DATABASE_URL beats PG*", append([]string{"DATABASE_URL=" + envDB.URL}, pgEnv...), nil, envDB.Name},
+		{"PG* alone", pgEnv, nil, pgDB.Name},
+	}
+	for _, c := range cases {
+		r := runCLI(t, cleanEnv(c.env...), append([]string{"tick"}, c.args...)...)
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d\n%s", c.name, r.code, r.stderr)
+		}
+		if s := parseTick(t, r); s.Database != c.want {
+			t.Fatalf("%s: used database %q, want %q", c.name, s.Database, c.want)
+		}
+	}
+}
+
+// Rule: `run` survives a PostgreSQL restart: the pool and the listener reconnect and the
+// next event is routed, with no restart of the runner. (A cluster of its own, so the other
+// tests' server is not disturbed.)
+func TestRunSurvivesPostgresRestart(t *testing.T) {
+	t.Parallel()
+	ctx := pgtest.Ctx(t)
+	srv, err := pgtest.StartLocal(ctx)
+	if err != nil {
+		t.Skipf("no local PostgreSQL binaries for a private cluster: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	if err := migrate.Up(ctx, srv.AdminURL); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, srv.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := &pgtest.DB{Name: "postgres", URL: srv.AdminURL, Pool: pool}
+	db.Exec(t, `SELECT fn_iu_route_worker_register($1)`, worker)
+	db.Exec(t, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ('iu', 'runner.test')`)
+	db.Exec(t, `UPDATE dot_config SET value = 'true' WHERE key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled')`)
+	db.Exec(t, `INSERT INTO dot_config (key, value) VALUES ('queue.notify.bridge_enabled', 'true') ON CONFLICT (key) DO UPDATE SET value = 'true'`)
+
+	p := startRun(t, db, "--poll-interval", "1s")
+	p.waitMetric(t, "iu_runner_listener_up ", 10*time.Second, func(v float64) bool { return v == 1 })
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the test pool reconnects", func() (bool, string) {
+		_, err := pool.Exec(ctx, "SELECT 1")
+		return err == nil, fmt.Sprint(err)
+	})
+	emit(t, db, 1)
+	waitFor(t, 15*time.Second, "event routed after the restart", func() (bool, string) {
+		var n int64
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM iu_route_attempt`).Scan(&n)
+		return err == nil && n == 1, fmt.Sprintf("attempts %d err %v", n, err)
+	})
+	p.waitMetric(t, "iu_runner_listener_up ", 15*time.Second, func(v float64) bool { return v == 1 })
+	if code, body := p.get("/readyz"); code != 200 {
+		t.Fatalf("/readyz after the restart: %d %s", code, body)
+	}
+	p.stop(t, 10*time.Second)
+}
+
+// Rule: NOTIFY is only a hint — with the bridge off (no notification ever comes), hybrid
+// mode's fallback poll routes the event, and notify mode's safety pass (one per
+// --stale-check-interval) does too. A missed notification delays work, never loses it.
+func TestRunWithoutNotificationsStillRoutes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		mode string
+		args []string
+	}{
+		{"hybrid", []string{"--mode", "hybrid", "--poll-interval", "300ms"}},
+		{"notify", []string{"--mode", "notify", "--poll-interval", "60s", "--stale-check-interval", "500ms"}},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			t.Parallel()
+			db := setup(t, true, false)
+			p := startRun(t, db, c.args...)
+			p.waitMetric(t, "iu_runner_listener_up ", 10*time.Second, func(v float64) bool { return v == 1 })
+			p.waitMetric(t, `iu_runner_wakeups_total{source="poll"}`, 5*time.Second, func(v float64) bool { return v >= 1 })
+			emit(t, db, 2)
+			waitFor(t, 5*time.Second, "events routed without NOTIFY", func() (bool, string) {
+				n := attempts(t, db)
+				return n == 2, fmt.Sprintf("attempts %d", n)
+			})
+			if v, _ := p.metric(`iu_runner_wakeups_total{source="notify"}`); v != 0 {
+				t.Fatalf("notify wake-ups %v with the bridge off", v)
+			}
+			p.stop(t, 10*time.Second)
+		})
+	}
+}
