@@ -9,12 +9,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,34 +20,14 @@ import (
 
 	"github.com/iu-core/event-worker/internal/migrate"
 	"github.com/iu-core/event-worker/internal/pgtest"
+	"github.com/iu-core/event-worker/internal/runnertest"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	binDir    string
-	buildErr  error
-)
+var runnerBin runnertest.Binary
 
 func binary(b testing.TB) string {
 	b.Helper()
-	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		if binDir, buildErr = os.MkdirTemp("", "iu-runner-bench-"); buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "iu-runner")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/iu-runner")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		b.Fatal(buildErr)
-	}
-	return binPath
+	return runnerBin.Path(b)
 }
 
 type proc struct {

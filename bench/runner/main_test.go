@@ -30,8 +30,6 @@ import (
 
 func TestMain(m *testing.M) {
 	code := pgtest.Main(m)
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	runnerBin.Cleanup()
 	os.Exit(code)
 }

@@ -57,6 +57,27 @@ AS $$
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_payload_require_clean(p_caller text, p_param text, p_payload jsonb)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    -- The one argument check every writer of a stored or signalled payload calls, so the
+    -- refusal reads the same everywhere: "<function>: <parameter> ...", SQLSTATE 22023.
+    IF p_payload IS NULL OR jsonb_typeof(p_payload) <> 'object' THEN
+        RAISE EXCEPTION '%: % must be a JSON object', p_caller, p_param USING ERRCODE = '22023';
+    END IF;
+    IF NOT fn_iu_payload_is_clean(p_payload) THEN
+        RAISE EXCEPTION '%: % carries denylisted keys at %', p_caller, p_param,
+            array_to_string(fn_iu_payload_denied_paths(p_payload), ', ')
+            USING ERRCODE = '22023',
+                  HINT = 'Payloads are signals, never data: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data are refused at any depth.';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
 CREATE TABLE event_outbox (
     id                  uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
     event_domain        text        NOT NULL CHECK (event_domain <> ''),
@@ -110,10 +131,12 @@ CREATE TRIGGER trg_event_outbox_no_truncate
 
 REVOKE ALL ON FUNCTION fn_iu_payload_is_clean(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_denied_paths(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_payload_require_clean(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_append_only() FROM PUBLIC;
 
 -- +goose Down
 DROP TABLE event_outbox;
 DROP FUNCTION fn_iu_event_outbox_append_only();
+DROP FUNCTION fn_iu_payload_require_clean(text, text, jsonb);
 DROP FUNCTION fn_iu_payload_denied_paths(jsonb);
 DROP FUNCTION fn_iu_payload_is_clean(jsonb);

@@ -42,15 +42,7 @@ BEGIN
         RAISE EXCEPTION 'fn_iu_emit_event: p_event_severity % is not one of debug, info, warning, critical',
             coalesce(quote_literal(p_event_severity), 'NULL') USING ERRCODE = '22023';
     END IF;
-    IF p_safe_payload IS NULL OR jsonb_typeof(p_safe_payload) <> 'object' THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: p_safe_payload must be a JSON object' USING ERRCODE = '22023';
-    END IF;
-    IF NOT fn_iu_payload_is_clean(p_safe_payload) THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: p_safe_payload carries denylisted keys at %',
-            array_to_string(fn_iu_payload_denied_paths(p_safe_payload), ', ')
-            USING ERRCODE = '22023',
-                  HINT = 'Payloads are signals: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data are refused at any depth.';
-    END IF;
+    PERFORM fn_iu_payload_require_clean('fn_iu_emit_event', 'p_safe_payload', p_safe_payload);
     IF NOT EXISTS (SELECT 1 FROM event_type_registry r
                     WHERE r.event_domain = p_event_domain AND r.event_type = p_event_type) THEN
         RAISE EXCEPTION 'fn_iu_emit_event: event type %/% is not registered', p_event_domain, p_event_type

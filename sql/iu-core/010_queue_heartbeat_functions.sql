@@ -182,15 +182,7 @@ BEGIN
     IF coalesce(btrim(p_executor_id), '') = '' THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_write: p_executor_id required' USING ERRCODE = '22023';
     END IF;
-    IF jsonb_typeof(v_payload) <> 'object' THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_write: p_payload must be a JSON object' USING ERRCODE = '22023';
-    END IF;
-    IF NOT fn_iu_payload_is_clean(v_payload) THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_write: p_payload carries denylisted keys at %',
-            array_to_string(fn_iu_payload_denied_paths(v_payload), ', ')
-            USING ERRCODE = '22023',
-                  HINT = 'Heartbeat payloads are signals: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data are refused at any depth.';
-    END IF;
+    PERFORM fn_iu_payload_require_clean('fn_queue_heartbeat_write', 'p_payload', v_payload);
 
     UPDATE queue_heartbeat
        SET last_beat_at      = now(),
@@ -242,15 +234,7 @@ BEGIN
         RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_status % is not one of ok, warn, error',
             coalesce(quote_literal(p_status), 'NULL') USING ERRCODE = '22023';
     END IF;
-    IF jsonb_typeof(v_metadata) <> 'object' THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_metadata must be a JSON object' USING ERRCODE = '22023';
-    END IF;
-    IF NOT fn_iu_payload_is_clean(v_metadata) THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_metadata carries denylisted keys at %',
-            array_to_string(fn_iu_payload_denied_paths(v_metadata), ', ')
-            USING ERRCODE = '22023',
-                  HINT = 'Heartbeat metadata is a signal: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data are refused at any depth.';
-    END IF;
+    PERFORM fn_iu_payload_require_clean('fn_queue_heartbeat_tick', 'p_metadata', v_metadata);
 
     INSERT INTO queue_heartbeat AS h (executor_id, executor_kind, status, last_beat_at, last_beat_payload,
                                       ticks_total, expected_cadence_seconds, stale_threshold_seconds,

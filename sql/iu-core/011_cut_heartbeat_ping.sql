@@ -51,15 +51,7 @@ BEGIN
     IF NOT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'queue.heartbeat.enabled'), false) THEN
         RETURN jsonb_build_object('skipped', true);
     END IF;
-    IF jsonb_typeof(v_metadata) <> 'object' THEN
-        RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_metadata must be a JSON object' USING ERRCODE = '22023';
-    END IF;
-    IF NOT fn_iu_payload_is_clean(v_metadata) THEN
-        RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_metadata carries denylisted keys at %',
-            array_to_string(fn_iu_payload_denied_paths(v_metadata), ', ')
-            USING ERRCODE = '22023',
-                  HINT = 'Heartbeat metadata is a signal: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data are refused at any depth.';
-    END IF;
+    PERFORM fn_iu_payload_require_clean('fn_cut_heartbeat_ping', 'p_metadata', v_metadata);
 
     RETURN fn_queue_heartbeat_tick(
         p_executor_name, p_executor_kind, p_status,

@@ -134,15 +134,7 @@ BEGIN
     IF coalesce(btrim(p_event_domain), '') = '' THEN
         RAISE EXCEPTION 'fn_job_enqueue: p_event_domain required' USING ERRCODE = '22023';
     END IF;
-    IF jsonb_typeof(v_payload) <> 'object' THEN
-        RAISE EXCEPTION 'fn_job_enqueue: p_payload must be a JSON object' USING ERRCODE = '22023';
-    END IF;
-    IF NOT fn_iu_payload_is_clean(v_payload) THEN
-        RAISE EXCEPTION 'fn_job_enqueue: p_payload carries denylisted keys at %',
-            array_to_string(fn_iu_payload_denied_paths(v_payload), ', ')
-            USING ERRCODE = '22023',
-                  HINT = 'Job payloads are references, not data: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data are refused at any depth.';
-    END IF;
+    PERFORM fn_iu_payload_require_clean('fn_job_enqueue', 'p_payload', v_payload);
     IF p_max_attempts IS NULL OR p_max_attempts NOT BETWEEN 1 AND 100 THEN
         RAISE EXCEPTION 'fn_job_enqueue: p_max_attempts must be between 1 and 100, got %',
             coalesce(p_max_attempts::text, 'NULL') USING ERRCODE = '22023';

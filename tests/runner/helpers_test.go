@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,48 +19,18 @@ import (
 	"time"
 
 	"github.com/iu-core/event-worker/internal/pgtest"
+	"github.com/iu-core/event-worker/internal/runnertest"
 )
 
 const worker = "iu_outbound_default"
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	binDir    string
-	buildErr  error
-)
+// runnerBin is ./cmd/iu-runner, built once per test process (IU_RUNNER_TEST_RACE=1 builds
+// the binary itself under the race detector).
+var runnerBin = runnertest.Binary{Race: os.Getenv("IU_RUNNER_TEST_RACE") != ""}
 
-// binary builds ./cmd/iu-runner once per test process into a temp dir.
 func binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		binDir, buildErr = os.MkdirTemp("", "iu-runner-bin-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "iu-runner")
-		args := []string{"build", "-o", binPath}
-		if os.Getenv("IU_RUNNER_TEST_RACE") != "" {
-			args = append(args, "-race") // the binary itself under the race detector
-		}
-		cmd := exec.Command("go", append(args, "./cmd/iu-runner")...)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/iu-runner: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-func cleanupBinary() {
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	return runnerBin.Path(t)
 }
 
 // cleanEnv is the test process environment without any database settings, so each test

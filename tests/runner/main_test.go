@@ -17,6 +17,6 @@ import (
 
 func TestMain(m *testing.M) {
 	code := pgtest.Main(m)
-	cleanupBinary()
+	runnerBin.Cleanup()
 	os.Exit(code)
 }
