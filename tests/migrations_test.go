@@ -162,3 +162,45 @@ func TestMigrations_PlainGooseCLI(t *testing.T) {
 		t.Fatal("goose CLI up did not leave fn_iu_emit_event behind")
 	}
 }
+
+// Spec 1 + 3 (a Down that really undoes, roles are cluster-wide): taking the package down
+// must not silently strip operators of their membership in the group roles. On a private
+// cluster (where no other database holds grants that would block the drop anyway), a role
+// with members is kept by 007's Down, so down-to-zero then up leaves the operator's access.
+func TestMigrations_DownKeepsRoleMemberships(t *testing.T) {
+	t.Parallel()
+	srv, err := pgtest.StartLocal(ctx(t))
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set and no local PostgreSQL binaries: %v", err)
+		}
+		t.Skipf("no local PostgreSQL binaries: %v", err)
+	}
+	t.Cleanup(func() { srv.Stop(context.Background()) })
+	url := srv.DBURL("postgres")
+	m, err := migrate.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.Up(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	sqldb := openSQL(t, url)
+	if _, err := sqldb.ExecContext(ctx(t), `CREATE ROLE iu_operator LOGIN; GRANT workflow_admin TO iu_operator`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.DownTo(ctx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Up(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var member bool
+	if err := sqldb.QueryRowContext(ctx(t), `SELECT pg_has_role('iu_operator', 'workflow_admin', 'MEMBER')`).Scan(&member); err != nil {
+		t.Fatal(err)
+	}
+	if !member {
+		t.Fatal("down to zero and up again removed iu_operator from workflow_admin")
+	}
+}

@@ -125,3 +125,18 @@ func TestSubstrate_AttemptUniqueAndImmutable(t *testing.T) {
 	_, err = db.Pool.Exec(ctx(t), `UPDATE iu_route_attempt SET status = 'sent'`)
 	requireSQLState(t, err, "IU001")
 }
+
+// Spec 3: route_key is free text (unique); only 'none' is reserved, because it stands for
+// "no route" inside idempotency keys (iu_wrk:{worker}:{route_key}:{event_id}).
+func TestSubstrate_RouteKeyIsFreeTextButNotNone(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	db.Exec(t, `INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key)
+	            VALUES ('iu', 'a', 's', 'iu/route a:b')`)
+	_, err := db.Pool.Exec(ctx(t), `INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key)
+	                                VALUES ('iu', 'b', 's', 'none')`)
+	requireSQLState(t, err, "23514")
+	_, err = db.Pool.Exec(ctx(t), `INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key)
+	                                VALUES ('iu', 'c', 's', 'iu/route a:b')`)
+	requireSQLState(t, err, "23505")
+}

@@ -2,8 +2,9 @@
 --
 -- Adds the routing table: one route per (event_domain, event_type, event_stream).
 -- New routes are disabled and dry-run by default, so adding a route never delivers.
--- route_key appears inside idempotency keys (iu_wrk:{worker}:{route_key}:{event_id}), so
--- it may not contain ':' and may not be 'none' (the placeholder for "no route").
+-- route_key appears inside idempotency keys (iu_wrk:{worker}:{route_key}:{event_id}). It may
+-- not be 'none' (the placeholder for "no route"); any other text is fine: worker names carry
+-- no ':' and the event id is fixed-length and last, so the key stays unambiguous.
 
 -- +goose Up
 CREATE TABLE iu_outbound_route (
@@ -12,7 +13,7 @@ CREATE TABLE iu_outbound_route (
     event_type   text        NOT NULL,
     event_stream text        NOT NULL,
     route_key    text        NOT NULL UNIQUE
-                 CHECK (route_key ~ '^[A-Za-z0-9_.-]+$' AND route_key <> 'none'),
+                 CHECK (route_key <> '' AND route_key <> 'none'),
     route_kind   text        NOT NULL DEFAULT 'outbound',
     enabled      boolean     NOT NULL DEFAULT false,
     dry_run      boolean     NOT NULL DEFAULT true,

@@ -6,7 +6,8 @@
 --
 -- Roles are cluster-wide: a second database in the same cluster migrates too, so creation
 -- is idempotent and tolerates a concurrent creator. Down revokes this database's grants
--- and drops a role only when no other database still depends on it.
+-- and drops a role only when no other database still depends on it and no role is a member
+-- of it (dropping it would silently take operators' and executors' access away).
 
 -- +goose Up
 
@@ -45,6 +46,11 @@ DECLARE
     v_role text;
 BEGIN
     FOREACH v_role IN ARRAY ARRAY['workflow_admin', 'dot_executor'] LOOP
+        IF EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid
+                    WHERE r.rolname = v_role) THEN
+            RAISE NOTICE '007_roles down: role % kept: it still has members (REVOKE % FROM ... first to drop it)', v_role, v_role;
+            CONTINUE;
+        END IF;
         BEGIN
             EXECUTE format('DROP ROLE IF EXISTS %I', v_role);
         EXCEPTION WHEN dependent_objects_still_exist THEN

@@ -79,7 +79,8 @@
 -- else session_user (inside SECURITY DEFINER current_user would be the owner).
 --
 -- SQLSTATEs: 22023 bad argument, P0002 unknown worker / dead letter, 0A000 the delivery
--- seam, IU002 a cursor recorded in another cluster (fix: fn_iu_route_worker_reset_cursor).
+-- seam, IU002 a cursor recorded in another cluster (fix: fn_iu_route_worker_reset_cursor) or
+-- event rows restored from one (fix: fn_iu_event_outbox_rebase_foreign_txids).
 -- Grants: PUBLIC executes nothing; dot_executor and workflow_admin run the worker;
 -- workflow_admin registers, resets, replays, reads health and the views.
 
@@ -409,6 +410,91 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
+-- Internal: the snapshot a new window is taken with. pg_current_snapshot() leaves the
+-- calling transaction's own xid out of its in-progress list, so when the caller inserted
+-- events in the same transaction (or inserts more after the run, before it commits) and a
+-- newer transaction has completed, its own xid would read as "visible" and its rows would
+-- land behind done_snapshot, never to be claimed. Listing our own xid as in progress makes
+-- branch (a) of the claim pick those rows up once the transaction commits.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_snapshot()
+RETURNS pg_snapshot
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_snap pg_snapshot := pg_current_snapshot();
+    v_self xid8        := pg_current_xact_id_if_assigned();
+BEGIN
+    IF v_self IS NULL OR NOT pg_visible_in_snapshot(v_self, v_snap) THEN
+        RETURN v_snap;
+    END IF;
+    RETURN (least(pg_snapshot_xmin(v_snap), v_self)::text || ':' || pg_snapshot_xmax(v_snap)::text || ':'
+            || (SELECT string_agg(x.xip::text, ',' ORDER BY x.xip)
+                  FROM (SELECT pg_snapshot_xip(v_snap) AS xip UNION SELECT v_self) x))::pg_snapshot;
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- Internal: does the domain hold committed rows whose txid lies at or beyond this cluster's
+-- next transaction id? No transaction of this cluster can have written them (a visible row
+-- committed before the statement's snapshot, so its txid is below xmax), so they were
+-- restored from another cluster: left alone they would stay invisible to every window.
+-- One probe at the top of the (event_domain, txid, id) index; normally it finds nothing.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_foreign_txids(p_event_domain text)
+RETURNS boolean
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+    SELECT EXISTS (SELECT 1 FROM event_outbox o
+                    WHERE o.event_domain = p_event_domain
+                      AND o.txid >= pg_snapshot_xmax(pg_current_snapshot())
+                      AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned())
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_event_outbox_rebase_foreign_txids: the documented fix for rows restored from
+-- another cluster (IU002 "transaction ids from another cluster"). Re-stamps their txid with
+-- this transaction's, so they become one new window for every worker once it commits; the
+-- idempotency keys keep the ones already routed in the old cluster duplicate-free. Only the
+-- txid bookkeeping column changes (the append-only trigger checks that).
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_event_outbox_rebase_foreign_txids()
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+DECLARE
+    v_me   xid8 := pg_current_xact_id();
+    v_rows bigint;
+    v_doms jsonb;
+BEGIN
+    PERFORM set_config('iu.rebase_txid', 'on', true);
+    WITH moved AS (
+        UPDATE event_outbox o
+           SET txid = v_me
+         WHERE o.txid >= pg_snapshot_xmax(pg_current_snapshot())
+           AND o.txid <> v_me
+        RETURNING o.event_domain
+    )
+    SELECT count(*), coalesce(jsonb_object_agg(m.event_domain, m.n), '{}'::jsonb)
+      INTO v_rows, v_doms
+      FROM (SELECT event_domain, count(*) AS n FROM moved GROUP BY event_domain) m;
+    PERFORM set_config('iu.rebase_txid', 'off', true);
+    RETURN jsonb_build_object('rebased', coalesce(v_rows, 0), 'by_domain', v_doms, 'txid', v_me::text,
+                              'note', 'the rows are routed as one new window once this transaction commits');
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
 -- fn_iu_route_worker_run
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
@@ -531,6 +617,14 @@ BEGIN
                   HINT = format('The cursor comes from another cluster (dump/restore?). Re-anchor it: SELECT fn_iu_route_worker_reset_cursor(%L); the re-scan writes no duplicate attempts (idempotency keys).', p_worker_name);
     END IF;
 
+    -- Rows restored from another cluster would stay invisible to every window: refuse and say so.
+    IF fn_iu_route_worker_foreign_txids(c.event_domain) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_run: event_outbox holds % rows whose transaction ids come from another cluster (dump/restore?)',
+            quote_literal(c.event_domain)
+            USING ERRCODE = 'IU002',
+                  HINT = 'Re-stamp them: SELECT fn_iu_event_outbox_rebase_foreign_txids(); they are routed as one new window (duplicate-free: idempotency keys). If the cursor is foreign too, also SELECT fn_iu_route_worker_reset_cursor(...).';
+    END IF;
+
     v_done       := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
     v_window     := c.window_snapshot;
     v_after_txid := c.window_txid;
@@ -539,7 +633,7 @@ BEGIN
     LOOP
         IF v_window IS NULL THEN
             -- A fresh window: everything committed as of this statement.
-            v_window      := pg_current_snapshot();
+            v_window      := fn_iu_route_worker_snapshot();
             v_opened_here := true;
             v_opened      := v_opened + 1;
             v_after_txid  := NULL;
@@ -959,9 +1053,12 @@ BEGIN
                    'window_open', cur.window_snapshot IS NOT NULL,
                    'held_open_count', jsonb_array_length(hold.holders),
                    'held_open_by', hold.holders,
-                   'cursor_ok', k.ok,
+                   'cursor_ok', k.ok AND NOT k.foreign_rows,
+                   'foreign_txid_rows', k.foreign_rows,
                    'cursor_hint', CASE WHEN NOT k.ok THEN
-                       format('cursor recorded in another cluster (IU002): SELECT fn_iu_route_worker_reset_cursor(%L);', cur.worker_name) END,
+                       format('cursor recorded in another cluster (IU002): SELECT fn_iu_route_worker_reset_cursor(%L);', cur.worker_name)
+                                       WHEN k.foreign_rows THEN
+                       'event_outbox holds rows with transaction ids from another cluster (IU002): SELECT fn_iu_event_outbox_rebase_foreign_txids();' END,
                    'heartbeat', (SELECT jsonb_build_object('last_beat_at', h.last_beat_at,
                                                            'age_seconds', round(extract(epoch FROM now() - h.last_beat_at)::numeric, 3),
                                                            'ticks_total', h.ticks_total,
@@ -975,7 +1072,8 @@ BEGIN
           CROSS JOIN LATERAL (
                 SELECT (cur.system_identifier IS NULL OR cur.system_identifier = v_sysid)
                        AND coalesce(pg_snapshot_xmax(cur.done_snapshot) <= v_xmax, true)
-                       AND coalesce(pg_snapshot_xmax(cur.window_snapshot) <= v_xmax, true) AS ok) k
+                       AND coalesce(pg_snapshot_xmax(cur.window_snapshot) <= v_xmax, true) AS ok,
+                       fn_iu_route_worker_foreign_txids(cur.event_domain) AS foreign_rows) k
           LEFT JOIN LATERAL (
                 -- a cursor from another cluster has no meaningful backlog: NULL, cursor_ok false
                 SELECT pp.pending, pp.oldest_created_at
@@ -1079,6 +1177,9 @@ COMMENT ON VIEW v_iu_route_attempt_summary IS
 -- Privileges (spec 9): PUBLIC executes nothing; executors run the worker, operators the rest.
 -- ---------------------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_snapshot() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_foreign_txids(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_event_outbox_rebase_foreign_txids() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_holders(pg_snapshot, pg_snapshot) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_beat(text, text, jsonb) FROM PUBLIC;
@@ -1093,6 +1194,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_worker_health(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION fn_iu_route_worker_run(text, integer) TO dot_executor, workflow_admin;
 GRANT EXECUTE ON FUNCTION fn_iu_route_worker_register(text, text) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION fn_iu_route_worker_reset_cursor(text) TO workflow_admin;
+GRANT EXECUTE ON FUNCTION fn_iu_event_outbox_rebase_foreign_txids() TO workflow_admin;
 GRANT EXECUTE ON FUNCTION fn_iu_route_dead_letter_replay(uuid) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION fn_iu_route_worker_health(text) TO workflow_admin;
 -- The status view calls the backlog helper, and view users need EXECUTE on what a view calls.
@@ -1109,6 +1211,9 @@ DROP FUNCTION fn_iu_route_worker_health(text);
 DROP FUNCTION fn_iu_route_worker_reset_cursor(text);
 DROP FUNCTION fn_iu_route_dead_letter_replay(uuid);
 DROP FUNCTION fn_iu_route_worker_run(text, integer);
+DROP FUNCTION fn_iu_event_outbox_rebase_foreign_txids();
+DROP FUNCTION fn_iu_route_worker_foreign_txids(text);
+DROP FUNCTION fn_iu_route_worker_snapshot();
 DROP FUNCTION fn_iu_route_worker_register(text, text);
 DROP FUNCTION fn_iu_route_deliver(jsonb, text, text, text);
 DROP FUNCTION fn_iu_route_worker_fail(text, uuid, text, text, text, text, text, text);

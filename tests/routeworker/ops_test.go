@@ -176,6 +176,9 @@ var routeFunctions = map[string][]string{
 	"fn_iu_route_worker_beat(text,text,jsonb)":                                 nil,
 	"fn_iu_route_worker_fail(text,uuid,text,text,text,text,text,text)":         nil,
 	"fn_iu_route_deliver(jsonb,text,text,text)":                                nil,
+	"fn_iu_route_worker_snapshot()":                                            nil,
+	"fn_iu_route_worker_foreign_txids(text)":                                   nil,
+	"fn_iu_event_outbox_rebase_foreign_txids()":                                {"workflow_admin"},                 // the IU002 fix
 	"fn_iu_route_worker_enabled()":                                             {"dot_executor", "workflow_admin"}, // 005
 	"fn_iu_route_attempt_immutable()":                                          nil,                                // 002 trigger
 	"fn_iu_route_dead_letter_no_delete()":                                      nil,                                // 008 trigger
