@@ -9,7 +9,9 @@
 -- and the dot_config keys the heartbeat layer reads:
 --   queue.heartbeat.enabled                  'true'  ping gate (fn_cut_heartbeat_ping, 011)
 --   queue.heartbeat.stale_threshold_seconds  '60'    global floor over every executor's own
---                                                    threshold (set it huge: stale-check inert)
+--                                                    threshold (set it huge: stale-check inert;
+--                                                    any digit count, clamped to 2147483647;
+--                                                    parsed only by fn_queue_heartbeat_floor_seconds)
 --   queue.heartbeat.protected_executors      ''      extra protected executor ids (comma or
 --                                                    whitespace separated) that the ping
 --                                                    wrapper refuses; iu_outbound_default is
@@ -36,7 +38,7 @@ INSERT INTO dot_config (key, value, description) VALUES
     ('queue.heartbeat.enabled', 'true',
      'Heartbeat ping gate (fn_cut_heartbeat_ping). Only ''true'' opens it; otherwise pings return {"skipped": true}.'),
     ('queue.heartbeat.stale_threshold_seconds', '60',
-     'Global floor (seconds) over every executor''s own stale threshold. A missing or non-integer value means no floor. Set it huge to make fn_queue_stale_check inert.'),
+     'Global floor (seconds) over every executor''s own stale threshold. Any non-negative integer (clamped to 2147483647); a missing or non-integer value means no floor. Set it huge to make fn_queue_stale_check inert.'),
     ('queue.heartbeat.protected_executors', '',
      'Executor ids (comma or whitespace separated) fn_cut_heartbeat_ping refuses to tick, on top of iu_outbound_default, which is always protected.')
 ON CONFLICT (key) DO NOTHING;
@@ -56,13 +58,25 @@ $$;
 CREATE FUNCTION fn_queue_heartbeat_floor_seconds()
 RETURNS integer
 LANGUAGE sql STABLE
+SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-    -- The global floor: a missing, empty or non-integer value means no floor (0), so every
-    -- executor's own threshold still applies; the floor can only make alerts rarer.
-    SELECT coalesce((SELECT c.value::integer FROM dot_config c
-                      WHERE c.key = 'queue.heartbeat.stale_threshold_seconds'
-                        AND btrim(c.value) ~ '^[0-9]{1,9}$'), 0)
+    -- The global floor, parsed in this one place (the stale-check in 012 and v_queue_health
+    -- in 015 both call it). Any non-negative integer, surrounding whitespace ignored, is the
+    -- floor in seconds, clamped to 2147483647 (the largest integer): "set it huge and the
+    -- stale-check is inert" holds for any number of digits. A missing, empty or non-integer
+    -- value ('abc', '-5', '1e3', '1.5') means no floor (0), so every executor's own threshold
+    -- still applies; the floor can only make alerts rarer. SECURITY DEFINER: readers of
+    -- v_queue_health (workflow_admin) need not read dot_config themselves.
+    SELECT coalesce((
+        SELECT CASE WHEN length(v.digits) > 10 THEN 2147483647
+                    ELSE least(v.digits::bigint, 2147483647)::integer END
+          FROM dot_config c
+         CROSS JOIN LATERAL (
+               SELECT coalesce(nullif(ltrim(regexp_replace(c.value, '^[[:space:]]+|[[:space:]]+$', '', 'g'), '0'), ''), '0')
+               ) AS v(digits)
+         WHERE c.key = 'queue.heartbeat.stale_threshold_seconds'
+           AND c.value ~ '^[[:space:]]*[0-9]+[[:space:]]*$'), 0)
 $$;
 -- +goose StatementEnd
 
@@ -344,6 +358,10 @@ REVOKE ALL ON FUNCTION fn_queue_heartbeat_write(text, jsonb, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_tick(text, text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_pause(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_resume(text, text) FROM PUBLIC;
+
+-- v_queue_health (015) calls the floor helper, and a view's function calls are checked
+-- against its reader.
+GRANT EXECUTE ON FUNCTION fn_queue_heartbeat_floor_seconds() TO workflow_admin;
 
 GRANT EXECUTE ON FUNCTION fn_queue_heartbeat_register(text, text, text[], integer, integer, text) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION fn_queue_heartbeat_pause(text, text, text) TO workflow_admin;

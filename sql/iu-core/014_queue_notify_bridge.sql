@@ -18,9 +18,16 @@
 --   event: {"layer": "event", "event_domain", "count", "first_event_id", "last_event_id", "lanes"}
 --   job:   {"layer": "job", "event_domain", "count", "first_job_id", "last_job_id", "job_kinds"}
 -- (first/last in the statement's insertion order.) The triggers are statement-level with a
--- transition table (REFERENCING NEW TABLE). A domain whose channel name would exceed
--- PostgreSQL's 63-byte identifier limit is not signalled (the poll still finds its rows), so
--- the bridge can never make an insert fail.
+-- transition table (REFERENCING NEW TABLE).
+--
+-- The bridge can never make an insert fail:
+--   * a domain whose channel name would exceed PostgreSQL's 63-byte identifier limit is not
+--     signalled (the poll still finds its rows);
+--   * pg_notify refuses payloads of 8000 bytes or more, so a payload over 7900 bytes (a very
+--     long event_type or job_kind) is sent reduced: layer, ids, domain, lane/process_after
+--     kept, the long field cut to its first 200 characters (job_kinds of a coalesced job
+--     signal likewise, or dropped), plus "truncated": true. Listeners read the rows from
+--     the tables anyway: the signal is only a wake-up.
 
 -- +goose Up
 
@@ -50,6 +57,7 @@ AS $$
 DECLARE
     r record;
     e record;
+    v_payload text;
 BEGIN
     IF NOT fn_queue_notify_enabled() THEN
         RETURN NULL;
@@ -69,18 +77,26 @@ BEGIN
     LOOP
         IF r.cnt = 1 THEN
             SELECT n.event_type, n.delivery_lane, n.occurred_at INTO e FROM new_rows n WHERE n.id = r.first_id;
-            PERFORM pg_notify('queue_wake_' || r.event_domain,
-                jsonb_build_object('layer', 'event', 'event_id', r.first_id, 'event_domain', r.event_domain,
-                                   'event_type', e.event_type, 'lane', e.delivery_lane, 'occurred_at', e.occurred_at)::text);
+            v_payload := jsonb_build_object('layer', 'event', 'event_id', r.first_id, 'event_domain', r.event_domain,
+                                            'event_type', e.event_type, 'lane', e.delivery_lane,
+                                            'occurred_at', e.occurred_at)::text;
+            IF octet_length(v_payload) > 7900 THEN
+                -- pg_notify refuses payloads of 8000 bytes or more: the long field is cut to
+                -- 200 characters and the signal says so (the row itself is read from the table).
+                v_payload := jsonb_build_object('layer', 'event', 'event_id', r.first_id, 'event_domain', r.event_domain,
+                                                'event_type', left(e.event_type, 200), 'lane', e.delivery_lane,
+                                                'occurred_at', e.occurred_at, 'truncated', true)::text;
+            END IF;
         ELSE
-            PERFORM pg_notify('queue_wake_' || r.event_domain,
-                jsonb_build_object('layer', 'event', 'event_domain', r.event_domain, 'count', r.cnt,
-                                   'first_event_id', r.first_id, 'last_event_id', r.last_id,
-                                   'lanes', to_jsonb(array_remove(ARRAY[
-                                        CASE WHEN r.has_immediate THEN 'immediate' END,
-                                        CASE WHEN r.has_standard THEN 'standard' END,
-                                        CASE WHEN r.has_batch THEN 'batch' END], NULL)))::text);
+            -- bounded: ids, a domain of <= 52 bytes and at most three lanes
+            v_payload := jsonb_build_object('layer', 'event', 'event_domain', r.event_domain, 'count', r.cnt,
+                                            'first_event_id', r.first_id, 'last_event_id', r.last_id,
+                                            'lanes', to_jsonb(array_remove(ARRAY[
+                                                 CASE WHEN r.has_immediate THEN 'immediate' END,
+                                                 CASE WHEN r.has_standard THEN 'standard' END,
+                                                 CASE WHEN r.has_batch THEN 'batch' END], NULL)))::text;
         END IF;
+        PERFORM pg_notify('queue_wake_' || r.event_domain, v_payload);
     END LOOP;
     RETURN NULL;
 END;
@@ -95,7 +111,8 @@ SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
 DECLARE
-    r record;
+    r         record;
+    v_payload text;
 BEGIN
     IF NOT fn_queue_notify_enabled() THEN
         RETURN NULL;
@@ -113,16 +130,32 @@ BEGIN
          GROUP BY n.event_domain
     LOOP
         IF r.cnt = 1 THEN
-            PERFORM pg_notify('queue_wake_' || r.event_domain,
-                jsonb_build_object('layer', 'job', 'job_id', r.first_id, 'job_kind', r.job_kind,
-                                   'process_after', r.process_after)::text);
+            v_payload := jsonb_build_object('layer', 'job', 'job_id', r.first_id, 'job_kind', r.job_kind,
+                                            'process_after', r.process_after)::text;
+            IF octet_length(v_payload) > 7900 THEN
+                -- pg_notify refuses payloads of 8000 bytes or more: cut the long field
+                v_payload := jsonb_build_object('layer', 'job', 'job_id', r.first_id, 'event_domain', r.event_domain,
+                                                'job_kind', left(r.job_kind, 200),
+                                                'process_after', r.process_after, 'truncated', true)::text;
+            END IF;
         ELSE
-            PERFORM pg_notify('queue_wake_' || r.event_domain,
-                jsonb_build_object('layer', 'job', 'event_domain', r.event_domain, 'count', r.cnt,
-                                   'first_job_id', r.first_id, 'last_job_id', r.last_id,
-                                   'job_kinds', to_jsonb(r.job_kinds[1:20]),
-                                   'first_process_after', r.process_after)::text);
+            v_payload := jsonb_build_object('layer', 'job', 'event_domain', r.event_domain, 'count', r.cnt,
+                                            'first_job_id', r.first_id, 'last_job_id', r.last_id,
+                                            'job_kinds', to_jsonb(r.job_kinds[1:20]),
+                                            'first_process_after', r.process_after)::text;
+            IF octet_length(v_payload) > 7900 THEN
+                -- long kinds: name each by its first 200 characters (still <= 20 of them)
+                v_payload := jsonb_build_object('layer', 'job', 'event_domain', r.event_domain, 'count', r.cnt,
+                                                'first_job_id', r.first_id, 'last_job_id', r.last_id,
+                                                'job_kinds', (SELECT coalesce(jsonb_agg(left(k, 200)), '[]'::jsonb)
+                                                                FROM unnest(r.job_kinds[1:20]) AS k),
+                                                'first_process_after', r.process_after, 'truncated', true)::text;
+                IF octet_length(v_payload) > 7900 THEN   -- multibyte kinds: drop the list
+                    v_payload := (v_payload::jsonb - 'job_kinds')::text;
+                END IF;
+            END IF;
         END IF;
+        PERFORM pg_notify('queue_wake_' || r.event_domain, v_payload);
     END LOOP;
     RETURN NULL;
 END;

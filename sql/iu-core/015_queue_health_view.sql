@@ -25,20 +25,26 @@
 --                      report a status other than ok, so 10,000 fresh rows stay cheap.
 --   dead_letter_event  open route dead letters aggregated per event domain: count in
 --                      dead_lettered, newest failure in last_seen_at, status_hint 'open'.
---   dead_letter_job    open job dead letters aggregated per (job kind, domain), same shape.
+--   dead_letter_job    open job dead letters aggregated per job kind (one row each, spec 8),
+--                      same shape; domain = the kind's domain, or its domains sorted and
+--                      comma separated when they span several; detail.domains = count per domain.
 --   backlog_job_queue  one per (job kind, domain) with queued jobs: count in events_seen and
 --                      backlog, newest enqueue in last_seen_at, oldest in
 --                      oldest_pending_age_seconds, due-now count in detail.
--- The view reads dot_config directly; the only function it calls is fn_iu_route_worker_pending,
--- which 009 already grants to workflow_admin (a view's function calls are checked against its reader).
+-- The view calls two functions, both granted to workflow_admin (a view's function calls are
+-- checked against its reader): fn_iu_route_worker_pending (009) and
+-- fn_queue_heartbeat_floor_seconds (010, the one parser of the global floor, SECURITY
+-- DEFINER so the reader needs no access to dot_config).
+-- severity and gap_ratio of a heartbeat row follow fn_queue_stale_check exactly: gap_ratio
+-- = floor(age) / cadence truncated to 2 decimals, and severity is decided on that value.
 
 -- +goose Up
 
 CREATE VIEW v_queue_health AS
-WITH cfg AS (
-    SELECT coalesce((SELECT c.value::integer FROM dot_config c
-                      WHERE c.key = 'queue.heartbeat.stale_threshold_seconds'
-                        AND btrim(c.value) ~ '^[0-9]{1,9}$'), 0) AS floor_seconds
+WITH cfg AS MATERIALIZED (
+    -- The one floor parser (010), evaluated once per query (MATERIALIZED: not pulled up
+    -- into a call per heartbeat row).
+    SELECT fn_queue_heartbeat_floor_seconds() AS floor_seconds
 )
 SELECT 'cursor'::text                                            AS source,
        c.worker_name                                             AS subject,
@@ -73,7 +79,7 @@ SELECT 'heartbeat'::text,
        h.executor_id,
        nullif(array_to_string(h.domain_scope, ','), ''),
        h.last_beat_at,
-       floor(extract(epoch FROM (now() - h.last_beat_at)))::bigint,
+       g.age_seconds,
        h.ticks_total,
        NULL::bigint,
        NULL::bigint,
@@ -82,12 +88,12 @@ SELECT 'heartbeat'::text,
             ELSE 'fresh' END,
        NULL::bigint,
        NULL::bigint,
+       -- same rule as fn_queue_stale_check: decided on the reported (truncated) gap_ratio
        CASE WHEN h.paused_at IS NULL
              AND now() - h.last_beat_at > make_interval(secs => greatest(h.stale_threshold_seconds, cfg.floor_seconds))
-            THEN CASE WHEN extract(epoch FROM (now() - h.last_beat_at)) / h.expected_cadence_seconds < 10
-                      THEN 'warning' ELSE 'critical' END END,
+            THEN CASE WHEN g.gap_ratio < 10 THEN 'warning' ELSE 'critical' END END,
        h.paused_at IS NOT NULL,
-       round((extract(epoch FROM (now() - h.last_beat_at)) / h.expected_cadence_seconds)::numeric, 2),
+       g.gap_ratio,
        greatest(h.stale_threshold_seconds, cfg.floor_seconds),
        h.executor_kind,
        -- only rows that need explaining carry a detail document (cheap on 10,000 fresh rows)
@@ -98,7 +104,12 @@ SELECT 'heartbeat'::text,
                                'paused_at', h.paused_at, 'paused_reason', h.paused_reason, 'paused_by', h.paused_by,
                                'silent_since', h.silent_since, 'alerted_at', h.alerted_at,
                                'alerted_severity', h.alerted_severity) END
-  FROM queue_heartbeat h CROSS JOIN cfg
+  FROM queue_heartbeat h
+ CROSS JOIN cfg
+ CROSS JOIN LATERAL (
+       SELECT a.age_seconds, trunc(a.age_seconds::numeric / h.expected_cadence_seconds, 2) AS gap_ratio
+         FROM (SELECT floor(extract(epoch FROM (now() - h.last_beat_at)))::bigint AS age_seconds) a
+ ) g
 UNION ALL
 SELECT 'dead_letter_event'::text,
        d.event_domain,
@@ -122,25 +133,31 @@ SELECT 'dead_letter_event'::text,
  GROUP BY d.event_domain
 UNION ALL
 SELECT 'dead_letter_job'::text,
-       jd.job_kind,
-       jd.event_domain,
-       max(jd.last_failed_at),
-       floor(extract(epoch FROM (now() - max(jd.last_failed_at))))::bigint,
+       x.job_kind,
+       -- one row per job kind (spec 8): domain is the kind's domain, or its distinct domains
+       -- sorted and comma separated when its open dead letters span several (the same
+       -- shape as a heartbeat row's domain_scope); detail.domains has the count per domain.
+       string_agg(x.event_domain, ',' ORDER BY x.event_domain),
+       max(x.newest),
+       floor(extract(epoch FROM (now() - max(x.newest))))::bigint,
        NULL::bigint,
        NULL::bigint,
-       count(*),
+       sum(x.n)::bigint,
        'open',
        NULL::bigint,
-       floor(extract(epoch FROM (now() - min(jd.last_failed_at))))::bigint,
+       floor(extract(epoch FROM (now() - min(x.oldest))))::bigint,
        NULL::text,
        NULL::boolean,
        NULL::numeric,
        NULL::integer,
        NULL::text,
-       NULL::jsonb
-  FROM job_dead_letter jd
- WHERE jd.resolved_at IS NULL
- GROUP BY jd.job_kind, jd.event_domain
+       jsonb_build_object('domains', jsonb_object_agg(x.event_domain, x.n))
+  FROM (SELECT jd.job_kind, jd.event_domain, count(*) AS n,
+               max(jd.last_failed_at) AS newest, min(jd.last_failed_at) AS oldest
+          FROM job_dead_letter jd
+         WHERE jd.resolved_at IS NULL
+         GROUP BY jd.job_kind, jd.event_domain) x
+ GROUP BY x.job_kind
 UNION ALL
 SELECT 'backlog_job_queue'::text,
        j.job_kind,

@@ -154,3 +154,29 @@ func TestHealthView_RowsPerSource(t *testing.T) {
 	}
 	pgtest.RequireSQLState(t, callErr(t, admin, `SELECT 1 FROM job_queue`), "42501")
 }
+
+// Rule (spec 8): open job dead letters are aggregated per subject — the job kind — one row
+// each, whatever domains they came from. A kind with dead jobs in two domains is one row
+// with the summed count; its domain column lists both (sorted, comma separated).
+func TestHealthView_DeadLetterJobOneRowPerKind(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	db.Exec(t, `INSERT INTO job_dead_letter (job_id, job_kind, event_domain, job_snapshot, attempts)
+	            SELECT gen_random_uuid(), 'k', CASE WHEN g <= 2 THEN 'kb' ELSE 'iu' END, '{}'::jsonb, 5 FROM generate_series(1, 5) g
+	            UNION ALL
+	            SELECT gen_random_uuid(), 'j', 'iu', '{}'::jsonb, 5`)
+	var rows, total int
+	var domain string
+	db.QueryRow(t, `SELECT count(*) OVER (), dead_lettered, domain FROM v_queue_health
+	                 WHERE source = 'dead_letter_job' AND subject = 'k'`, nil, &rows, &total, &domain)
+	if rows != 1 || total != 5 || domain != "iu,kb" {
+		t.Fatalf("dead_letter_job k: %d rows, dead_lettered %d, domain %q; want 1 row, 5, \"iu,kb\"", rows, total, domain)
+	}
+	if n := count(t, db, `SELECT count(*) FROM v_queue_health WHERE source = 'dead_letter_job'`); n != 2 {
+		t.Fatalf("dead_letter_job rows = %d, want 2 (one per kind)", n)
+	}
+	db.QueryRow(t, `SELECT dead_lettered, domain FROM v_queue_health WHERE source = 'dead_letter_job' AND subject = 'j'`, nil, &total, &domain)
+	if total != 1 || domain != "iu" {
+		t.Fatalf("dead_letter_job j: %d, %q", total, domain)
+	}
+}

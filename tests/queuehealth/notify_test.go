@@ -3,6 +3,7 @@ package queuehealth
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,4 +162,48 @@ func TestNotify_LongDomainNeverFailsInsert(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM job_queue WHERE event_domain = $1`, long); n != 2 {
 		t.Fatalf("rows = %d", n)
 	}
+}
+
+// Rule (spec 6, "the bridge can never make an insert fail"): pg_notify refuses payloads of
+// 8000 bytes or more. A single-row insert with a 9000-character event_type or job_kind (and
+// a multi-row job insert of such kinds) still succeeds, and the listener still gets a
+// wake-up: a reduced payload with the ids, the domain and "truncated": true.
+func TestNotify_OversizedPayloadNeverFailsInsert(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	setConfig(t, db, "queue.notify.bridge_enabled", "true")
+	l := listen(t, db, "queue_wake_iu")
+	longType := strings.Repeat("t", 9000)
+	var id string
+	if err := db.Pool.QueryRow(ctx(t), `INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane)
+	                                    VALUES ('iu', $1, 's', 'immediate') RETURNING id::text`, longType).Scan(&id); err != nil {
+		t.Fatalf("single-row insert with a 9000-character event_type failed: %v", err)
+	}
+	n, p := next(t, l)
+	if len(n.Payload) >= 8000 || p["truncated"] != true || p["layer"] != "event" || p["event_id"] != id ||
+		p["event_domain"] != "iu" || p["lane"] != "immediate" {
+		t.Fatalf("reduced event payload (%d bytes): %v", len(n.Payload), p)
+	}
+
+	longKind := strings.Repeat("k", 9000)
+	var jobID string
+	if err := db.Pool.QueryRow(ctx(t), `SELECT fn_job_enqueue($1, 'iu')::text`, longKind).Scan(&jobID); err != nil {
+		t.Fatalf("job with a 9000-character job_kind: %v", err)
+	}
+	n, p = next(t, l)
+	if len(n.Payload) >= 8000 || p["truncated"] != true || p["layer"] != "job" || p["job_id"] != jobID {
+		t.Fatalf("reduced job payload (%d bytes): %v", len(n.Payload), p)
+	}
+
+	if _, err := db.Pool.Exec(ctx(t), `INSERT INTO job_queue (job_kind, event_domain) VALUES ($1 || 'a', 'iu'), ($1 || 'b', 'iu')`, longKind); err != nil {
+		t.Fatalf("multi-row job insert with long kinds: %v", err)
+	}
+	n, p = next(t, l)
+	if len(n.Payload) >= 8000 || p["truncated"] != true || num(t, p, "count") != 2 {
+		t.Fatalf("reduced coalesced job payload (%d bytes): %v", len(n.Payload), p)
+	}
+	// A normal payload is untouched (no "truncated" key).
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'short', 's')`)
+	_, p = next(t, l)
+	sameKeys(t, p, "layer", "event_id", "event_domain", "event_type", "lane", "occurred_at")
 }

@@ -38,6 +38,24 @@ func alerts(t testing.TB, db *pgtest.DB, executor string) []alert {
 	return out
 }
 
+// backdateAlert puts exec in the state the stale-check leaves after alerting its current
+// silence `ago` seconds ago: a system/queue_worker_silent event created then (event_outbox
+// is append-only, so the only way to age an alert is to write it old) and the matching
+// bookkeeping on the heartbeat row.
+func backdateAlert(t testing.TB, db *pgtest.DB, exec string, ago int, severity string) {
+	t.Helper()
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
+	                                      event_subject_table, event_subject_ref, safe_payload, occurred_at, created_at)
+	            SELECT 'system', 'queue_worker_silent', 'alert', 'immediate', $3, 'queue_heartbeat', h.executor_id,
+	                   jsonb_build_object('executor_id', h.executor_id, 'alert', 'first', 'backdated', true),
+	                   now() - make_interval(secs => $2), now() - make_interval(secs => $2)
+	              FROM queue_heartbeat h WHERE h.executor_id = $1`, exec, ago, severity)
+	db.Exec(t, `UPDATE queue_heartbeat
+	               SET silent_since = last_beat_at + make_interval(secs => stale_threshold_seconds),
+	                   alerted_at = now() - make_interval(secs => $2), alerted_severity = $3, alerted_beat_at = last_beat_at
+	             WHERE executor_id = $1`, exec, ago, severity)
+}
+
 func staleCheck(t testing.TB, q querier) obj {
 	t.Helper()
 	return callJSON(t, q, `SELECT fn_queue_stale_check()`)
@@ -114,21 +132,34 @@ func TestStaleCheck_SeverityEscalationAndWindow(t *testing.T) {
 	if out := staleCheck(t, db.Pool); num(t, out, "emitted") != 0 || num(t, out, "suppressed") != 1 {
 		t.Fatalf("critical again inside the window: %v", out)
 	}
-	// The window (2 x 50 s) passes: the alert repeats once.
-	db.Exec(t, `UPDATE queue_heartbeat SET alerted_at = now() - interval '101 seconds' WHERE executor_id = 'exec_e'`)
-	if out := staleCheck(t, db.Pool); num(t, out, "emitted") != 1 {
-		t.Fatalf("after the window: %v", out)
-	}
 	got := alerts(t, db, "exec_e")
 	var sev []string
 	for _, a := range got {
 		sev = append(sev, a.Severity)
 	}
-	if fmt.Sprint(sev) != "[warning critical critical]" {
+	if fmt.Sprint(sev) != "[warning critical]" {
 		t.Fatalf("severities = %v", sev)
 	}
-	if got[1].Payload["alert"] != "escalation" || got[2].Payload["alert"] != "repeat" {
-		t.Fatalf("alert kinds: %v / %v", got[1].Payload["alert"], got[2].Payload["alert"])
+	if got[0].Payload["alert"] != "first" || got[1].Payload["alert"] != "escalation" {
+		t.Fatalf("alert kinds: %v / %v", got[0].Payload["alert"], got[1].Payload["alert"])
+	}
+
+	// The window (2 x 50 s) is read from event_outbox: a critical alert 99 s ago still
+	// holds it, one 101 s ago does not and the alert repeats once.
+	register(t, db, "exec_w99", 10, 50)
+	register(t, db, "exec_w101", 10, 50)
+	silence(t, db, "exec_w99", 1000)
+	silence(t, db, "exec_w101", 1000)
+	backdateAlert(t, db, "exec_w99", 99, "critical")
+	backdateAlert(t, db, "exec_w101", 101, "critical")
+	if out := staleCheck(t, db.Pool); num(t, out, "emitted") != 1 || num(t, out, "suppressed") != 2 {
+		t.Fatalf("window check: %v", out)
+	}
+	if got := alerts(t, db, "exec_w99"); len(got) != 1 {
+		t.Fatalf("exec_w99 inside the window: %+v", got)
+	}
+	if got := alerts(t, db, "exec_w101"); len(got) != 2 || got[1].Payload["alert"] != "repeat" || got[1].Severity != "critical" {
+		t.Fatalf("exec_w101 after the window: %+v", got)
 	}
 }
 
@@ -161,18 +192,24 @@ func TestStaleCheck_RecoveryReportedOnce(t *testing.T) {
 	if !cleared {
 		t.Fatal("bookkeeping not cleared")
 	}
-	// A new silence right after is a new incident: alerted again at once.
+	// A new silence right after is a new incident, but the spec's window rule holds: a
+	// silent alert for exec_r went out less than 2 x 30 s ago, so nothing is emitted yet.
 	silence(t, db, "exec_r", 500)
-	if out = staleCheck(t, db.Pool); num(t, out, "emitted") != 1 {
-		t.Fatalf("new silence after recovery: %v", out)
+	if out = staleCheck(t, db.Pool); num(t, out, "emitted") != 0 || num(t, out, "suppressed") != 1 {
+		t.Fatalf("new silence after recovery, inside the window: %v", out)
 	}
 	// Not stale any more only because the threshold was raised: the silence is closed too,
 	// but the event says so instead of claiming a beat (no false heal).
-	db.Exec(t, `SELECT fn_queue_heartbeat_register('exec_r', 'external_worker', '{iu}', 10, 100000, 'ops')`)
+	register(t, db, "exec_t", 10, 30)
+	silence(t, db, "exec_t", 500)
+	if out = staleCheck(t, db.Pool); num(t, out, "emitted") != 1 {
+		t.Fatalf("exec_t alert: %v", out)
+	}
+	db.Exec(t, `SELECT fn_queue_heartbeat_register('exec_t', 'external_worker', '{iu}', 10, 100000, 'ops')`)
 	if out = staleCheck(t, db.Pool); num(t, out, "recovered") != 1 {
 		t.Fatalf("threshold raised: %v", out)
 	}
-	got = alerts(t, db, "exec_r")
+	got = alerts(t, db, "exec_t")
 	if last := got[len(got)-1]; last.Type != "queue_worker_recovered" || last.Payload["reason"] != "threshold_raised" {
 		t.Fatalf("last alert: %+v", last)
 	}
@@ -207,9 +244,10 @@ func TestStaleCheck_GlobalFloor(t *testing.T) {
 	}
 	// The alert payload reports the effective threshold and silent_since uses it.
 	setConfig(t, db, "queue.heartbeat.stale_threshold_seconds", "600")
-	db.Exec(t, `UPDATE queue_heartbeat SET alerted_at = NULL, alerted_severity = NULL, silent_since = NULL`)
+	register(t, db, "exec_f2", 10, 30)
+	silence(t, db, "exec_f2", 100000)
 	staleCheck(t, db.Pool)
-	got := alerts(t, db, "exec_f")
+	got := alerts(t, db, "exec_f2")
 	if p := got[len(got)-1].Payload; num(t, p, "stale_threshold_seconds") != 600 {
 		t.Fatalf("payload threshold: %v", p)
 	}
