@@ -14,6 +14,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT/SIGTERM cancels ctx (drain); restoring the default handlers then
+	// makes a second one end the process at once, even in the middle of the grace.
+	go func() { <-ctx.Done(); stop() }()
 	code := cli.Main(ctx, os.Args[1:], cli.OSEnv())
 	stop()
 	os.Exit(code)

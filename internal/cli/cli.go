@@ -61,6 +61,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		env.Getenv = os.Getenv
 	}
 	if len(args) == 0 {
+		errLogger(env).Error("iu-runner: usage error", "error", "missing command", "exit_code", ExitUsage)
 		fmt.Fprint(env.Stderr, usage)
 		return ExitUsage
 	}
@@ -77,7 +78,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 		fmt.Fprint(env.Stdout, usage)
 		return ExitOK
 	default:
-		fmt.Fprintf(env.Stderr, "iu-runner: unknown command %q\n\n%s", args[0], usage)
+		errLogger(env).Error("iu-runner: usage error", "error", fmt.Sprintf("unknown command %q", args[0]), "exit_code", ExitUsage)
+		fmt.Fprint(env.Stderr, usage)
 		return ExitUsage
 	}
 }
@@ -88,8 +90,13 @@ type common struct {
 	logLevel string
 }
 
-func (c *common) register(fs *flag.FlagSet, defaultLevel string) {
+// register adds the common flags; pool is false for migrate, which has a single
+// connection of its own (no statement timeout, call timeout or pool size to set).
+func (c *common) register(fs *flag.FlagSet, defaultLevel string, pool bool) {
 	c.db.Register(fs)
+	if pool {
+		c.db.RegisterPool(fs)
+	}
 	fs.StringVar(&c.logLevel, "log-level", defaultLevel, "log level: debug, info, warn, error (JSON logs on stderr)")
 }
 
@@ -108,24 +115,36 @@ func parse(fs *flag.FlagSet, args []string, env Env, synopsis string) (int, bool
 			printUsage(env.Stdout)
 			return ExitOK, true
 		}
-		fmt.Fprintf(env.Stderr, "iu-runner %s: %v (see iu-runner %s --help)\n", fs.Name(), err, fs.Name())
-		return ExitUsage, true
+		return usageErr(env, fs.Name(), "%v", err), true
 	}
 	return 0, false
 }
 
+// errLogger is the JSON logger errors go through: one JSON object per line on stderr
+// (slog escapes the newlines of multi-line database errors), whatever --log-level says.
+func errLogger(env Env) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+// usageErr logs a usage error as one JSON line (msg "iu-runner <cmd>: usage error").
 func usageErr(env Env, cmd string, format string, a ...any) int {
-	fmt.Fprintf(env.Stderr, "iu-runner %s: %s (see iu-runner %s --help)\n", cmd, fmt.Sprintf(format, a...), cmd)
+	errLogger(env).Error("iu-runner "+cmd+": usage error", "command", cmd, "error", fmt.Sprintf(format, a...),
+		"help", "iu-runner "+cmd+" --help", "exit_code", ExitUsage)
 	return ExitUsage
 }
 
+// fail logs a failure as one JSON line (msg "iu-runner <cmd>: error"), with the server's
+// SQLSTATE and hint when the error came from PostgreSQL.
 func fail(env Env, cmd string, err error) int {
-	msg := err.Error()
+	attrs := []any{"command", cmd, "error", err.Error(), "exit_code", ExitFailure}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Hint != "" {
-		msg += " (hint: " + pgErr.Hint + ")"
+	if errors.As(err, &pgErr) {
+		attrs = append(attrs, "sqlstate", pgErr.Code)
+		if pgErr.Hint != "" {
+			attrs = append(attrs, "hint", pgErr.Hint)
+		}
 	}
-	fmt.Fprintf(env.Stderr, "iu-runner %s: error: %s\n", cmd, msg)
+	errLogger(env).Error("iu-runner "+cmd+": error", attrs...)
 	return ExitFailure
 }
 
@@ -137,25 +156,29 @@ func (c *common) logger(env Env) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: lvl})), nil
 }
 
-// connect opens the pool and proves the database answers within the connect timeout.
-func (c *common) connect(ctx context.Context, env Env, log *slog.Logger) (*pgxpool.Pool, error) {
+// connect opens the pool and proves the database answers within the connect timeout. The
+// store it returns bounds every call with the call timeout (config.DB.CallDeadline).
+func (c *common) connect(ctx context.Context, env Env, log *slog.Logger) (*pgxpool.Pool, *store.Store, error) {
 	cfg, src, err := c.db.PoolConfig(env.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	log.Info("database", config.Describe(cfg.ConnConfig, src)...)
+	call := c.db.CallDeadline(cfg.ConnConfig)
+	log.Info("database", append(config.Describe(cfg.ConnConfig, src), slog.String("call_timeout", call.String()))...)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the database (%s): %w", src, err)
+		return nil, nil, fmt.Errorf("connecting to the database (%s): %w", src, err)
 	}
+	st := store.New(pool)
 	pctx, cancel := context.WithTimeout(ctx, cfg.ConnConfig.ConnectTimeout+time.Second)
 	defer cancel()
-	if err := store.New(pool).Ping(pctx); err != nil {
+	if err := st.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connecting to the database (%s, host %s, database %q): %w",
+		return nil, nil, fmt.Errorf("connecting to the database (%s, host %s, database %q): %w",
 			src, cfg.ConnConfig.Host, cfg.ConnConfig.Database, unwrapPing(err))
 	}
-	return pool, nil
+	st.CallTimeout = call
+	return pool, st, nil
 }
 
 func unwrapPing(err error) error {

@@ -10,11 +10,18 @@
 // Exit codes, for every subcommand:
 //
 //	0  success (a gated no-op and a busy worker are success)
-//	1  failure: the database is unreachable, a SQL call failed (one clear line on stderr)
+//	1  failure: the database is unreachable, a SQL call failed (one JSON error record on stderr)
 //	2  usage error: unknown subcommand or flag, bad flag value
 //	3  health only: something is stale, critical or has open dead letters
 //
 // Every subcommand takes --help, and the connection flags of package config
-// (--database-url over DATABASE_URL over PG*; --statement-timeout; --connect-timeout).
-// Logs are JSON (log/slog) on stderr; results go to stdout.
+// (--database-url over DATABASE_URL over PG*; --connect-timeout; for tick, run and health
+// also --statement-timeout, --call-timeout and --max-conns).
+// Logs are JSON (log/slog) on stderr, one object per line, errors included: a failure is
+// {"level":"ERROR","msg":"iu-runner <cmd>: error","error":"...","exit_code":1} (plus
+// sqlstate and hint from PostgreSQL), a usage error is "iu-runner <cmd>: usage error" with
+// exit_code 2 (the bare command and an unknown one also print the usage text after it).
+// Results go to stdout. The first SIGINT/SIGTERM drains (run) or stops between batches
+// (tick); a second one ends the process at once (cmd/iu-runner restores the default
+// handlers after the first).
 package cli

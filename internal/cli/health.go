@@ -5,13 +5,12 @@ import (
 	"flag"
 
 	"github.com/iu-core/event-worker/internal/health"
-	"github.com/iu-core/event-worker/internal/store"
 )
 
 func runHealth(ctx context.Context, args []string, env Env) int {
 	fs := flag.NewFlagSet("health", flag.ContinueOnError)
 	var c common
-	c.register(fs, "warn")
+	c.register(fs, "warn", true)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	synopsis := "iu-runner health [--json] [flags]\n\n" +
 		"Prints v_queue_health (one row per route worker cursor, executor heartbeat, open\n" +
@@ -21,6 +20,7 @@ func runHealth(ctx context.Context, args []string, env Env) int {
 	if code, done := parse(fs, args, env, synopsis); done {
 		return code
 	}
+	c.db.Parsed(fs)
 	if fs.NArg() > 0 {
 		return usageErr(env, "health", "unexpected argument %q", fs.Arg(0))
 	}
@@ -31,12 +31,12 @@ func runHealth(ctx context.Context, args []string, env Env) int {
 	if err != nil {
 		return usageErr(env, "health", "%v", err)
 	}
-	pool, err := c.connect(ctx, env, log)
+	pool, st, err := c.connect(ctx, env, log)
 	if err != nil {
 		return fail(env, "health", err)
 	}
 	defer pool.Close()
-	rows, err := store.New(pool).QueueHealth(ctx)
+	rows, err := st.QueueHealth(ctx)
 	if err != nil {
 		return fail(env, "health", err)
 	}

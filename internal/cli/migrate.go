@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/iu-core/event-worker/internal/migrate"
 )
 
 func runMigrate(ctx context.Context, args []string, env Env) int {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	var c common
-	c.register(fs, "warn")
+	c.register(fs, "warn", false)
 	to := fs.Int64("to", -1, "down: roll back to this version (0 undoes everything) instead of one step")
 	synopsis := "iu-runner migrate up|down|status|version [flags]\n\n" +
 		"Applies the migrations embedded in the binary (the same files as sql/iu-core) with goose,\n" +
@@ -47,8 +49,15 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	if _, err := c.logger(env); err != nil {
 		return usageErr(env, "migrate", "%v", err)
 	}
-	dsn, _ := c.db.DSN(env.Getenv)
-	m, err := migrate.Open(dsn)
+	dsn, src := c.db.DSN(env.Getenv)
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return fail(env, "migrate", fmt.Errorf("parsing database settings from %s: %w", src, err))
+	}
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = c.db.ConnectTimeout
+	}
+	m, err := migrate.OpenConfig(cc)
 	if err != nil {
 		return fail(env, "migrate", err)
 	}

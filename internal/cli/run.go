@@ -9,13 +9,12 @@ import (
 	"github.com/iu-core/event-worker/internal/metrics"
 	"github.com/iu-core/event-worker/internal/notifier"
 	"github.com/iu-core/event-worker/internal/service"
-	"github.com/iu-core/event-worker/internal/store"
 )
 
 func runRun(ctx context.Context, args []string, env Env) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var c common
-	c.register(fs, "info")
+	c.register(fs, "info", true)
 	var workers, domains stringList
 	fs.Var(&workers, "worker", "route worker to run (repeatable or comma-separated; default "+DefaultWorker+")")
 	fs.Var(&domains, "domain", "LISTEN on queue_wake_<domain> (repeatable; default iu)")
@@ -34,11 +33,15 @@ func runRun(ctx context.Context, args []string, env Env) int {
 		"The long-running loop. hybrid (default): LISTEN queue_wake_<domain> on a dedicated\n" +
 		"connection plus a fallback poll; notify: poll only while the listener is down; poll: no\n" +
 		"LISTEN (PgBouncer transaction pooling). A full batch is followed at once by the next.\n" +
-		"SIGINT/SIGTERM: no new batch starts, the call in flight finishes (or is rolled back after\n" +
-		"--shutdown-grace), exit 0."
+		"SIGINT/SIGTERM: no new batch starts, the call in flight finishes (or is cancelled and\n" +
+		"rolled back after --shutdown-grace), exit 0. A second SIGINT/SIGTERM exits at once\n" +
+		"(the abandoned call then commits or rolls back whole on the server, never half).\n" +
+		"Several --worker are served round-robin: one batch of each in turn.\n" +
+		"Connections: up to --max-conns in the pool, plus the LISTEN connection (hybrid, notify)."
 	if code, done := parse(fs, args, env, synopsis); done {
 		return code
 	}
+	c.db.Parsed(fs)
 	if fs.NArg() > 0 {
 		return usageErr(env, "run", "unexpected argument %q", fs.Arg(0))
 	}
@@ -76,7 +79,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 		domains = stringList{"iu"}
 	}
 
-	pool, err := c.connect(ctx, env, log)
+	pool, st, err := c.connect(ctx, env, log)
 	if err != nil {
 		return fail(env, "run", err)
 	}
@@ -103,9 +106,9 @@ func runRun(ctx context.Context, args []string, env Env) int {
 	svc = service.New(service.Config{
 		Mode: *mode, Workers: workers, Batch: *batch,
 		PollInterval: *poll, StaleCheckInterval: *stale, ReapInterval: *reap, PassBudget: *passBudget,
-		ShutdownGrace: *grace, StatementTimeout: c.db.StatementTimeout,
+		ShutdownGrace: *grace, CallTimeout: st.CallTimeout,
 		ExecutorID: *executorID, ExecutorKind: "external_worker", HTTPAddr: *httpAddr,
-	}, store.New(pool), listener, log, m)
+	}, st, listener, log, m)
 	if err := svc.Run(ctx); err != nil {
 		return fail(env, "run", err)
 	}

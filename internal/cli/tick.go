@@ -13,7 +13,7 @@ import (
 func runTick(ctx context.Context, args []string, env Env) int {
 	fs := flag.NewFlagSet("tick", flag.ContinueOnError)
 	var c common
-	c.register(fs, "warn")
+	c.register(fs, "warn", true)
 	var workers stringList
 	fs.Var(&workers, "worker", "route worker to run (repeatable or comma-separated; default "+DefaultWorker+")")
 	batch := fs.Int("batch", 500, "events per fn_iu_route_worker_run call (1..10000)")
@@ -26,10 +26,16 @@ func runTick(ctx context.Context, args []string, env Env) int {
 		"One pass for cron: for each worker, run batches until one comes back short (caught up),\n" +
 		"the worker is gated or busy, or the budget is spent; then the stale-check and the lease\n" +
 		"reaper. Prints one JSON summary on stdout. Exit 0 on success (gated and busy included),\n" +
-		"1 on failure, 2 on a usage error. No lock file needed: a concurrent run returns busy."
+		"1 on failure, 2 on a usage error. No lock file needed: a concurrent run returns busy.\n" +
+		"Several --worker are served round-robin: one batch of each in turn.\n" +
+		"SIGINT/SIGTERM: the call in flight finishes, no new batch starts, the stale-check and\n" +
+		"the reaper are skipped; the summary says \"interrupted\": true and the exit is 0 unless a\n" +
+		"call failed (a second signal exits at once). Each call has a client-side deadline\n" +
+		"(--call-timeout); the worker runs as a whole end by --budget plus one call timeout."
 	if code, done := parse(fs, args, env, synopsis); done {
 		return code
 	}
+	c.db.Parsed(fs)
 	if fs.NArg() > 0 {
 		return usageErr(env, "tick", "unexpected argument %q", fs.Arg(0))
 	}
@@ -50,32 +56,39 @@ func runTick(ctx context.Context, args []string, env Env) int {
 		workers = stringList{DefaultWorker}
 	}
 
-	pool, err := c.connect(ctx, env, log)
+	pool, st, err := c.connect(ctx, env, log)
 	if err != nil {
 		// still one JSON line, so a log shipper reading stdout sees every tick
 		_ = json.NewEncoder(env.Stdout).Encode(tick.Summary{Workers: []tick.WorkerResult{}, Errors: []string{err.Error()}})
 		return fail(env, "tick", err)
 	}
 	defer pool.Close()
-	st := store.New(pool)
-	s, runErr := tick.Run(ctx, st, tick.Options{
+	// The calls run on a context the signal does not cancel (the call in flight finishes,
+	// bounded by its call timeout); the signal stops the tick between calls.
+	work := context.WithoutCancel(ctx)
+	s, runErr := tick.Run(work, st, tick.Options{
 		Workers: workers, Batch: *batch, Budget: *budget, MaxBatches: *maxBatches,
-		SkipStale: *skipStale, SkipReap: *skipReap,
+		SkipStale: *skipStale, SkipReap: *skipReap, CallTimeout: st.CallTimeout, Stop: ctx,
 		Observe: func(w string, r store.WorkerRun, d time.Duration, err error) {
 			if err == nil {
 				log.Debug("worker run", "worker", w, "claimed", r.Claimed, "gated", r.Gated, "busy", r.Busy, "ms", d.Milliseconds())
 			}
 		},
 	})
-	if name, err := st.DatabaseName(ctx); err == nil {
-		s.Database = name
+	if ctx.Err() == nil {
+		if name, err := st.DatabaseName(work); err == nil {
+			s.Database = name
+		}
 	}
-	if *executorID != "" && runErr == nil {
-		if _, err := st.Heartbeat(ctx, *executorID, "external_worker", map[string]any{"runner": "iu-runner", "mode": "tick", "claimed": s.Claimed}); err != nil {
+	if *executorID != "" && runErr == nil && ctx.Err() == nil {
+		if _, err := st.Heartbeat(work, *executorID, "external_worker", "ok", map[string]any{"runner": "iu-runner", "mode": "tick", "claimed": s.Claimed}); err != nil {
 			s.OK = false
 			s.Errors = append(s.Errors, err.Error())
 			runErr = err
 		}
+	}
+	if s.Interrupted {
+		log.Warn("tick interrupted by a stop signal: no new batch started, housekeeping skipped", "claimed", s.Claimed)
 	}
 	enc := json.NewEncoder(env.Stdout)
 	if err := enc.Encode(s); err != nil {

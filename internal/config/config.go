@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -25,20 +27,51 @@ const (
 	SourceLibpqEnv    Source = "env PG* (libpq)"
 )
 
+// DefaultCallTimeout is the client-side deadline of one database call when no
+// statement_timeout is known (neither --statement-timeout nor the connection string sets one).
+const DefaultCallTimeout = 60 * time.Second
+
+// callSlack is added to the statement timeout for the client-side deadline: the server
+// cancels first, the client deadline only catches a connection that no longer answers.
+const callSlack = 5 * time.Second
+
 // DB holds the connection flags shared by every subcommand.
 type DB struct {
 	URL              string        // --database-url (empty: not given)
 	StatementTimeout time.Duration // --statement-timeout
-	ConnectTimeout   time.Duration // --connect-timeout
-	MaxConns         int           // --max-conns
+	// StatementTimeoutSet reports that --statement-timeout was given on the command line:
+	// it then wins over a statement_timeout in the connection string; the default does not.
+	StatementTimeoutSet bool
+	ConnectTimeout      time.Duration // --connect-timeout
+	MaxConns            int           // --max-conns (pool only; not registered by migrate)
+	CallTimeout         time.Duration // --call-timeout (0: derived, see CallDeadline)
+	pool                bool          // the pool flags are registered
 }
 
-// Register adds the connection flags to fs.
+// Register adds the connection flags to fs: the ones every subcommand uses.
 func (d *DB) Register(fs *flag.FlagSet) {
 	fs.StringVar(&d.URL, "database-url", "", "PostgreSQL URL or key=value DSN (default: $DATABASE_URL, else libpq PG* variables)")
-	fs.DurationVar(&d.StatementTimeout, "statement-timeout", 30*time.Second, "statement_timeout set on every connection (0: not set, the role's or database's setting applies)")
 	fs.DurationVar(&d.ConnectTimeout, "connect-timeout", 10*time.Second, "connect timeout when the URL sets none")
-	fs.IntVar(&d.MaxConns, "max-conns", 4, "maximum pool connections")
+}
+
+// RegisterPool adds the flags of the commands that run SQL through the runner's pool
+// (tick, run, health); migrate has its own single connection and does not take them.
+func (d *DB) RegisterPool(fs *flag.FlagSet) {
+	d.pool = true
+	fs.DurationVar(&d.StatementTimeout, "statement-timeout", 30*time.Second,
+		"statement_timeout sent on every connection when the connection string sets none (given explicitly, it wins over the connection string; 0: not sent, the role's or database's setting applies)")
+	fs.DurationVar(&d.CallTimeout, "call-timeout", 0,
+		"client-side deadline of each database call (0: the statement timeout + 5s, or 60s when no statement timeout is set); catches a connection that stopped answering")
+	fs.IntVar(&d.MaxConns, "max-conns", 4, "maximum pool connections (run's LISTEN connection is one more, outside the pool)")
+}
+
+// Parsed records which flags were given explicitly; call it after fs.Parse.
+func (d *DB) Parsed(fs *flag.FlagSet) {
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "statement-timeout" {
+			d.StatementTimeoutSet = true
+		}
+	})
 }
 
 // Validate checks the flag values.
@@ -46,13 +79,94 @@ func (d *DB) Validate() error {
 	if d.StatementTimeout < 0 {
 		return errors.New("--statement-timeout must not be negative")
 	}
+	if d.CallTimeout < 0 {
+		return errors.New("--call-timeout must not be negative")
+	}
 	if d.ConnectTimeout <= 0 {
 		return errors.New("--connect-timeout must be positive")
 	}
-	if d.MaxConns < 2 {
+	if d.pool && d.MaxConns < 2 {
 		return errors.New("--max-conns must be at least 2")
 	}
 	return nil
+}
+
+// CallDeadline is the client-side deadline of one database call on cc: --call-timeout when
+// given, else the effective statement_timeout plus 5s, else DefaultCallTimeout.
+func (d *DB) CallDeadline(cc *pgx.ConnConfig) time.Duration {
+	if d.CallTimeout > 0 {
+		return d.CallTimeout
+	}
+	return CallDeadlineFor(cc)
+}
+
+// CallDeadlineFor is the effective statement_timeout of cc plus 5s, or DefaultCallTimeout
+// when none is set.
+func CallDeadlineFor(cc *pgx.ConnConfig) time.Duration {
+	if st, ok := EffectiveStatementTimeout(cc); ok && st > 0 {
+		return st + callSlack
+	}
+	return DefaultCallTimeout
+}
+
+// EffectiveStatementTimeout is the statement_timeout the connection asks for: a runtime
+// parameter (URL ?statement_timeout=, or the flag), else -c statement_timeout=... in
+// options. ok is false when it sets none or the value cannot be read.
+func EffectiveStatementTimeout(cc *pgx.ConnConfig) (time.Duration, bool) {
+	if v, ok := cc.RuntimeParams["statement_timeout"]; ok {
+		return parsePGDuration(v)
+	}
+	if v, ok := optionsStatementTimeout(cc.RuntimeParams["options"]); ok {
+		return parsePGDuration(v)
+	}
+	return 0, false
+}
+
+// optionsStatementTimeout finds statement_timeout in a libpq options string
+// ("-c statement_timeout=5s", "-cstatement_timeout=5s", "--statement_timeout=5s").
+func optionsStatementTimeout(opts string) (string, bool) {
+	f := strings.Fields(opts)
+	val := ""
+	found := false
+	for i := 0; i < len(f); i++ {
+		a := f[i]
+		switch {
+		case a == "-c" && i+1 < len(f):
+			i++
+			a = f[i]
+		case strings.HasPrefix(a, "-c"):
+			a = a[2:]
+		case strings.HasPrefix(a, "--"):
+			a = a[2:]
+		default:
+			continue
+		}
+		k, v, ok := strings.Cut(a, "=")
+		if ok && strings.ReplaceAll(strings.ToLower(k), "-", "_") == "statement_timeout" {
+			val, found = v, true // the last one wins, as in the server
+		}
+	}
+	return val, found
+}
+
+// parsePGDuration reads a PostgreSQL time setting (plain number: milliseconds).
+func parsePGDuration(v string) (time.Duration, bool) {
+	v = strings.Trim(strings.TrimSpace(v), "'")
+	i := 0
+	for i < len(v) && (v[i] >= '0' && v[i] <= '9' || v[i] == '.') {
+		i++
+	}
+	n, err := strconv.ParseFloat(v[:i], 64)
+	if err != nil {
+		return 0, false
+	}
+	unit := map[string]time.Duration{"": time.Millisecond, "us": time.Microsecond, "ms": time.Millisecond,
+		"s": time.Second, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	u, ok := unit[strings.TrimSpace(v[i:])]
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(n * float64(u)), true
 }
 
 // Resolve applies the precedence rule: flag, then DATABASE_URL, then libpq PG* variables
@@ -80,14 +194,21 @@ func (d *DB) PoolConfig(getenv func(string) string) (*pgxpool.Config, Source, er
 		return nil, src, fmt.Errorf("parsing database settings from %s: %w", src, redactErr(err))
 	}
 	Apply(cfg.ConnConfig, d.StatementTimeout, d.ConnectTimeout)
+	if d.StatementTimeoutSet && d.StatementTimeout > 0 {
+		// given on the command line: the flag wins (a startup parameter overrides
+		// options=-c on the server side)
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(d.StatementTimeout.Milliseconds(), 10)
+	}
 	cfg.MaxConns = int32(d.MaxConns)
 	cfg.MinConns = 0
 	cfg.HealthCheckPeriod = 15 * time.Second
 	return cfg, src, nil
 }
 
-// Apply sets application_name (unless given), statement_timeout, the connect timeout (when
-// none is set) and the PgBouncer-safe exec mode on one connection configuration.
+// Apply sets application_name (unless given), statement_timeout (unless the connection
+// string sets one, as a parameter or in options=-c), the connect timeout (when none is
+// set), the PgBouncer-safe exec mode, and a context watcher that sends a cancel request
+// when a call's context ends, so the server really stops and rolls the statement back.
 func Apply(cc *pgx.ConnConfig, statementTimeout, connectTimeout time.Duration) {
 	if cc.RuntimeParams == nil {
 		cc.RuntimeParams = map[string]string{}
@@ -95,13 +216,25 @@ func Apply(cc *pgx.ConnConfig, statementTimeout, connectTimeout time.Duration) {
 	if _, ok := cc.RuntimeParams["application_name"]; !ok {
 		cc.RuntimeParams["application_name"] = AppName
 	}
-	if statementTimeout > 0 {
+	if statementTimeout > 0 && !hasStatementTimeout(cc) {
 		cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(statementTimeout.Milliseconds(), 10)
 	}
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = connectTimeout
 	}
 	cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 2 * time.Second}
+	}
+}
+
+// hasStatementTimeout reports a statement_timeout in the connection string, readable or not.
+func hasStatementTimeout(cc *pgx.ConnConfig) bool {
+	if _, ok := cc.RuntimeParams["statement_timeout"]; ok {
+		return true
+	}
+	_, ok := optionsStatementTimeout(cc.RuntimeParams["options"])
+	return ok
 }
 
 // Describe returns loggable, password-free attributes of a connection configuration.
@@ -114,6 +247,7 @@ func Describe(cc *pgx.ConnConfig, src Source) []any {
 		slog.String("user", cc.User),
 		slog.String("application_name", cc.RuntimeParams["application_name"]),
 		slog.String("statement_timeout_ms", cc.RuntimeParams["statement_timeout"]),
+		slog.String("statement_timeout_options", statementTimeoutOption(cc)),
 	}
 }
 
@@ -127,4 +261,9 @@ func LogLevel(s string) (slog.Level, error) {
 		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
 	}
 	return l, nil
+}
+
+func statementTimeoutOption(cc *pgx.ConnConfig) string {
+	v, _ := optionsStatementTimeout(cc.RuntimeParams["options"])
+	return v
 }

@@ -3,6 +3,8 @@ package config
 import (
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -87,5 +89,53 @@ func TestEveryConnectionIsTagged(t *testing.T) {
 	}
 	if got := cfg.ConnConfig.RuntimeParams["application_name"]; got != "mine" {
 		t.Fatalf("application_name %q", got)
+	}
+}
+
+// Rule: the --statement-timeout default never overrides a statement_timeout in the
+// connection string (a parameter or options=-c); an explicit flag wins; the call
+// deadline follows the effective value plus 5s (60s when none is set).
+func TestStatementTimeoutFromDSN(t *testing.T) {
+	d := DB{StatementTimeout: 30 * time.Second, ConnectTimeout: 3 * time.Second, MaxConns: 4}
+	for _, c := range []struct {
+		url      string
+		explicit bool
+		param    string
+		call     time.Duration
+	}{
+		{"postgres://u@h/db", false, "30000", 35 * time.Second},
+		{"postgres://u@h/db?statement_timeout=5000", false, "5000", 10 * time.Second},
+		{"postgres://u@h/db?options=-c%20statement_timeout%3D2min", false, "", 2*time.Minute + 5*time.Second},
+		{"postgres://u@h/db?options=-c%20statement_timeout%3D2min", true, "30000", 35 * time.Second},
+	} {
+		dd := d
+		dd.StatementTimeoutSet = c.explicit
+		cfg, _, err := dd.PoolConfig(env(map[string]string{"DATABASE_URL": c.url}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.ConnConfig.RuntimeParams["statement_timeout"]; got != c.param {
+			t.Errorf("%s explicit=%v: statement_timeout param %q, want %q", c.url, c.explicit, got, c.param)
+		}
+		if got := dd.CallDeadline(cfg.ConnConfig); got != c.call {
+			t.Errorf("%s explicit=%v: call deadline %s, want %s", c.url, c.explicit, got, c.call)
+		}
+	}
+	d0 := d
+	d0.StatementTimeout = 0
+	cfg, _, _ := d0.PoolConfig(env(map[string]string{"DATABASE_URL": "postgres://u@h/db"}))
+	if got := d0.CallDeadline(cfg.ConnConfig); got != DefaultCallTimeout {
+		t.Errorf("no statement timeout: call deadline %s, want %s", got, DefaultCallTimeout)
+	}
+	d0.CallTimeout = 7 * time.Second
+	if got := d0.CallDeadline(cfg.ConnConfig); got != 7*time.Second {
+		t.Errorf("--call-timeout 7s: %s", got)
+	}
+	// a cancelled call sends a cancel request (the server stops and rolls back)
+	if cfg.ConnConfig.BuildContextWatcherHandler == nil {
+		t.Fatal("no context watcher handler")
+	}
+	if _, ok := cfg.ConnConfig.BuildContextWatcherHandler(nil).(*pgconn.CancelRequestContextWatcherHandler); !ok {
+		t.Fatal("the context watcher does not send a cancel request")
 	}
 }

@@ -22,11 +22,27 @@
 //   - application_name=iu-runner (unless the URL sets one), so operators can find the
 //     runner's sessions in pg_stat_activity and terminate them by name;
 //   - statement_timeout (default 30s, --statement-timeout), so a stuck statement cannot pin
-//     a connection forever. It travels as a startup parameter; PgBouncer refuses unknown
-//     startup parameters, so behind PgBouncer either list it in ignore_startup_parameters or
-//     pass --statement-timeout 0 (not sent) and ALTER ROLE ... SET statement_timeout;
+//     a connection forever. The default is sent only when the connection string sets none:
+//     a statement_timeout given there (?statement_timeout=5000, or
+//     options=-c statement_timeout=5s) is kept; --statement-timeout given explicitly wins
+//     over it. It travels as a startup parameter; PgBouncer refuses unknown startup
+//     parameters, so behind PgBouncer either list it in ignore_startup_parameters or pass
+//     --statement-timeout 0 (not sent) and ALTER ROLE ... SET statement_timeout;
+//   - a client-side deadline on every call (--call-timeout; by default the effective
+//     statement timeout + 5s, or 60s when none is set): the server's timeout fires first,
+//     the client deadline only catches a connection that stopped answering (a half-open
+//     TCP session after a partition), which would otherwise hang the runner;
+//   - a context watcher that sends a cancel request when a call's context ends
+//     (pgconn.CancelRequestContextWatcherHandler, 2s before the socket deadline), so a call
+//     cancelled by the shutdown grace or its deadline really stops on the server and its
+//     transaction rolls back;
 //   - a connect timeout (default 10s, --connect-timeout) when the URL has none, so an
 //     unreachable database fails fast with a clear error instead of hanging cron;
 //   - the simple-protocol-compatible exec mode (no named prepared statements), so the
 //     runner works behind PgBouncer in transaction pooling mode.
+//
+// --max-conns (default 4) bounds the pool. `run` in hybrid or notify mode holds one more
+// connection, the LISTEN session, taken out of the pool (so up to --max-conns + 1 in all).
+// migrate takes only --database-url and --connect-timeout: it uses one connection of its
+// own, and flags it would ignore are not registered.
 package config

@@ -14,9 +14,13 @@
 //	iu_runner_draining                              1 after SIGINT/SIGTERM, while the current pass finishes
 //	iu_runner_last_pass_timestamp_seconds           unix time of the last completed pass
 //	iu_runner_mode{mode}                            1 for the --mode in use (poll, notify, hybrid)
+//	iu_runner_stale_check_interval_too_long         1 when --stale-check-interval >= half the smallest stale threshold
 //
 // The single pane, v_queue_health, mirrored as gauges (refreshed on the stale-check cadence;
-// rows that disappear from the view disappear from the gauges):
+// rows that disappear from the view disappear from the gauges). A refresh builds the whole
+// new set first and then swaps it in (Metrics.SetHealth), so a scrape never sees an empty
+// or half-built set. Every replica reports the same database-wide values: aggregate them
+// with max (never sum) across replicas, as deploy/prometheus/iu-runner.rules.yml does:
 //
 //	iu_queue_health_age_seconds{source,subject,domain}
 //	iu_queue_health_backlog{source,subject,domain}

@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,11 +26,90 @@ type Metrics struct {
 	LastPass           prometheus.Gauge
 	Mode               *prometheus.GaugeVec
 
-	HealthAge            *prometheus.GaugeVec
-	HealthBacklog        *prometheus.GaugeVec
-	HealthOpenDeadLetter *prometheus.GaugeVec
-	HealthStaleExecutors prometheus.Gauge
-	HealthProblem        *prometheus.GaugeVec
+	// StaleCheckTooLong is 1 when --stale-check-interval is not under half the smallest
+	// stale threshold in v_queue_health (silences would be noticed late).
+	StaleCheckTooLong prometheus.Gauge
+
+	// health holds the iu_queue_health_* rows; SetHealth swaps them in one step.
+	health *healthCollector
+}
+
+// HealthRow is one v_queue_health row as the gauges see it; nil values are not exported.
+type HealthRow struct {
+	Source, Subject, Domain, StatusHint string
+	Age, Backlog, OpenDeadLetters       *float64
+	Problem                             bool
+}
+
+// Health is one complete snapshot of the view.
+type Health struct {
+	Rows           []HealthRow
+	StaleExecutors int
+}
+
+var (
+	healthLabels     = []string{"source", "subject", "domain"}
+	descHealthAge    = prometheus.NewDesc("iu_queue_health_age_seconds", "v_queue_health.age_seconds per row.", healthLabels, nil)
+	descHealthBacklg = prometheus.NewDesc("iu_queue_health_backlog", "Backlog per v_queue_health row that reports one (cursor backlog, queued jobs).", healthLabels, nil)
+	descHealthOpenDL = prometheus.NewDesc("iu_queue_health_open_dead_letters", "Open dead letters per v_queue_health dead_letter_* row.", healthLabels, nil)
+	descHealthStale  = prometheus.NewDesc("iu_queue_health_stale_executors", "Heartbeat rows of v_queue_health with status_hint = stale.", nil, nil)
+	descHealthProbl  = prometheus.NewDesc("iu_queue_health_problem", "1 per v_queue_health row that is stale, critical or an open dead letter.",
+		append(append([]string{}, healthLabels...), "status_hint"), nil)
+)
+
+// healthCollector exports the latest snapshot; a scrape sees the old rows or the new
+// ones, never an empty or half-built set.
+type healthCollector struct {
+	mu      sync.RWMutex
+	metrics []prometheus.Metric
+}
+
+func (c *healthCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl} {
+		ch <- d
+	}
+}
+
+func (c *healthCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, m := range c.metrics {
+		ch <- m
+	}
+}
+
+// SetHealth builds every iu_queue_health_* sample from h first and then replaces the
+// previous snapshot at once (rows gone from the view are gone from the gauges).
+func (m *Metrics) SetHealth(h Health) {
+	seen := map[string]bool{}
+	var out []prometheus.Metric
+	add := func(d *prometheus.Desc, v float64, lv ...string) {
+		key := d.String() + "\x00" + fmt.Sprint(lv)
+		if seen[key] {
+			return // a duplicate label set: the first row wins
+		}
+		seen[key] = true
+		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...))
+	}
+	for _, r := range h.Rows {
+		lv := []string{r.Source, r.Subject, r.Domain}
+		if r.Age != nil {
+			add(descHealthAge, *r.Age, lv...)
+		}
+		if r.Backlog != nil {
+			add(descHealthBacklg, *r.Backlog, lv...)
+		}
+		if r.OpenDeadLetters != nil {
+			add(descHealthOpenDL, *r.OpenDeadLetters, lv...)
+		}
+		if r.Problem {
+			add(descHealthProbl, 1, r.Source, r.Subject, r.Domain, r.StatusHint)
+		}
+	}
+	add(descHealthStale, float64(h.StaleExecutors))
+	m.health.mu.Lock()
+	m.health.metrics = out
+	m.health.mu.Unlock()
 }
 
 // New creates and registers every metric on a fresh registry.
@@ -70,25 +151,15 @@ func New() *Metrics {
 		Mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "iu_runner_mode", Help: "1 for the runner's --mode (poll, notify, hybrid).",
 		}, []string{"mode"}),
-		HealthAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "iu_queue_health_age_seconds", Help: "v_queue_health.age_seconds per row.",
-		}, []string{"source", "subject", "domain"}),
-		HealthBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "iu_queue_health_backlog", Help: "Backlog per v_queue_health row that reports one (cursor backlog, queued jobs).",
-		}, []string{"source", "subject", "domain"}),
-		HealthOpenDeadLetter: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "iu_queue_health_open_dead_letters", Help: "Open dead letters per v_queue_health dead_letter_* row.",
-		}, []string{"source", "subject", "domain"}),
-		HealthStaleExecutors: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "iu_queue_health_stale_executors", Help: "Heartbeat rows of v_queue_health with status_hint = stale.",
+		StaleCheckTooLong: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "iu_runner_stale_check_interval_too_long",
+			Help: "1 when --stale-check-interval is not under half the smallest stale threshold of v_queue_health.",
 		}),
-		HealthProblem: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "iu_queue_health_problem", Help: "1 per v_queue_health row that is stale, critical or an open dead letter.",
-		}, []string{"source", "subject", "domain", "status_hint"}),
+		health: &healthCollector{},
 	}
 	r.MustRegister(m.EventsRouted, m.DeadLetters, m.WorkerRuns, m.RunDuration, m.Wakeups, m.DBErrors,
 		m.ListenerUp, m.ListenerReconnects, m.Draining, m.LastPass, m.Mode,
-		m.HealthAge, m.HealthBacklog, m.HealthOpenDeadLetter, m.HealthStaleExecutors, m.HealthProblem,
+		m.StaleCheckTooLong, m.health,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range []string{"notify", "poll", "full_batch", "reconnect", "retry", "startup"} {
 		m.Wakeups.WithLabelValues(s) // present from the start, so rate() works at once

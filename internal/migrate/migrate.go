@@ -26,6 +26,18 @@ func Open(dsn string) (*Migrator, error) {
 	if err != nil {
 		return nil, err
 	}
+	return OpenConfig(cfg)
+}
+
+// OpenConfig is Open on a parsed connection configuration (the runner's migrate command
+// sets its --connect-timeout on it). application_name defaults to iu-runner-migrate.
+func OpenConfig(cfg *pgx.ConnConfig) (*Migrator, error) {
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = "iu-runner-migrate"
+	}
 	db := stdlib.OpenDB(*cfg)
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {

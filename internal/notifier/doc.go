@@ -20,7 +20,10 @@
 // CheckInterval the notifier sends pg_notify(<private ping channel>, <n>) through the pool
 // (another session) and waits up to CheckTimeout for it to come back on the listener. That
 // proves the whole path — server up, listener session alive, notifications delivered.
-// A missed round trip, or any error while waiting, closes the connection.
+// A missed round trip, or any error while waiting, closes the connection. RoundTrips
+// counts the answered ones (tests wait on it instead of sleeping). Reconnects back off
+// from MinBackoff to MaxBackoff, doubling, each wait spread by ±20% so runners that lost
+// the server together do not reconnect in step.
 //
 // # State diagram
 //
@@ -33,7 +36,7 @@
 //	           ┌──────────────┐  conn error, backend killed,    │         │
 //	           │   BACKOFF    │ ◄── round trip missed ──────────┘         │
 //	           │ listener_up=0│  (warn "falling back to polling")         │ ctx cancelled
-//	           │ 100ms → 5s   │                                           ▼
+//	           │ 100ms → 5s±20│                                           ▼
 //	           └──────────────┘                                 STOPPED (conn closed)
 //
 // While the state is BACKOFF or CONNECTING, Up() is false, iu_runner_listener_up is 0 and

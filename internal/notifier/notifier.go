@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,9 @@ type Notifier struct {
 	ping  string
 	up    atomic.Bool
 	seq   atomic.Int64
+	acked atomic.Int64 // NOTIFY round trips answered on the listener
+
+	dropAcks atomic.Bool // tests: the listener ignores the round-trip answers
 }
 
 // New prepares a notifier; nothing connects until Run.
@@ -71,6 +75,9 @@ func New(pool *pgxpool.Pool, cfg Config, log *slog.Logger, hooks Hooks) *Notifie
 
 // Up reports whether the listener is connected and passed its last round trip.
 func (n *Notifier) Up() bool { return n.up.Load() }
+
+// RoundTrips is the number of NOTIFY round trips answered so far (all sessions).
+func (n *Notifier) RoundTrips() int64 { return n.acked.Load() }
 
 // PingChannel is the private channel of the round-trip check.
 func (n *Notifier) PingChannel() string { return n.ping }
@@ -106,8 +113,9 @@ func (n *Notifier) Run(ctx context.Context) {
 			backoff = n.cfg.MinBackoff
 		}
 		n.setUp(false, err)
-		n.log.Debug("LISTEN reconnect scheduled", "in", backoff.String(), "error", errString(err))
-		t := time.NewTimer(backoff)
+		wait := jitter(backoff) // ±20%: runners that lost the server together do not reconnect in step
+		n.log.Debug("LISTEN reconnect scheduled", "in", wait.String(), "error", errString(err))
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -164,6 +172,9 @@ func (n *Notifier) session(ctx context.Context, reconnect bool) (connected bool,
 			return true, fmt.Errorf("waiting for notifications: %w", err)
 		}
 		if nt.Channel == n.ping {
+			if n.dropAcks.Load() {
+				continue
+			}
 			select {
 			case acks <- nt.Payload:
 			default:
@@ -221,6 +232,9 @@ func (n *Notifier) checker(ctx context.Context, fail context.CancelCauseFunc, ac
 			break
 		}
 		cancel()
+		if ok {
+			n.acked.Add(1)
+		}
 		if !ok {
 			if ctx.Err() == nil {
 				fail(fmt.Errorf("NOTIFY round trip: no answer within %s", n.cfg.CheckTimeout))
@@ -241,4 +255,13 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// jitter spreads d by ±20%.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	spread := d / 5
+	return d - spread + mrand.N(2*spread+1)
 }

@@ -69,7 +69,8 @@ func TestListenWakeReconnect(t *testing.T) {
 	}
 	db.Exec(t, `SELECT pg_notify('queue_wake_iu', '{"layer":"event"}')`)
 	eventually(t, "notification woke us", func() bool { return notifies.Load() == 1 })
-	time.Sleep(200 * time.Millisecond) // several round trips pass meanwhile
+	base := n.RoundTrips()
+	eventually(t, "three NOTIFY round trips acknowledged", func() bool { return n.RoundTrips() >= base+3 })
 	if !n.Up() || reconnects.Load() != 0 {
 		t.Fatalf("round trips failed: up=%v reconnects=%d", n.Up(), reconnects.Load())
 	}
@@ -85,4 +86,45 @@ func TestListenWakeReconnect(t *testing.T) {
 	if n.Up() {
 		t.Fatal("still up after stop")
 	}
+}
+
+// Rule: when the round-trip answers stop arriving (the listener session no longer
+// delivers), the notifier reports the listener down within the check timeout and
+// reconnects; once answers flow again it is up and acknowledging round trips.
+func TestLostAcknowledgementsReconnect(t *testing.T) {
+	db := pgtest.NewDB(t)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config.Apply(cfg.ConnConfig, 30*time.Second, 5*time.Second)
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	var reconnects, downs atomic.Int64
+	n := New(pool, Config{Channels: []string{"queue_wake_iu"}, CheckInterval: 50 * time.Millisecond, CheckTimeout: 200 * time.Millisecond},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks{
+			State: func(u bool) {
+				if !u {
+					downs.Add(1)
+				}
+			},
+			Reconnect: func() { reconnects.Add(1) },
+		})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	eventually(t, "listener up and acknowledging", func() bool { return n.Up() && n.RoundTrips() >= 1 })
+	n.dropAcks.Store(true)
+	eventually(t, "lost acknowledgements reported as down", func() bool { return downs.Load() >= 1 })
+	eventually(t, "reconnected after the missed round trip", func() bool { return reconnects.Load() >= 1 })
+	n.dropAcks.Store(false)
+	base := n.RoundTrips()
+	eventually(t, "up and acknowledging again", func() bool { return n.Up() && n.RoundTrips() >= base+2 })
 }

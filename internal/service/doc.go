@@ -19,13 +19,14 @@
 //	                   ▼                                                              │
 //	start ──► ┌──────────────┐  claimed == batch   ┌──────────────┐                  │
 //	          │     PASS     │ ──────────────────► │  PASS again  │ (wake full_batch,│
-//	          │ each worker: │ ◄────────────────── │  at once     │  never a sleep)  │
-//	          │ fn_iu_route_ │                     └──────────────┘                  │
-//	          │ worker_run   │                                                        │
+//	          │ workers in   │ ◄────────────────── │  at once     │  never a sleep)  │
+//	          │ turn: fn_iu_ │                     └──────────────┘                  │
+//	          │ route_worker_│                                                        │
+//	          │ run          │                                                        │
 //	          └──────┬───────┘                                                        │
-//	                 │ caught up / gated / busy / error (error → retry 200ms…poll)    │
+//	                 │ caught up / gated / busy / error (error → retry 200ms…poll±20%)│
 //	                 ▼                                                                │
-//	          ┌──────────────┐ heartbeat fn_queue_heartbeat_tick (every loop)         │
+//	          ┌──────────────┐ heartbeat fn_queue_heartbeat_tick (≤ every min(poll,10s))│
 //	          │ HOUSEKEEPING │ stale-check + v_queue_health gauges (--stale-check-    │
 //	          │              │ interval), lease reaper (--reap-interval)              │
 //	          └──────┬───────┘                                                        │
@@ -36,26 +37,46 @@
 //	                 │ SIGINT / SIGTERM
 //	                 ▼
 //	          ┌──────────────┐ /readyz → 503, no new batch starts; the call in flight
-//	          │   DRAINING   │ finishes, or is cancelled (the server rolls its transaction
-//	          └──────┬───────┘ back) when --shutdown-grace runs out
+//	          │   DRAINING   │ finishes, or is cancelled (a cancel request; the server rolls
+//	          └──────┬───────┘ its transaction back) when --shutdown-grace runs out; a
+//	                 │         second SIGINT/SIGTERM ends the process at once
 //	                 ▼
 //	              STOPPED (exit 0)
 //
-// A pass is bounded (--pass-budget): a long backlog is drained in consecutive passes, so
-// the heartbeat and the stale-check keep their cadence under load.
+// A pass serves the workers round-robin (tick.RoundRobin): one batch of each in turn, so a
+// worker with a long backlog never starves the others. A pass is bounded (--pass-budget):
+// a long backlog is drained in consecutive passes, so the heartbeat and the stale-check
+// keep their cadence under load.
+//
+// # The runner's own heartbeat
+//
+// With --executor-id, the loop writes fn_queue_heartbeat_tick at most every
+// min(--poll-interval, 10s) (not on every pass under load), with status ok after a good
+// pass, warn after a failed one and error after three failed in a row; the metadata then
+// carries last_error (at most 200 characters) and failed_passes — keys that pass the
+// payload-hygiene check.
+//
+// # Stale-check cadence
+//
+// --stale-check-interval must be under half the smallest heartbeat stale threshold in
+// v_queue_health (exactly half is too long). When it is not, the loop warns once and
+// iu_runner_stale_check_interval_too_long is 1.
 //
 // # Failures
 //
-// Every database call is its own transaction. A failed call (the server restarted, a
-// backend was terminated, a statement timed out) is counted in iu_runner_db_errors_total,
-// logged, and retried after a short backoff (200ms doubling, capped at the poll interval);
+// Every database call is its own transaction, bounded by a client-side deadline (the call
+// timeout: statement timeout + 5s), so a half-open connection fails the call instead of
+// hanging the loop. A failed call (the server restarted, a backend was terminated, a
+// statement timed out) is counted in iu_runner_db_errors_total, logged, and retried after
+// a short backoff (200ms doubling, capped at the poll interval, each wait ±20%);
 // the pool replaces broken connections on its own, the notifier re-LISTENs on its own and
 // its reconnection is itself a wake-up. NOTIFY is only a hint: a missed one delays work
 // by at most one poll interval (hybrid) and never loses it.
 //
 // # Endpoints
 //
-//	/metrics  Prometheus (package metrics)
+//	/metrics  Prometheus (package metrics), the iu_queue_health_* gauges included: a
+//	          refresh builds the new set and swaps it in, so a scrape never sees an empty one
 //	/healthz  200 while the loop goes round (it reports progress at least every
 //	          --stale-check-interval); 503 when it has stalled or stopped
 //	/readyz   200 when the database answers SELECT 1 within 2s; 503 when it does not, and

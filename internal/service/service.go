@@ -39,7 +39,7 @@ const (
 // DB is every database call the loop makes (store.Store implements it).
 type DB interface {
 	tick.DB
-	Heartbeat(ctx context.Context, executorID, kind string, metadata map[string]any) (json.RawMessage, error)
+	Heartbeat(ctx context.Context, executorID, kind, status string, metadata map[string]any) (json.RawMessage, error)
 	Ping(ctx context.Context) error
 	QueueHealth(ctx context.Context) ([]health.Row, error)
 }
@@ -60,10 +60,12 @@ type Config struct {
 	ReapInterval       time.Duration
 	PassBudget         time.Duration
 	ShutdownGrace      time.Duration
-	StatementTimeout   time.Duration
-	ExecutorID         string
-	ExecutorKind       string
-	HTTPAddr           string
+	// CallTimeout is one database call's client-side deadline (the store applies it);
+	// the loop uses it to judge whether it has stalled.
+	CallTimeout  time.Duration
+	ExecutorID   string
+	ExecutorKind string
+	HTTPAddr     string
 }
 
 // Service is one running loop. Build it with New, wire the notifier's hooks to Wake and
@@ -82,8 +84,15 @@ type Service struct {
 	stopped  atomic.Bool
 	addr     atomic.Value // string: the bound HTTP address
 
-	cadenceWarned bool // loop goroutine only
+	// loop goroutine only
+	cadenceWarned bool
+	lastBeat      time.Time // when the heartbeat was last written
+	lastErr       error     // the last pass's error (nil: it succeeded)
+	failedPasses  int       // consecutive failed passes
 }
+
+// heartbeatEvery is the longest the runner waits between two heartbeat writes.
+const heartbeatEvery = 10 * time.Second
 
 // New creates the service. listener may be nil (poll mode).
 func New(cfg Config, db DB, listener Listener, log *slog.Logger, m *metrics.Metrics) *Service {
@@ -202,10 +211,16 @@ func (s *Service) loop(stop, work context.Context) {
 			more, err := s.pass(stop, work)
 			if err != nil && stop.Err() == nil {
 				retry = min(max(2*retry, 200*time.Millisecond), s.cfg.PollInterval)
-				retryAt = time.Now().Add(retry)
-				s.log.Warn("pass failed; retrying", "in", retry.String(), "error", err)
+				in := Jitter(retry, 5) // ±20%: a fleet that failed together does not retry in step
+				retryAt = time.Now().Add(in)
+				s.lastErr = err
+				s.failedPasses++
+				s.log.Warn("pass failed; retrying", "in", in.String(), "error", err)
 			} else {
 				retry, retryAt = 0, time.Time{}
+				if err == nil {
+					s.lastErr, s.failedPasses = nil, 0
+				}
 			}
 			nextPoll = time.Now().Add(s.jitter(s.cfg.PollInterval))
 			if more && err == nil && stop.Err() == nil {
@@ -260,45 +275,44 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // jitter spreads polls ±10% so a fleet of runners does not poll in step.
-func (s *Service) jitter(d time.Duration) time.Duration {
-	if d <= 0 {
+func (s *Service) jitter(d time.Duration) time.Duration { return Jitter(d, 10) }
+
+// Jitter returns d spread uniformly by ±d/frac (frac 10: ±10%, 5: ±20%).
+func Jitter(d time.Duration, frac int64) time.Duration {
+	if d <= 0 || frac <= 0 {
 		return d
 	}
-	return d - d/10 + rand.N(d/5+1)
+	spread := d / time.Duration(frac)
+	return d - spread + rand.N(2*spread+1)
 }
 
-// pass drains every worker once. more reports that a worker stopped on the pass budget
-// with work left.
+// pass serves every worker round-robin (one batch of each in turn, see tick.RoundRobin)
+// until each is caught up, gated, busy or failed, or the pass budget is spent. more
+// reports that a worker stopped on the pass budget with work left.
 func (s *Service) pass(stop, work context.Context) (more bool, err error) {
-	deadline := time.Now().Add(s.cfg.PassBudget)
-	var errs []error
-	for _, w := range s.cfg.Workers {
-		if stop.Err() != nil {
-			break
-		}
-		r, err := tick.DrainWorker(work, s.db, w, tick.Drain{
-			Batch:     s.cfg.Batch,
-			Deadline:  deadline,
-			Continue:  func() bool { return stop.Err() == nil },
-			Observe:   s.observe,
-			FullBatch: func(string) { s.m.Wakeups.WithLabelValues(SourceFullBatch).Inc() },
-		})
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+	if stop.Err() != nil {
+		return false, nil
+	}
+	res, err := tick.RoundRobin(work, s.db, s.cfg.Workers, tick.Drain{
+		Batch:     s.cfg.Batch,
+		Deadline:  time.Now().Add(s.cfg.PassBudget),
+		Continue:  func() bool { return stop.Err() == nil },
+		Observe:   s.observe,
+		FullBatch: func(string) { s.m.Wakeups.WithLabelValues(SourceFullBatch).Inc() },
+	})
+	for _, r := range res {
 		if r.Stopped == tick.StopBudget {
 			more = true
 		}
 		if r.Claimed > 0 {
-			s.log.Info("worker pass", "worker", w, "runs", r.Runs, "claimed", r.Claimed,
+			s.log.Info("worker pass", "worker", r.Worker, "runs", r.Runs, "claimed", r.Claimed,
 				"attempts_written", r.AttemptsWritten, "dead_lettered", r.DeadLettered, "by_status", r.ByStatus, "stopped", r.Stopped)
 		}
 	}
-	if len(errs) == 0 {
+	if err == nil {
 		s.m.LastPass.SetToCurrentTime()
 	}
-	return more, errors.Join(errs...)
+	return more, err
 }
 
 func (s *Service) observe(worker string, r store.WorkerRun, d time.Duration, err error) {
@@ -324,16 +338,45 @@ func (s *Service) observe(worker string, r store.WorkerRun, d time.Duration, err
 	}
 }
 
-// housekeeping beats the heartbeat (every loop) and runs the stale-check, the health
-// gauges and the lease reaper when they are due.
+// BeatInterval is how often the runner writes its own heartbeat at most:
+// min(--poll-interval, 10s), so a busy loop does not upsert the row on every pass.
+func (s *Service) BeatInterval() time.Duration { return min(s.cfg.PollInterval, heartbeatEvery) }
+
+// beatStatus is the heartbeat status for the last pass: ok, warn (the last pass failed;
+// retrying) or error (three or more consecutive passes failed).
+func (s *Service) beatStatus() string {
+	switch {
+	case s.lastErr == nil:
+		return "ok"
+	case s.failedPasses >= 3:
+		return "error"
+	}
+	return "warn"
+}
+
+// maxErrLen bounds the error text in the heartbeat row.
+const maxErrLen = 200
+
+// housekeeping beats the heartbeat (at most every BeatInterval) and runs the stale-check,
+// the health gauges and the lease reaper when they are due.
 func (s *Service) housekeeping(ctx context.Context, nextStale, nextReap *time.Time) {
-	if s.cfg.ExecutorID != "" {
+	if s.cfg.ExecutorID != "" && (s.lastBeat.IsZero() || time.Since(s.lastBeat) >= s.BeatInterval()) {
+		s.lastBeat = time.Now()
+		// keys must pass the payload-hygiene check (no body, content, raw, token, ...)
 		md := map[string]any{"runner": "iu-runner", "mode": s.cfg.Mode, "workers": s.cfg.Workers,
 			"pid": os.Getpid(), "poll_interval_seconds": s.cfg.PollInterval.Seconds()}
 		if s.listener != nil {
 			md["listener_up"] = s.listener.Up()
 		}
-		if _, err := s.db.Heartbeat(ctx, s.cfg.ExecutorID, s.cfg.ExecutorKind, md); err != nil {
+		if s.lastErr != nil {
+			msg := s.lastErr.Error()
+			if len(msg) > maxErrLen {
+				msg = msg[:maxErrLen] + "..."
+			}
+			md["last_error"] = msg
+			md["failed_passes"] = s.failedPasses
+		}
+		if _, err := s.db.Heartbeat(ctx, s.cfg.ExecutorID, s.cfg.ExecutorKind, s.beatStatus(), md); err != nil {
 			s.dbError("heartbeat", err)
 		}
 	}
@@ -365,53 +408,62 @@ func (s *Service) dbError(op string, err error) {
 	s.log.Warn("database call failed", "op", op, "error", err)
 }
 
-// refreshHealth mirrors v_queue_health into the iu_queue_health_* gauges.
+// refreshHealth mirrors v_queue_health into the iu_queue_health_* gauges: the new values
+// are built first and swapped in at once, so a scrape never sees an empty set.
 func (s *Service) refreshHealth(ctx context.Context) {
 	rows, err := s.db.QueueHealth(ctx)
 	if err != nil {
 		s.dbError("queue_health", err)
 		return
 	}
-	m := s.m
-	m.HealthAge.Reset()
-	m.HealthBacklog.Reset()
-	m.HealthOpenDeadLetter.Reset()
-	m.HealthProblem.Reset()
-	stale := 0
+	h := metrics.Health{Rows: make([]metrics.HealthRow, 0, len(rows))}
 	smallest := 0.0 // the smallest effective stale threshold, to check our own cadence
 	for _, r := range rows {
-		lv := []string{r.Str("source"), r.Str("subject"), r.Str("domain")}
+		hr := metrics.HealthRow{Source: r.Str("source"), Subject: r.Str("subject"), Domain: r.Str("domain"), StatusHint: r.Str("status_hint")}
 		if v, ok := r.Number("age_seconds"); ok {
-			m.HealthAge.WithLabelValues(lv...).Set(v)
+			hr.Age = &v
 		}
 		for _, c := range []string{"backlog", "backlog_events", "queued"} {
 			if v, ok := r.Number(c); ok {
-				m.HealthBacklog.WithLabelValues(lv...).Set(v)
+				hr.Backlog = &v
 				break
 			}
 		}
-		src := r.Str("source")
-		if src == "dead_letter_event" || src == "dead_letter_job" {
+		if hr.Source == "dead_letter_event" || hr.Source == "dead_letter_job" {
 			if v, ok := r.Number("dead_lettered"); ok {
-				m.HealthOpenDeadLetter.WithLabelValues(lv...).Set(v)
+				hr.OpenDeadLetters = &v
 			}
 		}
-		if src == "heartbeat" && r.Str("status_hint") == "stale" {
-			stale++
+		if hr.Source == "heartbeat" && hr.StatusHint == "stale" {
+			h.StaleExecutors++
 		}
-		if v, ok := r.Number("stale_threshold_seconds"); ok && src == "heartbeat" && (smallest == 0 || v < smallest) {
+		if v, ok := r.Number("stale_threshold_seconds"); ok && hr.Source == "heartbeat" && v > 0 && (smallest == 0 || v < smallest) {
 			smallest = v
 		}
-		if p := health.Problem(r); p != "" {
-			m.HealthProblem.WithLabelValues(append(lv, r.Str("status_hint"))...).Set(1)
-		}
+		hr.Problem = health.Problem(r) != ""
+		h.Rows = append(h.Rows, hr)
 	}
-	m.HealthStaleExecutors.Set(float64(stale))
-	if smallest > 0 && !s.cadenceWarned && s.cfg.StaleCheckInterval > time.Duration(smallest)*time.Second/2 {
+	s.m.SetHealth(h)
+	tooLong := CadenceTooLong(s.cfg.StaleCheckInterval, smallest)
+	if tooLong {
+		s.m.StaleCheckTooLong.Set(1)
+	} else {
+		s.m.StaleCheckTooLong.Set(0)
+	}
+	if tooLong && !s.cadenceWarned {
 		s.cadenceWarned = true
 		s.log.Warn("--stale-check-interval is not under half the smallest stale threshold: silences may be noticed late",
 			"stale_check_interval", s.cfg.StaleCheckInterval.String(), "smallest_threshold_seconds", smallest)
 	}
+}
+
+// CadenceTooLong reports that a stale-check every interval is not under half the smallest
+// stale threshold (seconds; 0: unknown, never too long). Exactly half is too long.
+func CadenceTooLong(interval time.Duration, smallestThresholdSeconds float64) bool {
+	if smallestThresholdSeconds <= 0 {
+		return false
+	}
+	return interval >= time.Duration(smallestThresholdSeconds*float64(time.Second))/2
 }
 
 // Handler serves /metrics, /healthz and /readyz.
@@ -442,7 +494,7 @@ func (s *Service) Handler() http.Handler {
 }
 
 // aliveErr says why the loop is not alive (nil when it is). The loop reports progress at
-// least every stale-check interval; a pass may add its budget and one statement timeout.
+// least every stale-check interval; a pass may add its budget and one call timeout.
 func (s *Service) aliveErr() error {
 	if s.stopped.Load() {
 		return errors.New("loop stopped")
@@ -451,7 +503,11 @@ func (s *Service) aliveErr() error {
 	if last == 0 {
 		return errors.New("loop not started")
 	}
-	window := 2*s.cfg.StaleCheckInterval + s.cfg.PassBudget + s.cfg.StatementTimeout + 10*time.Second
+	call := s.cfg.CallTimeout
+	if call <= 0 {
+		call = 60 * time.Second
+	}
+	window := 2*s.cfg.StaleCheckInterval + s.cfg.PassBudget + call + 10*time.Second
 	if age := time.Since(time.Unix(0, last)); age > window {
 		return fmt.Errorf("loop stalled: no progress for %s (limit %s)", age.Round(time.Second), window)
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,6 +27,12 @@ type fakeDB struct {
 	beats   atomic.Int64
 	stales  atomic.Int64
 	fail    atomic.Int64 // fail this many calls first
+	// per-worker backlogs (when set, backlog is ignored) and the worker of every call
+	backlogs map[string]int
+	order    []string
+	served   map[string]int // a's backlog when each worker was first served
+	statuses []string       // heartbeat statuses written
+	beatMD   []map[string]any
 }
 
 func (f *fakeDB) RunWorker(ctx context.Context, w string, batch int) (store.WorkerRun, error) {
@@ -47,6 +54,15 @@ func (f *fakeDB) RunWorker(ctx context.Context, w string, batch int) (store.Work
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.runs = append(f.runs, time.Now())
+	f.order = append(f.order, w)
+	if f.backlogs != nil {
+		if _, ok := f.served[w]; !ok {
+			f.served[w] = f.backlogs["a"]
+		}
+		n := min(batch, f.backlogs[w])
+		f.backlogs[w] -= n
+		return store.WorkerRun{Worker: w, Claimed: int64(n), AttemptsWritten: int64(n)}, nil
+	}
 	n := min(batch, f.backlog)
 	f.backlog -= n
 	return store.WorkerRun{Worker: w, Claimed: int64(n), AttemptsWritten: int64(n), ByStatus: map[string]int64{"dry_run": int64(n)}}, nil
@@ -58,8 +74,12 @@ func (f *fakeDB) StaleCheck(context.Context) (json.RawMessage, error) {
 func (f *fakeDB) ReapLeases(context.Context) (json.RawMessage, error) {
 	return json.RawMessage(`{}`), nil
 }
-func (f *fakeDB) Heartbeat(context.Context, string, string, map[string]any) (json.RawMessage, error) {
+func (f *fakeDB) Heartbeat(_ context.Context, _, _, status string, md map[string]any) (json.RawMessage, error) {
 	f.beats.Add(1)
+	f.mu.Lock()
+	f.statuses = append(f.statuses, status)
+	f.beatMD = append(f.beatMD, md)
+	f.mu.Unlock()
 	return json.RawMessage(`{}`), nil
 }
 func (f *fakeDB) Ping(context.Context) error                        { return nil }
@@ -182,4 +202,214 @@ func get(t *testing.T, s *Service, path string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// Rule (fairness): with two workers, b is served while a still has a backlog: one batch of
+// each in turn, not a's whole backlog first.
+func TestPassServesWorkersRoundRobin(t *testing.T) {
+	db := &fakeDB{backlogs: map[string]int{"a": 5000, "b": 30}, served: map[string]int{}}
+	c := cfg()
+	c.Workers = []string{"a", "b"}
+	s := New(c, db, nil, quiet(), metrics.New())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	eventually(t, "both drained", func() bool {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		return db.backlogs["a"] == 0 && db.backlogs["b"] == 0
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if len(db.order) < 2 || db.order[0] != "a" || db.order[1] != "b" {
+		t.Fatalf("call order starts %v, want a then b", db.order[:min(len(db.order), 5)])
+	}
+	if left := db.served["b"]; left < 4000 {
+		t.Fatalf("b first served when a had %d events left: a's backlog starved b", left)
+	}
+}
+
+// Rule: the runner's own heartbeat is written at most every min(poll interval, 10s), not
+// on every loop under load; a failed pass is reported as warn (then error) with the last
+// error under a payload-safe key, and ok again after a good pass.
+func TestHeartbeatCadenceAndStatus(t *testing.T) {
+	db := &fakeDB{backlog: 100000}
+	c := cfg()
+	c.Batch = 10
+	c.PassBudget = time.Millisecond // many passes, each followed by housekeeping
+	s := New(c, db, nil, quiet(), metrics.New())
+	if got := s.BeatInterval(); got != 10*time.Second {
+		t.Fatalf("beat interval %s with a 1h poll, want 10s", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	eventually(t, "many passes", func() bool { return db.runCount() > 300 })
+	cancel()
+	<-done
+	if n := db.beats.Load(); n != 1 {
+		t.Fatalf("%d heartbeats during %d runs in well under 10s: the loop beats on every pass", n, db.runCount())
+	}
+
+	// status: a failing pass is warn with the error, three in a row error, then ok
+	db = &fakeDB{}
+	c = cfg()
+	c.PollInterval = 20 * time.Millisecond // beats at most every 20ms; retries 16..24ms apart
+	s = New(c, db, nil, quiet(), metrics.New())
+	db.fail.Store(6)
+	ctx, cancel = context.WithCancel(context.Background())
+	done = make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	eventually(t, "recovered", func() bool {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		n := len(db.statuses)
+		return n > 0 && db.statuses[n-1] == "ok" && len(db.runs) > 0
+	})
+	cancel()
+	<-done
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	want := []string{"warn", "error", "ok"}
+	var got []string
+	for _, st := range db.statuses {
+		if len(got) == 0 || got[len(got)-1] != st {
+			got = append(got, st)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("statuses %v (deduplicated %v), want %v", db.statuses, got, want)
+	}
+	for i, st := range db.statuses {
+		md := db.beatMD[i]
+		if _, has := md["last_error"]; has != (st != "ok") {
+			t.Fatalf("beat %d status %s metadata %v", i, st, md)
+		}
+		for k := range md {
+			for _, bad := range []string{"body", "content", "raw", "vector", "embedding", "secret", "token", "password", "ssn", "personal_data"} {
+				if k == bad {
+					t.Fatalf("heartbeat metadata key %q is refused by the payload hygiene check", k)
+				}
+			}
+		}
+	}
+}
+
+// Rule: the stale-check cadence must be under half the smallest threshold: exactly half
+// is too long, and the gauge says so.
+func TestStaleCheckCadence(t *testing.T) {
+	for _, c := range []struct {
+		every time.Duration
+		thr   float64
+		want  bool
+	}{{30 * time.Second, 60, true}, {29 * time.Second, 60, false}, {time.Minute, 60, true}, {time.Hour, 0, false}} {
+		if got := CadenceTooLong(c.every, c.thr); got != c.want {
+			t.Errorf("CadenceTooLong(%s, %v) = %v, want %v", c.every, c.thr, got, c.want)
+		}
+	}
+	m := metrics.New()
+	db := &healthDB{rows: []health.Row{{Values: map[string]any{"source": "heartbeat", "subject": "x", "stale_threshold_seconds": int64(60), "status_hint": "fresh"}}}}
+	c := cfg()
+	c.StaleCheckInterval = 30 * time.Second
+	s := New(c, db, nil, quiet(), m)
+	s.refreshHealth(context.Background())
+	if v := gauge(t, m, "iu_runner_stale_check_interval_too_long"); v != 1 {
+		t.Fatalf("iu_runner_stale_check_interval_too_long = %v at exactly half the threshold", v)
+	}
+}
+
+// Rule: retry backoff jitter stays within ±20% and is not constant.
+func TestJitter(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for range 200 {
+		d := Jitter(time.Second, 5)
+		if d < 800*time.Millisecond || d > 1200*time.Millisecond {
+			t.Fatalf("jitter %s outside ±20%%", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 10 {
+		t.Fatalf("jitter is not random: %d distinct values", len(seen))
+	}
+}
+
+// Rule: a scrape during a health refresh sees the old rows or the new ones, never none.
+func TestHealthRefreshHasNoEmptyWindow(t *testing.T) {
+	m := metrics.New()
+	rows := func(n float64) []health.Row {
+		return []health.Row{{Values: map[string]any{"source": "cursor", "subject": "w", "backlog": n}}}
+	}
+	db := &healthDB{rows: rows(1)}
+	s := New(cfg(), db, nil, quiet(), m)
+	s.refreshHealth(context.Background())
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			db.mu.Lock()
+			db.rows = rows(float64(i))
+			db.mu.Unlock()
+			s.refreshHealth(context.Background())
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	for range 300 {
+		if n := samples(t, m, "iu_queue_health_backlog"); n != 1 {
+			t.Fatalf("a scrape saw %d iu_queue_health_backlog samples during a refresh, want 1", n)
+		}
+	}
+}
+
+type healthDB struct {
+	fakeDB
+	mu   sync.Mutex
+	rows []health.Row
+}
+
+func (h *healthDB) QueueHealth(context.Context) ([]health.Row, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rows, nil
+}
+
+// samples counts the gathered samples of one metric family.
+func samples(t *testing.T, m *metrics.Metrics, name string) int {
+	t.Helper()
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name {
+			return len(f.GetMetric())
+		}
+	}
+	return 0
+}
+
+// gauge is the value of an unlabelled gauge.
+func gauge(t *testing.T, m *metrics.Metrics, name string) float64 {
+	t.Helper()
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -72,12 +73,29 @@ func num(v any) int64 {
 }
 
 // Store runs the package's SQL functions on a pool.
-type Store struct{ Pool *pgxpool.Pool }
+type Store struct {
+	Pool *pgxpool.Pool
+	// CallTimeout is the client-side deadline of every call (0: none but the caller's).
+	// The runner sets it to the statement timeout plus 5s, so a connection that stopped
+	// answering (a half-open TCP session) fails the call instead of hanging the runner;
+	// the connection's context watcher then sends a cancel request to the server.
+	CallTimeout time.Duration
+}
 
 // New wraps a pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{Pool: pool} }
 
+// bound gives one call its deadline.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.CallTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.CallTimeout)
+}
+
 func (s *Store) jsonCall(ctx context.Context, what, sql string, args ...any) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var raw []byte
 	if err := s.Pool.QueryRow(ctx, sql, args...).Scan(&raw); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -109,18 +127,22 @@ func (s *Store) ReapLeases(ctx context.Context) (json.RawMessage, error) {
 	return s.jsonCall(ctx, "running fn_job_reap_expired_leases()", "SELECT fn_job_reap_expired_leases()::text")
 }
 
-// Heartbeat writes the runner's own heartbeat through fn_queue_heartbeat_tick.
-func (s *Store) Heartbeat(ctx context.Context, executorID, kind string, metadata map[string]any) (json.RawMessage, error) {
+// Heartbeat writes the runner's own heartbeat through fn_queue_heartbeat_tick with status
+// ok, warn or error (metadata must pass the payload-hygiene check: no body, content, raw,
+// secret... keys).
+func (s *Store) Heartbeat(ctx context.Context, executorID, kind, status string, metadata map[string]any) (json.RawMessage, error) {
 	md, err := json.Marshal(metadata)
 	if err != nil {
 		return nil, fmt.Errorf("encoding heartbeat metadata: %w", err)
 	}
 	return s.jsonCall(ctx, fmt.Sprintf("writing heartbeat of %q via fn_queue_heartbeat_tick", executorID),
-		"SELECT fn_queue_heartbeat_tick($1::text, $2::text, 'ok', $3::text::jsonb)::text", executorID, kind, string(md))
+		"SELECT fn_queue_heartbeat_tick($1::text, $2::text, $3::text, $4::text::jsonb)::text", executorID, kind, status, string(md))
 }
 
 // Ping checks the database answers.
 func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var one int
 	if err := s.Pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
 		return fmt.Errorf("pinging database: %w", err)
@@ -130,6 +152,8 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // DatabaseName returns current_database().
 func (s *Store) DatabaseName(ctx context.Context) (string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var name string
 	if err := s.Pool.QueryRow(ctx, "SELECT current_database()").Scan(&name); err != nil {
 		return "", fmt.Errorf("reading current_database(): %w", err)
@@ -139,5 +163,7 @@ func (s *Store) DatabaseName(ctx context.Context) (string, error) {
 
 // QueueHealth reads v_queue_health.
 func (s *Store) QueueHealth(ctx context.Context) ([]health.Row, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	return health.Load(ctx, s.Pool)
 }

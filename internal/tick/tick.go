@@ -60,50 +60,98 @@ type WorkerResult struct {
 // DrainWorker runs batches of one worker until it is caught up, gated, busy, out of budget
 // or told to stop. The error is the failed call's, wrapped.
 func DrainWorker(ctx context.Context, db DB, worker string, d Drain) (WorkerResult, error) {
-	res := WorkerResult{Worker: worker, ByStatus: map[string]int64{}}
+	res, err := RoundRobin(ctx, db, []string{worker}, d)
+	return res[0], err
+}
+
+// RoundRobin serves several workers fairly: one batch of each worker in turn, round after
+// round, until every worker is caught up, gated, busy or failed, or the budget (the
+// deadline, MaxBatches per worker) is spent, or Continue says stop. A worker with a long
+// backlog therefore delays the others by one batch per round, never by its whole backlog.
+// Every worker gets its first batch even when the deadline has already passed (so a tick
+// always learns whether it is gated or busy); MaxBatches counts per worker. The error
+// joins the failed calls', each wrapped with its worker.
+func RoundRobin(ctx context.Context, db DB, workers []string, d Drain) ([]WorkerResult, error) {
+	res := make([]WorkerResult, len(workers))
+	for i, w := range workers {
+		res[i] = WorkerResult{Worker: w, ByStatus: map[string]int64{}}
+	}
+	var errs []error
+	first := true
 	for {
-		if res.Runs > 0 {
-			if d.Continue != nil && !d.Continue() {
-				res.Stopped = StopHalted
-				return res, nil
+		active := 0
+		for i := range res {
+			r := &res[i]
+			if r.Stopped != "" {
+				continue
 			}
-			if (!d.Deadline.IsZero() && !time.Now().Before(d.Deadline)) || (d.MaxBatches > 0 && res.Runs >= d.MaxBatches) {
-				res.Stopped = StopBudget
-				return res, nil
+			if !first && ((d.Continue != nil && !d.Continue()) || ctx.Err() != nil) {
+				halt(res)
+				return res, errors.Join(errs...)
 			}
-			if d.FullBatch != nil {
-				d.FullBatch(worker)
+			if r.Runs > 0 {
+				if (!d.Deadline.IsZero() && !time.Now().Before(d.Deadline)) || (d.MaxBatches > 0 && r.Runs >= d.MaxBatches) {
+					r.Stopped = StopBudget
+					continue
+				}
+				if d.FullBatch != nil {
+					d.FullBatch(r.Worker)
+				}
+			}
+			first = false
+			if err := runOne(ctx, db, r, d); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if r.Stopped == "" {
+				active++
 			}
 		}
-		start := time.Now()
-		r, err := db.RunWorker(ctx, worker, d.Batch)
-		if d.Observe != nil {
-			d.Observe(worker, r, time.Since(start), err)
-		}
-		if err != nil {
-			res.Stopped, res.Error = StopError, err.Error()
-			return res, fmt.Errorf("worker %s: %w", worker, err)
-		}
-		res.Runs++
-		res.Claimed += r.Claimed
-		res.AttemptsWritten += r.AttemptsWritten
-		res.DeadLettered += r.DeadLettered
-		for k, v := range r.ByStatus {
-			res.ByStatus[k] += v
-		}
-		res.LastSummary = r.Raw
-		switch {
-		case r.Gated:
-			res.Gated, res.Reason, res.Stopped = true, r.Reason, StopGated
-			return res, nil
-		case r.Busy:
-			res.Busy, res.Reason, res.Stopped = true, r.Reason, StopBusy
-			return res, nil
-		case r.Claimed < int64(d.Batch):
-			res.Stopped = StopCaughtUp
-			return res, nil
+		if active == 0 {
+			halt(res) // only the ones that never ran (Continue false before them)
+			return res, errors.Join(errs...)
 		}
 	}
+}
+
+// halt marks every worker still open as stopped on request.
+func halt(res []WorkerResult) {
+	for i := range res {
+		if res[i].Stopped == "" {
+			res[i].Stopped = StopHalted
+		}
+	}
+}
+
+// runOne runs one batch of r's worker and records it; it sets r.Stopped when the worker
+// is done for this pass.
+func runOne(ctx context.Context, db DB, r *WorkerResult, d Drain) error {
+	start := time.Now()
+	run, err := db.RunWorker(ctx, r.Worker, d.Batch)
+	if d.Observe != nil {
+		d.Observe(r.Worker, run, time.Since(start), err)
+	}
+	if err != nil {
+		r.Stopped, r.Error = StopError, err.Error()
+		return fmt.Errorf("worker %s: %w", r.Worker, err)
+	}
+	r.Runs++
+	r.Claimed += run.Claimed
+	r.AttemptsWritten += run.AttemptsWritten
+	r.DeadLettered += run.DeadLettered
+	for k, v := range run.ByStatus {
+		r.ByStatus[k] += v
+	}
+	r.LastSummary = run.Raw
+	switch {
+	case run.Gated:
+		r.Gated, r.Reason, r.Stopped = true, run.Reason, StopGated
+	case run.Busy:
+		r.Busy, r.Reason, r.Stopped = true, run.Reason, StopBusy
+	case run.Claimed < int64(d.Batch):
+		r.Stopped = StopCaughtUp
+	}
+	return nil
 }
 
 // Options configure a whole tick.
@@ -114,53 +162,78 @@ type Options struct {
 	MaxBatches int           // per worker (0: none)
 	SkipStale  bool          // do not run fn_queue_stale_check
 	SkipReap   bool          // do not run fn_job_reap_expired_leases
-	Observe    func(worker string, r store.WorkerRun, d time.Duration, err error)
+	// CallTimeout is one call's client-side deadline; with a Budget, the worker runs as a
+	// whole are bounded by Budget + CallTimeout (the last batch may start just before the
+	// budget ends and then runs at most one call timeout).
+	CallTimeout time.Duration
+	// Stop, when done (SIGINT/SIGTERM), stops the tick between batches: the call in
+	// flight finishes on ctx, no new batch starts and the housekeeping calls are skipped.
+	Stop    context.Context
+	Observe func(worker string, r store.WorkerRun, d time.Duration, err error)
 }
 
 // Summary is the one JSON object `iu-runner tick` prints.
 type Summary struct {
-	OK         bool            `json:"ok"`
-	Database   string          `json:"database,omitempty"`
-	Workers    []WorkerResult  `json:"workers"`
-	Claimed    int64           `json:"claimed"`
-	StaleCheck json.RawMessage `json:"stale_check,omitempty"`
-	Reaper     json.RawMessage `json:"reaper,omitempty"`
-	DurationMS int64           `json:"duration_ms"`
-	Errors     []string        `json:"errors,omitempty"`
+	OK          bool            `json:"ok"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+	Database    string          `json:"database,omitempty"`
+	Workers     []WorkerResult  `json:"workers"`
+	Claimed     int64           `json:"claimed"`
+	StaleCheck  json.RawMessage `json:"stale_check,omitempty"`
+	Reaper      json.RawMessage `json:"reaper,omitempty"`
+	DurationMS  int64           `json:"duration_ms"`
+	Errors      []string        `json:"errors,omitempty"`
 }
 
-// Run does one full pass. A non-nil error means at least one call failed; the summary
-// still says what was done.
+// Run does one full pass: the workers round-robin (one batch each in turn), then the
+// stale-check and the reaper. A non-nil error means at least one call failed; the summary
+// still says what was done. An interruption (o.Stop done) is not an error: the summary
+// says interrupted and the skipped housekeeping waits for the next tick.
 func Run(ctx context.Context, db DB, o Options) (Summary, error) {
 	start := time.Now()
 	s := Summary{Workers: []WorkerResult{}}
-	var errs []error
-	d := Drain{Batch: o.Batch, MaxBatches: o.MaxBatches, Observe: o.Observe}
+	stop := o.Stop
+	if stop == nil {
+		stop = context.Background()
+	}
+	d := Drain{Batch: o.Batch, MaxBatches: o.MaxBatches, Observe: o.Observe,
+		Continue: func() bool { return stop.Err() == nil }}
+	wctx := ctx
 	if o.Budget > 0 {
 		d.Deadline = start.Add(o.Budget)
+		if o.CallTimeout > 0 {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithDeadline(ctx, d.Deadline.Add(o.CallTimeout))
+			defer cancel()
+		}
 	}
-	for _, w := range o.Workers {
-		r, err := DrainWorker(ctx, db, w, d)
-		s.Workers = append(s.Workers, r)
-		s.Claimed += r.Claimed
+	var errs []error
+	if stop.Err() == nil {
+		res, err := RoundRobin(wctx, db, o.Workers, d)
+		s.Workers = res
+		for _, r := range res {
+			s.Claimed += r.Claimed
+		}
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if !o.SkipStale {
+	live := func() bool { return stop.Err() == nil && ctx.Err() == nil }
+	if !o.SkipStale && live() {
 		raw, err := db.StaleCheck(ctx)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		s.StaleCheck = raw
 	}
-	if !o.SkipReap {
+	if !o.SkipReap && live() {
 		raw, err := db.ReapLeases(ctx)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		s.Reaper = raw
 	}
+	s.Interrupted = stop.Err() != nil
 	for _, e := range errs {
 		s.Errors = append(s.Errors, e.Error())
 	}

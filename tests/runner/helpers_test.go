@@ -276,3 +276,26 @@ func tailLines(s string, n int) string {
 	}
 	return strings.Join(l, "\n")
 }
+
+// errorRecord parses stderr: every line that is not usage text must be a JSON log record
+// (one object per line); it returns the last ERROR record.
+func errorRecord(t testing.TB, stderr string) map[string]any {
+	t.Helper()
+	var rec map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if !strings.HasPrefix(l, "{") {
+			continue // usage text after a usage error
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("stderr line is not one JSON object: %v\n%s", err, l)
+		}
+		if m["level"] == "ERROR" {
+			rec = m
+		}
+	}
+	if rec == nil {
+		t.Fatalf("no JSON error record on stderr:\n%s", stderr)
+	}
+	return rec
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,20 +62,25 @@ func TestTickRoutesBacklogInOneTick(t *testing.T) {
 	}
 }
 
-// Rule: an unreachable database exits 1 with one clear line on stderr.
+// Rule: an unreachable database exits 1 with one clear stderr line: a JSON log record
+// (every stderr line is JSON) whose error says what failed.
 func TestTickUnreachableDatabaseExitsOne(t *testing.T) {
 	t.Parallel()
-	r := runCLI(t, cleanEnv(), "tick", "--database-url", "postgres://nobody@127.0.0.1:1/nowhere?sslmode=disable", "--connect-timeout", "3s")
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1\nstderr: %s", r.code, r.stderr)
-	}
-	if !strings.Contains(r.stderr, "iu-runner tick: error: connecting to the database") {
-		t.Fatalf("stderr lacks a clear line:\n%s", r.stderr)
-	}
-	for _, cmd := range []string{"health", "run"} {
-		r := runCLI(t, cleanEnv(), cmd, "--database-url", "postgres://nobody@127.0.0.1:1/nowhere?sslmode=disable", "--connect-timeout", "3s")
-		if r.code != 1 || !strings.Contains(r.stderr, "iu-runner "+cmd+": error: connecting to the database") {
-			t.Fatalf("%s: exit %d\n%s", cmd, r.code, r.stderr)
+	for _, cmd := range []string{"tick", "health", "run", "migrate"} {
+		args := []string{cmd, "--database-url", "postgres://nobody@127.0.0.1:1/nowhere?sslmode=disable", "--connect-timeout", "3s"}
+		if cmd == "migrate" {
+			args = append(args, "version")
+		}
+		r := runCLI(t, cleanEnv(), args...)
+		if r.code != 1 {
+			t.Fatalf("%s: exit %d, want 1\nstderr: %s", cmd, r.code, r.stderr)
+		}
+		e := errorRecord(t, r.stderr)
+		if e["msg"] != "iu-runner "+cmd+": error" || e["exit_code"] != float64(1) {
+			t.Fatalf("%s: stderr lacks a clear error record:\n%s", cmd, r.stderr)
+		}
+		if msg, _ := e["error"].(string); cmd != "migrate" && !strings.HasPrefix(msg, "connecting to the database") {
+			t.Fatalf("%s: error %q", cmd, msg)
 		}
 	}
 }
@@ -97,6 +104,10 @@ func TestUsageErrorsExitTwoAndHelpExitsZero(t *testing.T) {
 		r := runCLI(t, cleanEnv(), args...)
 		if r.code != 2 || r.stderr == "" {
 			t.Errorf("%v: exit %d, want 2 with a message (stderr %q)", args, r.code, r.stderr)
+			continue
+		}
+		if e := errorRecord(t, r.stderr); e["exit_code"] != float64(2) || e["error"] == "" {
+			t.Errorf("%v: error record %v", args, e)
 		}
 	}
 	for _, cmd := range []string{"tick", "run", "health", "migrate"} {
@@ -207,6 +218,167 @@ func TestRunSIGTERMExitsZeroPromptly(t *testing.T) {
 		[]any{worker}, &seen, &written)
 	if seen != written {
 		t.Fatalf("cursor saw %d events but %d attempts exist", seen, written)
+	}
+}
+
+// slowDelivery makes the delivery seam take 3 s and then fail (as superuser, keeping the
+// signature, SECURITY DEFINER and search_path), and routes the test events to it
+// (enabled, dry_run = false), so a pass is in flight for 3 s with its attempts uncommitted.
+func slowDelivery(t *testing.T, db *pgtest.DB) {
+	t.Helper()
+	db.Exec(t, `CREATE OR REPLACE FUNCTION fn_iu_route_deliver(
+	                p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text)
+	            RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+	            BEGIN
+	                PERFORM pg_sleep(3);
+	                RAISE EXCEPTION 'tests/runner: slow delivery fails' USING ERRCODE = 'feature_not_supported';
+	            END $$`)
+	db.Exec(t, `INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, enabled, dry_run)
+	            VALUES ('iu', 'runner.test', 'tests', 'slow_route', true, false)`)
+}
+
+// waitDeliveryInFlight waits until the runner's fn_iu_route_worker_run is active and
+// sleeping inside the delivery seam.
+func waitDeliveryInFlight(t *testing.T, db *pgtest.DB) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the runner's call in flight in the delivery seam", func() (bool, string) {
+		var n int
+		db.QueryRow(t, `SELECT count(*) FROM pg_stat_activity
+		                 WHERE datname = current_database() AND application_name = 'iu-runner'
+		                   AND state = 'active' AND query LIKE '%fn_iu_route_worker_run%' AND wait_event = 'PgSleep'`, nil, &n)
+		return n == 1, fmt.Sprintf("%d active", n)
+	})
+}
+
+// runnerSettled waits until no runner session is active any more (the server finished or
+// rolled back whatever it was doing), then returns attempts and the cursor's events_seen.
+func runnerSettled(t *testing.T, db *pgtest.DB) (attempts, seen int64, waited time.Duration) {
+	t.Helper()
+	waited = waitFor(t, 10*time.Second, "no runner statement left on the server", func() (bool, string) {
+		var n int
+		db.QueryRow(t, `SELECT count(*) FROM pg_stat_activity
+		                 WHERE datname = current_database() AND application_name = 'iu-runner' AND state <> 'idle'`, nil, &n)
+		return n == 0, fmt.Sprintf("%d busy", n)
+	})
+	db.QueryRow(t, `SELECT (SELECT count(*) FROM iu_route_attempt WHERE worker_name = $1),
+	                       (SELECT events_seen FROM iu_route_worker_cursor WHERE worker_name = $1)`, []any{worker}, &attempts, &seen)
+	return attempts, seen, waited
+}
+
+// Rule: SIGTERM with a call in flight that outlasts --shutdown-grace: after the grace the
+// call is cancelled and the server rolls it back — exit 0 well before the call would have
+// ended, zero attempts written, the cursor unmoved. Nothing is half done.
+func TestRunSIGTERMRollsBackAfterGrace(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, false)
+	slowDelivery(t, db)
+	emit(t, db, 1)
+	p := startRun(t, db, "--shutdown-grace", "1s", "--mode", "poll", "--poll-interval", "60s")
+	waitDeliveryInFlight(t, db)
+	took := p.stop(t, 3*time.Second)
+	if took > 2500*time.Millisecond {
+		t.Fatalf("exited %s after SIGTERM: the call was not cancelled after the 1s grace (it sleeps 3s)", took)
+	}
+	if !strings.Contains(p.stderr.String(), "shutdown grace spent") {
+		t.Fatalf("the cancellation was not logged")
+	}
+	n, seen, waited := runnerSettled(t, db)
+	if n != 0 || seen != 0 {
+		t.Fatalf("after the rollback: %d attempts, events_seen %d; want 0 and 0", n, seen)
+	}
+	// the cancellation reached the server: the statement stopped at once, not at the end
+	// of its 3 s sleep
+	if waited > time.Second {
+		t.Fatalf("the runner's statement kept running %s after the exit: the server was not told to stop", waited)
+	}
+}
+
+// Rule: SIGTERM with a call in flight that ends within --shutdown-grace: the call
+// finishes and commits (its attempt and the cursor move together), then exit 0.
+func TestRunSIGTERMLetsCallCommitWithinGrace(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, false)
+	slowDelivery(t, db)
+	emit(t, db, 1)
+	p := startRun(t, db, "--shutdown-grace", "15s", "--mode", "poll", "--poll-interval", "60s")
+	waitDeliveryInFlight(t, db)
+	took := p.stop(t, 10*time.Second)
+	if n, seen, _ := runnerSettled(t, db); n != 1 || seen != 1 {
+		t.Fatalf("after a graceful stop (%s): %d attempts, events_seen %d; want the call's 1 and 1", took, n, seen)
+	}
+	if strings.Contains(p.stderr.String(), "shutdown grace spent") {
+		t.Fatalf("the call was cancelled although it ended within the grace")
+	}
+}
+
+// Rule: a second SIGTERM during the shutdown grace ends the process at once (the default
+// signal handler is back after the first), instead of waiting out the grace.
+func TestRunSecondSIGTERMExitsAtOnce(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, false)
+	slowDelivery(t, db)
+	emit(t, db, 1)
+	p := startRun(t, db, "--shutdown-grace", "60s", "--mode", "poll", "--poll-interval", "60s")
+	waitDeliveryInFlight(t, db)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "draining after the first SIGTERM", func() (bool, string) {
+		return strings.Contains(p.stderr.String(), "stop signal: draining"), "no draining line yet"
+	})
+	start := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(time.Second):
+		t.Fatal("the second SIGTERM did not end the process within 1s (it waits out the 60s grace)")
+	}
+	t.Logf("exited %s after the second SIGTERM: %v", time.Since(start), p.err)
+	// the abandoned call is the server's now: it commits or rolls back whole, never half
+	if n, seen, _ := runnerSettled(t, db); n != seen {
+		t.Fatalf("after a forced exit: %d attempts but events_seen %d: half a batch", n, seen)
+	}
+}
+
+// Rule: SIGTERM during `tick` stops it between batches: the call in flight finishes and
+// commits, no housekeeping call is made, the summary says interrupted, exit 0.
+func TestTickSIGTERMStopsBetweenBatches(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, false)
+	slowDelivery(t, db)
+	emit(t, db, 3)
+	cmd := exec.Command(binary(t), "tick", "--database-url", db.URL, "--batch", "1")
+	cmd.Env = cleanEnv()
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitDeliveryInFlight(t, db)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("tick exited %v after SIGTERM, want 0\n%s", err, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("tick did not stop within 10s of SIGTERM")
+	}
+	s := parseTick(t, result{stdout: out.String(), stderr: errb.String()})
+	var raw map[string]any
+	_ = json.Unmarshal([]byte(strings.TrimSpace(out.String())), &raw)
+	if raw["interrupted"] != true || !s.OK || s.Claimed != 1 || s.Workers[0].Runs != 1 || s.StaleCheck != nil || s.Reaper != nil {
+		t.Fatalf("summary %s", out.String())
+	}
+	if n, seen, _ := runnerSettled(t, db); n != 1 || seen != 1 {
+		t.Fatalf("%d attempts, events_seen %d; want the one batch in flight committed", n, seen)
 	}
 }
 
@@ -421,6 +593,8 @@ func TestRunSurvivesPostgresRestart(t *testing.T) {
 		return err == nil && n == 1, fmt.Sprintf("attempts %d err %v", n, err)
 	})
 	p.waitMetric(t, "iu_runner_listener_up ", 15*time.Second, func(v float64) bool { return v == 1 })
+	// the listener was re-established after the restart, not merely never noticed it
+	p.waitMetric(t, "iu_runner_listener_reconnects_total ", 15*time.Second, func(v float64) bool { return v >= 1 })
 	if code, body := p.get("/readyz"); code != 200 {
 		t.Fatalf("/readyz after the restart: %d %s", code, body)
 	}
