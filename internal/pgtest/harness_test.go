@@ -2,22 +2,16 @@ package pgtest
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 )
 
-// requireServer turns "no PostgreSQL here" into a failure in CI and a skip elsewhere,
-// the same rule Main applies.
+// requireServer fails in CI and skips elsewhere when no PostgreSQL can be had.
 func requireServer(t *testing.T, err error) {
 	t.Helper()
-	if err == nil {
-		return
+	if err != nil {
+		Unavailable(t, "no PostgreSQL: %v", err)
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI is set and no PostgreSQL could be had: %v", err)
-	}
-	t.Skipf("no PostgreSQL (outside CI): %v", err)
 }
 
 func checkMigratedClone(t *testing.T, h *Harness) {

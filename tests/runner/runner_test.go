@@ -560,7 +560,7 @@ func TestRunSurvivesPostgresRestart(t *testing.T) {
 	ctx := pgtest.Ctx(t)
 	srv, err := pgtest.StartLocal(ctx)
 	if err != nil {
-		t.Skipf("no local PostgreSQL binaries for a private cluster: %v", err)
+		pgtest.Unavailable(t, "no local PostgreSQL binaries for a private cluster: %v", err)
 	}
 	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
 	if err := migrate.Up(ctx, srv.AdminURL); err != nil {
