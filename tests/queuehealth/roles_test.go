@@ -8,7 +8,7 @@ import (
 
 // queueFunctions is the queue-health surface with the group roles that may execute each
 // function (spec 9); internal helpers and trigger functions are granted to nobody.
-var queueFunctions = map[string][]string{
+var queueFunctions = pgtest.GrantMatrix{
 	"fn_queue_heartbeat_register(text,text,text[],integer,integer,text)": {"workflow_admin"},
 	"fn_queue_heartbeat_pause(text,text,text)":                           {"workflow_admin"},
 	"fn_queue_heartbeat_resume(text,text)":                               {"workflow_admin"},
@@ -40,47 +40,7 @@ var queueFunctions = map[string][]string{
 func TestQueueRoles_GrantMatrixAndPinnedSearchPath(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
-	for sig, roles := range queueFunctions {
-		allowed := map[string]bool{}
-		for _, r := range roles {
-			allowed[r] = true
-		}
-		var public, secdef bool
-		var config []string
-		db.QueryRow(t, `SELECT coalesce(p.proacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a WHERE a.grantee = 0), true),
-		                       p.prosecdef, p.proconfig
-		                  FROM pg_proc p WHERE p.oid = $1::regprocedure`, []any{sig}, &public, &secdef, &config)
-		if public {
-			t.Errorf("%s: PUBLIC may execute it", sig)
-		}
-		if secdef && (len(config) != 1 || config[0] != "search_path=public, pg_temp") {
-			t.Errorf("%s: SECURITY DEFINER without a pinned search_path: %v", sig, config)
-		}
-		for _, role := range []string{"workflow_admin", "dot_executor"} {
-			var can bool
-			db.QueryRow(t, `SELECT has_function_privilege($1, $2::regprocedure, 'EXECUTE')`, []any{role, sig}, &can)
-			if can != allowed[role] {
-				t.Errorf("%s: %s may execute = %v, want %v", sig, role, can, allowed[role])
-			}
-		}
-	}
-	// Every queue-health function of the database is in the matrix above.
-	var unknown []string
-	db.QueryRow(t, `SELECT coalesce(array_agg(p.oid::regprocedure::text), '{}') FROM pg_proc p
-	                 WHERE p.pronamespace = 'public'::regnamespace
-	                   AND (p.proname LIKE 'fn\_queue\_%' OR p.proname LIKE 'fn\_job\_%' OR p.proname LIKE 'fn\_cut\_%')
-	                   AND p.oid <> ALL (ARRAY(SELECT s::regprocedure::oid FROM unnest($1::text[]) s))`, []any{keysOf(queueFunctions)}, &unknown)
-	if len(unknown) > 0 {
-		t.Errorf("functions missing from the grant matrix: %v", unknown)
-	}
-}
-
-func keysOf(m map[string][]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	pgtest.RequireGrants(t, db, queueFunctions, `fn\_queue\_%`, `fn\_job\_%`, `fn\_cut\_%`)
 }
 
 // Spec 9: executors and operators reach the tables only through the functions; a login

@@ -164,7 +164,7 @@ func TestGrants_ExecutorRunsAdminOperates(t *testing.T) {
 // execute it besides its owner. Internal helpers are executed by nobody but the owner
 // (through the SECURITY DEFINER entry points); fn_iu_route_worker_pending is readable by
 // workflow_admin because the status view and v_queue_health call it.
-var routeFunctions = map[string][]string{
+var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_register(text,text)":                                   {"workflow_admin"},
 	"fn_iu_route_worker_run(text,integer)":                                     {"dot_executor", "workflow_admin"},
 	"fn_iu_route_worker_reset_cursor(text)":                                    {"workflow_admin"},
@@ -190,39 +190,7 @@ var routeFunctions = map[string][]string{
 func TestGrants_RouteWorkerMatrixAndPinnedSearchPath(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
-	var sigs []string
-	for sig, roles := range routeFunctions {
-		sigs = append(sigs, sig)
-		var public, secdef bool
-		var config []string
-		db.QueryRow(t, `SELECT coalesce(p.proacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a WHERE a.grantee = 0), true),
-		                       p.prosecdef, p.proconfig
-		                  FROM pg_proc p WHERE p.oid = $1::regprocedure`, []any{sig}, &public, &secdef, &config)
-		if public {
-			t.Errorf("%s: PUBLIC may execute it", sig)
-		}
-		if secdef && (len(config) == 0 || config[0] != "search_path=public, pg_temp") {
-			t.Errorf("%s: SECURITY DEFINER without a pinned search_path: %v", sig, config)
-		}
-		allowed := map[string]bool{}
-		for _, r := range roles {
-			allowed[r] = true
-		}
-		for _, role := range []string{"workflow_admin", "dot_executor"} {
-			var can bool
-			db.QueryRow(t, `SELECT has_function_privilege($1, $2::regprocedure, 'EXECUTE')`, []any{role, sig}, &can)
-			if can != allowed[role] {
-				t.Errorf("%s: %s may execute = %v, want %v", sig, role, can, allowed[role])
-			}
-		}
-	}
-	var unknown []string
-	db.QueryRow(t, `SELECT coalesce(array_agg(p.oid::regprocedure::text), '{}') FROM pg_proc p
-	                 WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'fn\_iu\_route\_%'
-	                   AND p.oid <> ALL (ARRAY(SELECT s::regprocedure::oid FROM unnest($1::text[]) s))`, []any{sigs}, &unknown)
-	if len(unknown) > 0 {
-		t.Errorf("fn_iu_route_* functions missing from the grant matrix: %v", unknown)
-	}
+	pgtest.RequireGrants(t, db, routeFunctions, `fn\_iu\_route\_%`)
 	// Views: SELECT to workflow_admin only.
 	for _, v := range []string{"v_iu_route_worker_status", "v_iu_route_dead_letter_open", "v_iu_route_attempt_summary"} {
 		var admin, exec, public bool

@@ -1,0 +1,71 @@
+package pgtest
+
+import (
+	"sort"
+	"strings"
+	"testing"
+)
+
+// GrantMatrix maps a function signature ("fn_x(text,integer)", as regprocedure prints it)
+// to the group roles that may execute it; nil means nobody (internal helpers, triggers).
+type GrantMatrix map[string][]string
+
+// groupRoles are the package's two NOLOGIN group roles (spec 9).
+var groupRoles = []string{"workflow_admin", "dot_executor"}
+
+// RequireGrants proves spec 9 for one family of functions: PUBLIC executes none of
+// them, each group role executes exactly its share, every SECURITY DEFINER one pins
+// search_path = public, pg_temp, and no function whose name matches one of the LIKE
+// patterns exists outside the matrix (a new function must be placed in it on purpose).
+func RequireGrants(t testing.TB, db *DB, matrix GrantMatrix, likePatterns ...string) {
+	t.Helper()
+	sigs := make([]string, 0, len(matrix))
+	for sig := range matrix {
+		sigs = append(sigs, sig)
+	}
+	sort.Strings(sigs)
+	for _, sig := range sigs {
+		var public, secdef bool
+		var config []string
+		db.QueryRow(t, `SELECT p.proacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a WHERE a.grantee = 0),
+		                       p.prosecdef, coalesce(p.proconfig, '{}')
+		                  FROM pg_proc p WHERE p.oid = $1::regprocedure`, []any{sig}, &public, &secdef, &config)
+		if public {
+			t.Errorf("%s: PUBLIC may execute it", sig)
+		}
+		if secdef && !pinsSearchPath(config) {
+			t.Errorf("%s: SECURITY DEFINER without a pinned search_path: %v", sig, config)
+		}
+		allowed := map[string]bool{}
+		for _, r := range matrix[sig] {
+			allowed[r] = true
+		}
+		for _, role := range groupRoles {
+			var can bool
+			db.QueryRow(t, `SELECT has_function_privilege($1, $2::regprocedure, 'EXECUTE')`, []any{role, sig}, &can)
+			if can != allowed[role] {
+				t.Errorf("%s: %s may execute = %v, want %v", sig, role, can, allowed[role])
+			}
+		}
+	}
+	var unknown []string
+	db.QueryRow(t, `SELECT coalesce(array_agg(p.oid::regprocedure::text ORDER BY 1), '{}') FROM pg_proc p
+	                 WHERE p.pronamespace = 'public'::regnamespace
+	                   AND p.proname LIKE ANY ($2::text[])
+	                   AND p.oid <> ALL (ARRAY(SELECT s::regprocedure::oid FROM unnest($1::text[]) s))`,
+		[]any{sigs, likePatterns}, &unknown)
+	if len(unknown) > 0 {
+		t.Errorf("functions matching %s missing from the grant matrix: %v", strings.Join(likePatterns, " or "), unknown)
+	}
+}
+
+// pinsSearchPath reports whether a function's SET clauses pin search_path exactly; other
+// settings (plan_cache_mode, say) may stand beside it.
+func pinsSearchPath(config []string) bool {
+	for _, c := range config {
+		if strings.HasPrefix(c, "search_path=") {
+			return c == "search_path=public, pg_temp"
+		}
+	}
+	return false
+}
