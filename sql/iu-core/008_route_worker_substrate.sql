@@ -14,10 +14,23 @@
 
 -- +goose Up
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_queue_executor_kinds()
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- The executor vocabulary (seed DP4, seven words), in one place: the table's CHECK and
+    -- every function that takes an executor kind read it from here.
+    SELECT ARRAY['DOT', 'Agent', 'Hermes', 'Codex', 'PG_worker', 'external_worker', 'future_Kestra_adapter']
+$$;
+-- +goose StatementEnd
+
+REVOKE ALL ON FUNCTION fn_queue_executor_kinds() FROM PUBLIC;
+
 CREATE TABLE queue_heartbeat (
     executor_id              text        PRIMARY KEY CHECK (executor_id <> ''),
     executor_kind            text        NOT NULL
-        CHECK (executor_kind IN ('DOT', 'Agent', 'Hermes', 'Codex', 'PG_worker', 'external_worker', 'future_Kestra_adapter')),
+        CHECK (executor_kind = ANY (fn_queue_executor_kinds())),
     domain_scope             text[]      NOT NULL DEFAULT '{}',
     status                   text        NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'warn', 'error')),
     last_beat_at             timestamptz NOT NULL DEFAULT now(),
@@ -132,3 +145,4 @@ DROP TABLE iu_route_dead_letter;
 DROP FUNCTION fn_iu_route_dead_letter_no_delete();
 DROP TABLE iu_route_worker_cursor;
 DROP TABLE queue_heartbeat;
+DROP FUNCTION fn_queue_executor_kinds();

@@ -117,9 +117,9 @@ BEGIN
     IF coalesce(btrim(p_executor_id), '') = '' THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_executor_id required' USING ERRCODE = '22023';
     END IF;
-    IF p_kind IS NULL OR p_kind NOT IN ('DOT', 'Agent', 'Hermes', 'Codex', 'PG_worker', 'external_worker', 'future_Kestra_adapter') THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_kind % is not one of DOT, Agent, Hermes, Codex, PG_worker, external_worker, future_Kestra_adapter',
-            coalesce(quote_literal(p_kind), 'NULL') USING ERRCODE = '22023';
+    IF p_kind IS NULL OR NOT p_kind = ANY (fn_queue_executor_kinds()) THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_kind % is not one of %',
+            coalesce(quote_literal(p_kind), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
     IF p_domain_scope IS NULL OR array_position(p_domain_scope, NULL) IS NOT NULL OR '' = ANY (p_domain_scope) THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope must be an array of non-empty domains (it may be empty: ''{}'')'
@@ -240,9 +240,9 @@ BEGIN
     IF coalesce(btrim(p_executor_name), '') = '' THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_executor_name required' USING ERRCODE = '22023';
     END IF;
-    IF p_executor_kind IS NULL OR p_executor_kind NOT IN ('DOT', 'Agent', 'Hermes', 'Codex', 'PG_worker', 'external_worker', 'future_Kestra_adapter') THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_executor_kind % is not one of DOT, Agent, Hermes, Codex, PG_worker, external_worker, future_Kestra_adapter',
-            coalesce(quote_literal(p_executor_kind), 'NULL') USING ERRCODE = '22023';
+    IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (fn_queue_executor_kinds()) THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_executor_kind % is not one of %',
+            coalesce(quote_literal(p_executor_kind), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
     IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_status % is not one of ok, warn, error',

@@ -40,9 +40,9 @@ BEGIN
     IF fn_queue_heartbeat_is_protected(p_executor_name) THEN
         RETURN jsonb_build_object('refused', true, 'reason', 'protected_legacy_silent_passive');
     END IF;
-    IF p_executor_kind IS NULL OR p_executor_kind NOT IN ('DOT', 'Agent', 'Hermes', 'Codex', 'PG_worker', 'external_worker', 'future_Kestra_adapter') THEN
-        RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_kind % not in 7-vocab (DOT, Agent, Hermes, Codex, PG_worker, external_worker, future_Kestra_adapter)',
-            coalesce(quote_literal(p_executor_kind), 'NULL') USING ERRCODE = '22023';
+    IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (fn_queue_executor_kinds()) THEN
+        RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_kind % not in 7-vocab (%)',
+            coalesce(quote_literal(p_executor_kind), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
     IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
         RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_status % not in {ok,warn,error}',
