@@ -78,6 +78,31 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer DEFAULT 200)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    -- The one argument check for every name, id and key a caller hands the package (worker
+    -- names, executor ids, route keys, job kinds, dedupe keys...). Blank is the same as
+    -- empty: a name of spaces cannot be told apart in a psql listing. The byte bound keeps
+    -- every index that holds the value (and the idempotency key built from it) far below
+    -- btree's ~2.7 kB row limit, so a long name is refused here with 22023 instead of
+    -- registering and then failing every later run with 54000.
+    IF p_value IS NULL OR btrim(p_value, E' \t\r\n\f\x0B') = '' THEN
+        RAISE EXCEPTION '%: % required', p_caller, p_param
+            USING ERRCODE = '22023', HINT = 'Pass a non-blank name.';
+    END IF;
+    IF octet_length(p_value) > p_max_bytes THEN
+        RAISE EXCEPTION '%: % is % bytes long, at most % allowed', p_caller, p_param,
+            octet_length(p_value), p_max_bytes
+            USING ERRCODE = '22023', HINT = 'Use a shorter name.';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
 CREATE TABLE event_outbox (
     id                  uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
     event_domain        text        NOT NULL CHECK (event_domain <> ''),
@@ -141,10 +166,12 @@ REVOKE ALL ON FUNCTION fn_iu_payload_is_clean(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_denied_paths(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_require_clean(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_append_only() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_require_name(text, text, text, integer) FROM PUBLIC;
 
 -- +goose Down
 DROP TABLE event_outbox;
 DROP FUNCTION fn_iu_event_outbox_append_only();
+DROP FUNCTION fn_iu_require_name(text, text, text, integer);
 DROP FUNCTION fn_iu_payload_require_clean(text, text, jsonb);
 DROP FUNCTION fn_iu_payload_denied_paths(jsonb);
 DROP FUNCTION fn_iu_payload_is_clean(jsonb);
