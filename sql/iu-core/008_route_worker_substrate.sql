@@ -27,6 +27,39 @@ $$;
 
 REVOKE ALL ON FUNCTION fn_queue_executor_kinds() FROM PUBLIC;
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_queue_heartbeat_defaults(
+    p_executor_kind              text,
+    OUT expected_cadence_seconds integer,
+    OUT stale_threshold_seconds  integer
+)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- The cadence and stale threshold an executor gets when nobody registered its own, in
+    -- one place. A route worker (PG_worker) beats on every run; cron runs it every minute and
+    -- a batch may take a while under load, so it is stale after five missed minutes. Any other
+    -- executor first seen through the permissive tick is stale after three missed beats.
+    SELECT 60, CASE WHEN p_executor_kind = 'PG_worker' THEN 300 ELSE 180 END
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_queue_actor(p_actor text DEFAULT NULL)
+RETURNS text
+LANGUAGE sql STABLE
+SET search_path = public, pg_temp
+AS $$
+    -- Who is acting, for every audit column of the package (registered_by, last_beat_by,
+    -- paused_by, reset_by, resolved_by): the explicit argument, else the session's
+    -- app.actor setting, else the session user. Blank counts as absent. session_user and
+    -- not current_user: inside a SECURITY DEFINER function current_user is the owner.
+    SELECT coalesce(nullif(btrim(p_actor), ''), nullif(btrim(current_setting('app.actor', true)), ''), session_user::text)
+$$;
+-- +goose StatementEnd
+
+REVOKE ALL ON FUNCTION fn_queue_heartbeat_defaults(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_queue_actor(text) FROM PUBLIC;
+
 CREATE TABLE queue_heartbeat (
     executor_id              text        PRIMARY KEY CHECK (executor_id <> ''),
     executor_kind            text        NOT NULL
@@ -145,4 +178,6 @@ DROP TABLE iu_route_dead_letter;
 DROP FUNCTION fn_iu_route_dead_letter_no_delete();
 DROP TABLE iu_route_worker_cursor;
 DROP TABLE queue_heartbeat;
+DROP FUNCTION fn_queue_actor(text);
+DROP FUNCTION fn_queue_heartbeat_defaults(text);
 DROP FUNCTION fn_queue_executor_kinds();

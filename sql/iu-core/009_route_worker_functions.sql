@@ -1,23 +1,39 @@
 -- 009_route_worker_functions.sql
 --
--- Adds the route worker: the functions that consume the iu domain of event_outbox into
--- iu_route_attempt (one audit row per event and route decision) and iu_route_dead_letter,
--- plus the operator surface (register, reset, replay, health) and three views.
+-- Adds the route worker: the functions that consume one domain of event_outbox into
+-- iu_route_attempt (exactly one audit row per event and route decision) and
+-- iu_route_dead_letter (the replayable retry queue), plus the operator surface and views.
 --
---   fn_iu_route_worker_register(p_worker_name, p_event_domain)  cursor + PG_worker heartbeat
---   fn_iu_route_worker_run(p_worker_name, p_batch_limit)         one transactional pass
---   fn_iu_route_deliver(...)                                     delivery seam, fails closed (0A000)
---   fn_iu_route_dead_letter_replay(p_dead_letter_id)             re-attempt one dead letter
---   fn_iu_route_worker_reset_cursor(p_worker_name)               back to the start, re-anchored
---   fn_iu_route_worker_health(p_worker_name)                     gates, lag, backlog, holders
---   v_iu_route_worker_status, v_iu_route_dead_letter_open, v_iu_route_attempt_summary
+-- Public API (who may call it):
+--   fn_iu_route_worker_register(p_worker_name, p_event_domain)  workflow_admin: cursor + PG_worker heartbeat
+--   fn_iu_route_worker_run(p_worker_name, p_batch_limit)         dot_executor, workflow_admin: one pass
+--   fn_iu_route_dead_letter_replay(p_dead_letter_id)             workflow_admin: re-attempt one dead letter
+--   fn_iu_route_worker_reset_cursor(p_worker_name)               workflow_admin: back to the start
+--   fn_iu_event_outbox_rebase_foreign_txids()                    workflow_admin: fix for restored rows (IU002)
+--   fn_iu_route_worker_health(p_worker_name)                     workflow_admin: gates, lag, backlog, holders
+--   v_iu_route_worker_status, v_iu_route_dead_letter_open, v_iu_route_attempt_summary  (SELECT: workflow_admin)
+--
+-- The rules, each written once (a newcomer looking for "the decision" finds one function):
+--   fn_iu_route_decide             route found / enabled / dry_run -> skipped | disabled | dry_run | deliver
+--   fn_iu_route_idempotency_key    iu_wrk:{worker}:{route_key or none}:{event_id}
+--   fn_iu_route_worker_cursor_problem  is a stored position from this cluster? (IU002)
+--   v_iu_route_worker_status       the one worker-health computation (backlog, dead letters,
+--                                  cursor sanity); the health function and v_queue_health read it
+-- A run, as the small functions it calls, in order:
+--   lock the cursor (SKIP LOCKED: busy, never wait) -> gates -> cursor sanity
+--   -> per page: fn_iu_route_worker_claim (the next rows of the window)
+--                fn_iu_route_worker_decide_page (decide + audit the page in one statement;
+--                   should it fail, fn_iu_route_worker_decide_each redoes it event by event)
+--                fn_iu_route_worker_deliver_page (the delivery seam, one isolated block per event)
+--                fn_iu_route_worker_fail (records a failure: failed attempt + dead letter)
+--   -> fn_iu_route_worker_advance (move the cursor, count, beat the heartbeat)
 --
 -- Why the position is a pair of snapshots and not a (created_at, id) keyset
 -- -------------------------------------------------------------------------
 -- created_at is the inserting transaction's start time, so a transaction that commits late
 -- lands behind a keyset that already moved on, and its rows are skipped. Reading only
--- txids below the cluster's xmin (watermill-sql) fixes that but lets any long transaction
--- anywhere stall every consumer. This worker batches like PgQ: the cursor stores
+-- txids below the cluster's xmin (watermill-sql's fix) lets any long transaction anywhere
+-- stall every consumer. This worker batches like PgQ: the cursor stores
 --   done_snapshot    a pg_snapshot; every row whose txid is visible in it has been routed
 --                    (NULL = the start of the stream, read as '1:1:')
 --   window_snapshot  the window being consumed: rows visible in it but not in done
@@ -34,31 +50,31 @@
 -- done_snapshot's xip list; when it commits, branch (a) picks its rows up. So a late commit
 -- is never skipped, and a long transaction holds back only its own rows.
 --
--- Per-event isolation without a subtransaction per event: the dry_run / disabled / skipped
--- decisions of a whole page are one INSERT ... SELECT ... ON CONFLICT DO NOTHING inside a
--- single exception block (one subtransaction per page). Only events that reach the
--- delivery seam (route enabled, dry_run = false) get their own BEGIN ... EXCEPTION block.
--- Should the page statement fail, the page is redone event by event, each in its own block,
--- so one bad event still never aborts the batch.
+-- Per-event isolation without a subtransaction per event: a PL/pgSQL exception block is a
+-- subtransaction, and more than 64 of them in one transaction overflow the per-backend
+-- subxid cache and slow every other session. So the dry_run / disabled / skipped decisions
+-- of a whole page are one INSERT ... SELECT ... ON CONFLICT DO NOTHING inside a single
+-- exception block (one subtransaction per page). Only events that reach the delivery seam
+-- (route enabled, dry_run = false) get their own block. Should the page statement fail, the
+-- page is redone event by event, each in its own block, so one bad event still never
+-- aborts the batch.
 --
--- A run, in order: arguments (22023); the cursor row locked FOR NO KEY UPDATE SKIP LOCKED
--- (not obtained: {"busy": true} at once, no wait, no heartbeat — the run holding it ticks;
--- no row: P0002); the gates (closed: {"gated": true, "reason": ...}, the cursor row left
--- untouched, the heartbeat ticked); cursor sanity (IU002); the windows; the cursor update
--- and the heartbeat tick, all in the caller's transaction.
+-- Two layers keep attempts unique: the cursor (a run reads nothing already passed) and the
+-- idempotency key (ON CONFLICT (idempotency_key, attempt_no) DO NOTHING), so even a re-scan
+-- after fn_iu_route_worker_reset_cursor writes no duplicate.
 --
 -- Cursor sanity: transaction ids restart in another cluster (dump/restore), so stored
 -- snapshots are meaningless there. The cursor records pg_control_system().system_identifier
--- at register and reset; a run refuses (IU002, class IU of this package: IU001 =
--- append-only violation, IU002 = cursor from another cluster) a cursor whose identifier
--- differs or whose snapshots lie ahead of this cluster's next xid. The documented fix is
--- SELECT fn_iu_route_worker_reset_cursor('<worker>'); the re-scan is duplicate-free.
+-- at register and reset; a run refuses (IU002) a cursor whose identifier differs or whose
+-- snapshots lie ahead of this cluster's next xid, and event rows whose txid lies ahead.
+-- The documented fixes: fn_iu_route_worker_reset_cursor('<worker>') (the re-scan is
+-- duplicate-free) and fn_iu_event_outbox_rebase_foreign_txids().
 --
 -- JSON returned:
 --   register  worker, event_domain, registered, created, cursor, system_identifier,
 --             heartbeat_created, heartbeat{executor_id, executor_kind,
---             expected_cadence_seconds (60), stale_threshold_seconds (300)}
---   run       worker, event_domain, gated, busy, [reason], batch_limit, claimed,
+--             expected_cadence_seconds, stale_threshold_seconds}
+--   run       worker, event_domain, gated, busy, [reason], [gates], batch_limit, claimed,
 --             attempts_written, dead_lettered, dry_run, disabled, skipped, failed, sent,
 --             already_attempted (re-scanned, nothing written), caught_up, window_open,
 --             windows_opened, windows_closed, fallback, [fallback_error], held_open_count,
@@ -72,19 +88,121 @@
 --             last_run_age_seconds, events_seen, attempts_written, dead_lettered, backlog,
 --             oldest_pending_created_at, oldest_pending_age_seconds, open_dead_letters,
 --             oldest_open_dead_letter_at, window_open, held_open_count, held_open_by,
---             cursor_ok, cursor_hint, heartbeat{...}, last_run_summary. With a worker name
---             that document is returned at the top level (plus checked_at and workers[]);
---             without one: {checked_at, gates, worker_count, workers[]}.
--- Actors (resolved_by, registered_by, reset_by): current_setting('app.actor') when set,
--- else session_user (inside SECURITY DEFINER current_user would be the owner).
+--             cursor_ok, foreign_txid_rows, cursor_hint, heartbeat{...}, last_run_summary.
+--             With a worker name that document is returned at the top level (plus
+--             checked_at and workers[]); without one: {checked_at, gates, worker_count, workers[]}.
+-- Actors (resolved_by, registered_by, reset_by): fn_queue_actor (008).
 --
 -- SQLSTATEs: 22023 bad argument, P0002 unknown worker / dead letter, 0A000 the delivery
--- seam, IU002 a cursor recorded in another cluster (fix: fn_iu_route_worker_reset_cursor) or
--- event rows restored from one (fix: fn_iu_event_outbox_rebase_foreign_txids).
--- Grants: PUBLIC executes nothing; dot_executor and workflow_admin run the worker;
--- workflow_admin registers, resets, replays, reads health and the views.
+-- seam, IU002 a cursor recorded in another cluster or event rows restored from one.
+-- Grants are at the end of the file: PUBLIC executes nothing.
 
 -- +goose Up
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_decide: THE route decision, used by the page statement, the event-by-event
+-- fallback and the replay (and mirrored in Go by internal/decision).
+--   p_route_key  the matched iu_outbound_route's key, NULL when no route matched
+--   p_enabled, p_dry_run  that route's switches (ignored without a route)
+-- Returns skipped (no route), disabled (route off), dry_run (a logged decision, nothing
+-- delivered) or deliver (hand the event to the delivery seam, which decides sent/failed).
+-- Inlinable SQL (IMMUTABLE, no SET): planned into the page statement, no call per event.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_decide(p_route_key text, p_enabled boolean, p_dry_run boolean)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN p_route_key IS NULL THEN 'skipped'
+                WHEN NOT p_enabled THEN 'disabled'
+                WHEN p_dry_run THEN 'dry_run'
+                ELSE 'deliver' END
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_idempotency_key: iu_wrk:{worker}:{route_key}:{event_id}, with 'none' for the
+-- route key when no route matched. Unambiguous because worker names carry no ':' (register
+-- refuses them), route keys may not be 'none', and the event id is fixed-length and last.
+-- Inlinable SQL, like the decision.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT 'iu_wrk:' || p_worker_name || ':' || coalesce(p_route_key, 'none') || ':' || p_event_id::text
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_require_name: the worker-name rule of every function that takes one.
+-- A worker name is a bounded, non-blank name (fn_iu_require_name) without ':' (it is part
+-- of the idempotency key).
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_require_name(p_caller text, p_worker_name text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    PERFORM fn_iu_require_name(p_caller, 'p_worker_name', p_worker_name);
+    IF position(':' IN p_worker_name) > 0 THEN
+        RAISE EXCEPTION '%: p_worker_name % may not contain '':''', p_caller, quote_literal(p_worker_name)
+            USING ERRCODE = '22023',
+                  HINT = 'The worker name is part of idempotency keys (iu_wrk:{worker}:{route_key}:{event_id}).';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_not_registered: the one "unknown worker" error (P0002 + the fix).
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_not_registered(p_caller text, p_worker_name text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RAISE EXCEPTION '%: worker % is not registered', p_caller, quote_literal(p_worker_name)
+        USING ERRCODE = 'P0002',
+              HINT = format('Register it first: SELECT fn_iu_route_worker_register(%L);', p_worker_name);
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_cursor_problem: THE cursor sanity rule (run refuses, health reports).
+--   p_cursor  a iu_route_worker_cursor row
+-- Returns NULL when the stored position belongs to this cluster, else a sentence saying
+-- why not: the recorded system_identifier differs (dump/restore or pg_upgrade into another
+-- cluster), or a stored snapshot or keyset position lies at or beyond this cluster's next
+-- transaction id (no transaction of this cluster can have produced it). SECURITY DEFINER:
+-- pg_control_system() is not for every role, and v_iu_route_worker_status calls this.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_cursor_problem(p_cursor iu_route_worker_cursor)
+RETURNS text
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+    SELECT CASE
+             WHEN p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> s.system_identifier THEN
+                 format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
+                        quote_literal(p_cursor.worker_name), p_cursor.system_identifier, s.system_identifier)
+             WHEN pg_snapshot_xmax(p_cursor.done_snapshot) > x.xmax
+               OR pg_snapshot_xmax(p_cursor.window_snapshot) > x.xmax
+               OR p_cursor.window_txid >= x.xmax THEN
+                 format('cursor of worker %s holds transaction ids ahead of this cluster (stored xmax %s, current %s)',
+                        quote_literal(p_cursor.worker_name),
+                        coalesce(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot)), x.xmax)
+           END
+      FROM pg_control_system() s
+     CROSS JOIN (SELECT pg_snapshot_xmax(pg_current_snapshot()) AS xmax) x
+$$;
+-- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
 -- Internal: the claim. Inlinable SQL (no SECURITY DEFINER, no SET), so its body is planned
@@ -244,172 +362,6 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- Internal: tick the worker's queue_heartbeat row (re-registering it if someone removed it).
--- ---------------------------------------------------------------------------------------
--- +goose StatementBegin
-CREATE FUNCTION fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb)
-RETURNS void
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = public, pg_temp
-AS $$
-BEGIN
-    UPDATE queue_heartbeat h
-       SET last_beat_at      = now(),
-           ticks_total       = h.ticks_total + 1,
-           status            = 'ok',
-           last_beat_payload = p_payload
-     WHERE h.executor_id = p_worker_name;
-    IF NOT FOUND THEN
-        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
-                                     last_beat_payload, ticks_total, expected_cadence_seconds,
-                                     stale_threshold_seconds)
-        VALUES (p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1, 60, 300)
-        ON CONFLICT (executor_id) DO NOTHING;
-    END IF;
-END;
-$$;
--- +goose StatementEnd
-
--- ---------------------------------------------------------------------------------------
--- Internal: record one failure — a failed attempt and a dead letter with the whole event.
--- Returns 1 when the attempt was written + 2 when the dead letter was written (a re-scan
--- after a cursor reset writes neither: both are keyed by the idempotency key).
--- ---------------------------------------------------------------------------------------
--- +goose StatementBegin
-CREATE FUNCTION fn_iu_route_worker_fail(
-    p_worker_name     text,
-    p_event_id        uuid,
-    p_route_key       text,
-    p_route_kind      text,
-    p_idempotency_key text,
-    p_error_code      text,
-    p_error_message   text,
-    p_stage           text
-)
-RETURNS integer
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = public, pg_temp
-AS $$
-DECLARE
-    v_snap jsonb;
-    v_att  integer;
-    v_dl   integer;
-BEGIN
-    SELECT to_jsonb(e) INTO v_snap FROM event_outbox e WHERE e.id = p_event_id;
-
-    INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
-                                  detail, error_code, error_message)
-    VALUES (p_event_id, p_worker_name, p_route_key, p_route_kind, 'failed', p_idempotency_key,
-            jsonb_build_object('stage', p_stage), p_error_code, p_error_message)
-    ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
-    GET DIAGNOSTICS v_att = ROW_COUNT;
-
-    INSERT INTO iu_route_dead_letter (worker_name, event_id, event_domain, event_type, event_stream, route_key,
-                                      idempotency_key, event_snapshot, error_code, error_message)
-    VALUES (p_worker_name, p_event_id, v_snap->>'event_domain', v_snap->>'event_type', v_snap->>'event_stream',
-            p_route_key, p_idempotency_key, v_snap, p_error_code, p_error_message)
-    ON CONFLICT (idempotency_key) DO NOTHING;
-    GET DIAGNOSTICS v_dl = ROW_COUNT;
-
-    RETURN v_att + 2 * v_dl;
-END;
-$$;
--- +goose StatementEnd
-
--- ---------------------------------------------------------------------------------------
--- The delivery seam. Unbuilt on purpose: nothing is delivered downstream by this package.
--- ---------------------------------------------------------------------------------------
--- +goose StatementBegin
-CREATE FUNCTION fn_iu_route_deliver(
-    p_event_snapshot  jsonb,
-    p_route_key       text,
-    p_route_kind      text,
-    p_idempotency_key text
-)
-RETURNS jsonb
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = public, pg_temp
-AS $$
-BEGIN
-    RAISE EXCEPTION 'fn_iu_route_deliver: delivery is not built: route % (dry_run = false) fails closed',
-        coalesce(p_route_key, '(none)')
-        USING ERRCODE = 'feature_not_supported',
-              HINT = 'Keep the route dry_run (UPDATE iu_outbound_route SET dry_run = true ...) and replay the dead letter, or build the delivery seam.';
-END;
-$$;
--- +goose StatementEnd
-
--- ---------------------------------------------------------------------------------------
--- fn_iu_route_worker_register
--- ---------------------------------------------------------------------------------------
--- +goose StatementBegin
-CREATE FUNCTION fn_iu_route_worker_register(p_worker_name text, p_event_domain text DEFAULT 'iu')
-RETURNS jsonb
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = public, pg_temp
-AS $$
-DECLARE
-    v_sysid   bigint := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_actor   text   := coalesce(nullif(current_setting('app.actor', true), ''), session_user);
-    v_created integer;
-    v_hb      integer;
-    c         iu_route_worker_cursor%ROWTYPE;
-BEGIN
-    IF coalesce(p_worker_name, '') = '' THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_register: p_worker_name required' USING ERRCODE = '22023';
-    END IF;
-    IF position(':' IN p_worker_name) > 0 THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_register: p_worker_name % may not contain '':''', quote_literal(p_worker_name)
-            USING ERRCODE = '22023',
-                  HINT = 'The worker name is part of idempotency keys (iu_wrk:{worker}:{route_key}:{event_id}).';
-    END IF;
-    IF coalesce(p_event_domain, '') = '' THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_register: p_event_domain required' USING ERRCODE = '22023';
-    END IF;
-
-    INSERT INTO iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
-    VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
-    ON CONFLICT (worker_name) DO NOTHING;
-    GET DIAGNOSTICS v_created = ROW_COUNT;
-
-    SELECT * INTO c FROM iu_route_worker_cursor WHERE worker_name = p_worker_name;
-    IF c.event_domain <> p_event_domain THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_register: worker % is already registered for domain %',
-            quote_literal(p_worker_name), quote_literal(c.event_domain)
-            USING ERRCODE = '22023',
-                  HINT = 'A worker consumes one domain; register another worker name for another domain.';
-    END IF;
-
-    -- The PG_worker heartbeat: 60 s expected cadence, stale after 300 s. ON CONFLICT DO
-    -- NOTHING so a re-register keeps the row's history (ticks, last beat, pause).
-    INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
-                                 stale_threshold_seconds, registered_by, last_beat_payload)
-    VALUES (p_worker_name, 'PG_worker', ARRAY[p_event_domain], 60, 300, v_actor,
-            jsonb_build_object('registered', true))
-    ON CONFLICT (executor_id) DO NOTHING;
-    GET DIAGNOSTICS v_hb = ROW_COUNT;
-
-    RETURN jsonb_build_object(
-        'worker', p_worker_name,
-        'event_domain', c.event_domain,
-        'registered', true,
-        'created', v_created > 0,
-        'cursor', CASE WHEN c.done_snapshot IS NULL AND c.window_snapshot IS NULL THEN 'start_of_stream' ELSE 'kept' END,
-        'system_identifier', c.system_identifier::text,
-        'heartbeat_created', v_hb > 0,
-        'heartbeat', (SELECT jsonb_build_object('executor_id', h.executor_id, 'executor_kind', h.executor_kind,
-                                                'expected_cadence_seconds', h.expected_cadence_seconds,
-                                                'stale_threshold_seconds', h.stale_threshold_seconds)
-                        FROM queue_heartbeat h WHERE h.executor_id = p_worker_name));
-END;
-$$;
--- +goose StatementEnd
-
--- ---------------------------------------------------------------------------------------
 -- Internal: the snapshot a new window is taken with. pg_current_snapshot() leaves the
 -- calling transaction's own xid out of its in-progress list, so when the caller inserted
 -- events in the same transaction (or inserts more after the run, before it commits) and a
@@ -495,7 +447,471 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- fn_iu_route_worker_run
+-- The delivery seam. Unbuilt on purpose: nothing is delivered downstream by this package.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_deliver(
+    p_event_snapshot  jsonb,
+    p_route_key       text,
+    p_route_kind      text,
+    p_idempotency_key text
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'fn_iu_route_deliver: delivery is not built: route % (dry_run = false) fails closed',
+        coalesce(p_route_key, '(none)')
+        USING ERRCODE = 'feature_not_supported',
+              HINT = 'Keep the route dry_run (UPDATE iu_outbound_route SET dry_run = true ...) and replay the dead letter, or build the delivery seam.';
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- iu_route_run_tally: what a run has done so far, threaded through the page functions
+-- (each takes the tally and returns it with its page added), so the run itself is a short
+-- loop. deliver_* hold the current page's events bound for the delivery seam.
+-- ---------------------------------------------------------------------------------------
+CREATE TYPE iu_route_run_tally AS (
+    claimed             integer,
+    attempts_written    integer,
+    dry_run             integer,
+    disabled            integer,
+    skipped             integer,
+    failed              integer,
+    sent                integer,
+    dead_lettered       integer,
+    already_attempted   integer,      -- re-scanned after a reset: the key exists, nothing written
+    last_txid           xid8,         -- the keyset position after the newest claimed row
+    last_id             uuid,
+    last_created_at     timestamptz,
+    deliver_ids         uuid[],
+    deliver_route_keys  text[],
+    deliver_route_kinds text[]
+);
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_fail: record one failure.
+--   p_tally   the run's tally; returned with failed / attempts_written / dead_lettered (or
+--             already_attempted, on a re-scan) counted
+--   p_worker_name, p_event_id, p_route_key, p_route_kind, p_idempotency_key  the event
+--   p_error_code, p_error_message  the SQLSTATE and message that was raised
+--   p_stage   'decide' (the audit insert failed) or 'deliver' (the seam raised)
+-- Writes a failed iu_route_attempt and a dead letter carrying the whole event row (so a
+-- replay needs nothing from event_outbox). Both are keyed by the idempotency key, so a
+-- re-scan after a cursor reset writes neither twice.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_fail(
+    p_tally           iu_route_run_tally,
+    p_worker_name     text,
+    p_event_id        uuid,
+    p_route_key       text,
+    p_route_kind      text,
+    p_idempotency_key text,
+    p_error_code      text,
+    p_error_message   text,
+    p_stage           text
+)
+RETURNS iu_route_run_tally
+LANGUAGE plpgsql
+SET search_path = public, pg_temp
+AS $$
+DECLARE
+    t      iu_route_run_tally := p_tally;
+    v_snap jsonb;
+    v_n    integer;
+BEGIN
+    SELECT to_jsonb(e) INTO v_snap FROM event_outbox e WHERE e.id = p_event_id;
+
+    INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
+                                  detail, error_code, error_message)
+    VALUES (p_event_id, p_worker_name, p_route_key, p_route_kind, 'failed', p_idempotency_key,
+            jsonb_build_object('stage', p_stage), p_error_code, p_error_message)
+    ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_n = 1 THEN
+        t.attempts_written := t.attempts_written + 1;
+        t.failed := t.failed + 1;
+    ELSE
+        t.already_attempted := t.already_attempted + 1;
+    END IF;
+
+    INSERT INTO iu_route_dead_letter (worker_name, event_id, event_domain, event_type, event_stream, route_key,
+                                      idempotency_key, event_snapshot, error_code, error_message)
+    VALUES (p_worker_name, p_event_id, v_snap->>'event_domain', v_snap->>'event_type', v_snap->>'event_stream',
+            p_route_key, p_idempotency_key, v_snap, p_error_code, p_error_message)
+    ON CONFLICT (idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    t.dead_lettered := t.dead_lettered + v_n;
+    RETURN t;
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_decide_page: claim, decide and audit one page in ONE statement.
+--   p_tally        the run's tally, returned with this page added
+--   p_worker_name, p_event_domain   the worker and the domain its cursor consumes
+--   p_done, p_window, p_after_txid, p_after_id, p_limit   the window and the keyset position
+-- Writes one iu_route_attempt per event decided skipped / disabled / dry_run
+-- (ON CONFLICT DO NOTHING: a re-scanned key counts as already_attempted); events bound for
+-- the delivery seam are returned in deliver_* for fn_iu_route_worker_deliver_page. Raises
+-- whatever the statement raises: the caller then redoes the page with decide_each.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_decide_page(
+    p_tally        iu_route_run_tally,
+    p_worker_name  text,
+    p_event_domain text,
+    p_done         pg_snapshot,
+    p_window       pg_snapshot,
+    p_after_txid   xid8,
+    p_after_id     uuid,
+    p_limit        integer
+)
+RETURNS iu_route_run_tally
+LANGUAGE plpgsql
+SET search_path = public, pg_temp
+AS $$
+DECLARE
+    t          iu_route_run_tally := p_tally;
+    v_page     integer;
+    k_dry      integer;
+    k_disabled integer;
+    k_skipped  integer;
+    l_txid     xid8;
+    l_id       uuid;
+    l_created  timestamptz;
+BEGIN
+    WITH page AS MATERIALIZED (
+        SELECT p.id, p.txid, p.event_type, p.event_stream, p.created_at
+          FROM fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
+    ), decided AS MATERIALIZED (
+        SELECT p.id, p.txid, rt.route_key, rt.route_kind,
+               fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run) AS decision
+          FROM page p
+          LEFT JOIN iu_outbound_route rt
+                 ON rt.event_domain = p_event_domain
+                AND rt.event_type = p.event_type
+                AND rt.event_stream = p.event_stream
+    ), ins AS (
+        INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
+        SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+               fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id)
+          FROM decided d
+         WHERE d.decision <> 'deliver'
+        ON CONFLICT (idempotency_key, attempt_no) DO NOTHING
+        RETURNING status
+    )
+    SELECT (SELECT count(*) FROM page),
+           i.n_dry, i.n_disabled, i.n_skipped,
+           l.txid, l.id, l.created_at,
+           dv.ids, dv.keys, dv.kinds
+      INTO v_page, k_dry, k_disabled, k_skipped,
+           l_txid, l_id, l_created,
+           t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
+      FROM (SELECT count(*) FILTER (WHERE ins.status = 'dry_run')  AS n_dry,
+                   count(*) FILTER (WHERE ins.status = 'disabled') AS n_disabled,
+                   count(*) FILTER (WHERE ins.status = 'skipped')  AS n_skipped
+              FROM ins) i
+      CROSS JOIN (SELECT array_agg(d.id ORDER BY d.txid, d.id)         AS ids,
+                         array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
+                         array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
+                    FROM decided d WHERE d.decision = 'deliver') dv
+      LEFT JOIN LATERAL (SELECT p.txid, p.id, p.created_at FROM page p
+                          ORDER BY p.txid DESC, p.id DESC LIMIT 1) l ON true;
+
+    t.claimed           := t.claimed + v_page;
+    t.dry_run           := t.dry_run + k_dry;
+    t.disabled          := t.disabled + k_disabled;
+    t.skipped           := t.skipped + k_skipped;
+    t.attempts_written  := t.attempts_written + k_dry + k_disabled + k_skipped;
+    t.already_attempted := t.already_attempted + v_page - coalesce(array_length(t.deliver_ids, 1), 0)
+                           - (k_dry + k_disabled + k_skipped);
+    IF v_page > 0 THEN
+        t.last_txid := l_txid; t.last_id := l_id; t.last_created_at := l_created;
+    END IF;
+    RETURN t;
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_decide_each: the fallback when the page statement failed. Same
+-- parameters, same result as fn_iu_route_worker_decide_page, but each event is decided and
+-- audited in its own exception block, so one bad event becomes a failed attempt and a dead
+-- letter (fn_iu_route_worker_fail) and the rest of the page is routed.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_decide_each(
+    p_tally        iu_route_run_tally,
+    p_worker_name  text,
+    p_event_domain text,
+    p_done         pg_snapshot,
+    p_window       pg_snapshot,
+    p_after_txid   xid8,
+    p_after_id     uuid,
+    p_limit        integer
+)
+RETURNS iu_route_run_tally
+LANGUAGE plpgsql
+SET search_path = public, pg_temp
+AS $$
+DECLARE
+    t       iu_route_run_tally := p_tally;
+    e       record;
+    v_key   text;
+    v_n     integer;
+    v_state text;
+    v_msg   text;
+BEGIN
+    t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
+    FOR e IN
+        SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
+               fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run) AS decision
+          FROM fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
+          LEFT JOIN iu_outbound_route rt
+                 ON rt.event_domain = p_event_domain
+                AND rt.event_type = p.event_type
+                AND rt.event_stream = p.event_stream
+         ORDER BY p.txid, p.id
+    LOOP
+        t.claimed := t.claimed + 1;
+        t.last_txid := e.txid; t.last_id := e.id; t.last_created_at := e.created_at;
+        IF e.decision = 'deliver' THEN
+            t.deliver_ids := t.deliver_ids || e.id;
+            t.deliver_route_keys := t.deliver_route_keys || e.route_key;
+            t.deliver_route_kinds := t.deliver_route_kinds || e.route_kind;
+            CONTINUE;
+        END IF;
+        v_key := fn_iu_route_idempotency_key(p_worker_name, e.route_key, e.id);
+        BEGIN
+            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
+            VALUES (e.id, p_worker_name, e.route_key, e.route_kind, e.decision, v_key)
+            ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            IF v_n = 0 THEN
+                t.already_attempted := t.already_attempted + 1;
+            ELSE
+                t.attempts_written := t.attempts_written + 1;
+                CASE e.decision
+                    WHEN 'dry_run'  THEN t.dry_run := t.dry_run + 1;
+                    WHEN 'disabled' THEN t.disabled := t.disabled + 1;
+                    ELSE t.skipped := t.skipped + 1;
+                END CASE;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+            t := fn_iu_route_worker_fail(t, p_worker_name, e.id, e.route_key, e.route_kind, v_key,
+                                         v_state, v_msg, 'decide');
+        END;
+    END LOOP;
+    RETURN t;
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_deliver_page: hand the page's deliver_* events to the delivery seam,
+-- one isolated block each (only enabled, dry_run = false routes get here). Success writes a
+-- 'sent' attempt; anything raised becomes a failed attempt + dead letter. An event already
+-- attempted (a re-scan) is never handed over twice. Returns the tally with deliver_* spent.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_deliver_page(p_tally iu_route_run_tally, p_worker_name text)
+RETURNS iu_route_run_tally
+LANGUAGE plpgsql
+SET search_path = public, pg_temp
+AS $$
+DECLARE
+    t       iu_route_run_tally := p_tally;
+    v_key   text;
+    v_res   jsonb;
+    v_state text;
+    v_msg   text;
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(t.deliver_ids, 1), 0) LOOP
+        v_key := fn_iu_route_idempotency_key(p_worker_name, t.deliver_route_keys[i], t.deliver_ids[i]);
+        IF EXISTS (SELECT 1 FROM iu_route_attempt a WHERE a.idempotency_key = v_key) THEN
+            t.already_attempted := t.already_attempted + 1;
+            CONTINUE;
+        END IF;
+        BEGIN
+            v_res := fn_iu_route_deliver((SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = t.deliver_ids[i]),
+                                         t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
+            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail)
+            VALUES (t.deliver_ids[i], p_worker_name, t.deliver_route_keys[i], t.deliver_route_kinds[i], 'sent', v_key,
+                    coalesce(v_res, '{}'::jsonb))
+            ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
+            t.attempts_written := t.attempts_written + 1;
+            t.sent := t.sent + 1;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+            t := fn_iu_route_worker_fail(t, p_worker_name, t.deliver_ids[i], t.deliver_route_keys[i],
+                                         t.deliver_route_kinds[i], v_key, v_state, v_msg, 'deliver');
+        END;
+    END LOOP;
+    t.deliver_ids := NULL; t.deliver_route_keys := NULL; t.deliver_route_kinds := NULL;
+    RETURN t;
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_beat: tick the worker's queue_heartbeat row (re-registering it with
+-- the PG_worker defaults if someone removed it). An invoked worker is alive, so a gated
+-- no-op beats too, with the reason in the payload.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+BEGIN
+    UPDATE queue_heartbeat h
+       SET last_beat_at      = now(),
+           ticks_total       = h.ticks_total + 1,
+           status            = 'ok',
+           last_beat_payload = p_payload
+     WHERE h.executor_id = p_worker_name;
+    IF NOT FOUND THEN
+        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
+                                     last_beat_payload, ticks_total, expected_cadence_seconds,
+                                     stale_threshold_seconds)
+        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
+               d.expected_cadence_seconds, d.stale_threshold_seconds
+          FROM fn_queue_heartbeat_defaults('PG_worker') d
+        ON CONFLICT (executor_id) DO NOTHING;
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_advance: move the cursor and count the run, in the run's transaction
+-- (so the position moves atomically with the attempts), then beat the heartbeat.
+--   p_done     the new done snapshot, NULL when no window closed in this run
+--   p_window, p_after_txid, p_after_id   the open window and the position in it (NULLs: none)
+--   p_tally    what the run did;  p_summary  the run's JSON summary, kept for operators
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_advance(
+    p_worker_name  text,
+    p_event_domain text,
+    p_done         pg_snapshot,
+    p_window       pg_snapshot,
+    p_after_txid   xid8,
+    p_after_id     uuid,
+    p_tally        iu_route_run_tally,
+    p_summary      jsonb
+)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = public, pg_temp
+AS $$
+BEGIN
+    UPDATE iu_route_worker_cursor cur
+       SET done_snapshot     = coalesce(p_done, cur.done_snapshot),
+           window_snapshot   = p_window,
+           window_txid       = p_after_txid,
+           window_event_id   = p_after_id,
+           system_identifier = coalesce(cur.system_identifier, (SELECT s.system_identifier FROM pg_control_system() s)),
+           last_created_at   = coalesce(p_tally.last_created_at, cur.last_created_at),
+           last_event_id     = coalesce(p_tally.last_id, cur.last_event_id),
+           events_seen       = cur.events_seen + p_tally.claimed,
+           attempts_written  = cur.attempts_written + p_tally.attempts_written,
+           dead_lettered     = cur.dead_lettered + p_tally.dead_lettered,
+           runs_total        = cur.runs_total + 1,
+           last_run_at       = now(),
+           last_run_summary  = p_summary
+     WHERE cur.worker_name = p_worker_name;
+
+    PERFORM fn_iu_route_worker_beat(p_worker_name, p_event_domain,
+        jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
+                           'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
+                           'held_open_count', jsonb_array_length(p_summary->'held_open_by')));
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_register(p_worker_name, p_event_domain DEFAULT 'iu') -> jsonb
+-- Creates the worker's cursor at the start of the stream and its PG_worker heartbeat row,
+-- so a worker that stops running is noticed. Idempotent: a re-register keeps the cursor and
+-- the heartbeat's history (ticks, last beat, pause). A worker consumes one domain.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_register(p_worker_name text, p_event_domain text DEFAULT 'iu')
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+DECLARE
+    v_sysid   bigint := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_actor   text   := fn_queue_actor();
+    v_created integer;
+    v_hb      integer;
+    c         iu_route_worker_cursor%ROWTYPE;
+BEGIN
+    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_register', p_worker_name);
+    PERFORM fn_iu_require_name('fn_iu_route_worker_register', 'p_event_domain', p_event_domain);
+
+    INSERT INTO iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
+    VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
+    ON CONFLICT (worker_name) DO NOTHING;
+    GET DIAGNOSTICS v_created = ROW_COUNT;
+
+    SELECT * INTO c FROM iu_route_worker_cursor WHERE worker_name = p_worker_name;
+    IF c.event_domain <> p_event_domain THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register: worker % is already registered for domain %',
+            quote_literal(p_worker_name), quote_literal(c.event_domain)
+            USING ERRCODE = '22023',
+                  HINT = 'A worker consumes one domain; register another worker name for another domain.';
+    END IF;
+
+    INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
+                                 stale_threshold_seconds, registered_by, last_beat_payload)
+    SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], d.expected_cadence_seconds,
+           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true)
+      FROM fn_queue_heartbeat_defaults('PG_worker') d
+    ON CONFLICT (executor_id) DO NOTHING;
+    GET DIAGNOSTICS v_hb = ROW_COUNT;
+
+    RETURN jsonb_build_object(
+        'worker', p_worker_name,
+        'event_domain', c.event_domain,
+        'registered', true,
+        'created', v_created > 0,
+        'cursor', CASE WHEN c.done_snapshot IS NULL AND c.window_snapshot IS NULL THEN 'start_of_stream' ELSE 'kept' END,
+        'system_identifier', c.system_identifier::text,
+        'heartbeat_created', v_hb > 0,
+        'heartbeat', (SELECT jsonb_build_object('executor_id', h.executor_id, 'executor_kind', h.executor_kind,
+                                                'expected_cadence_seconds', h.expected_cadence_seconds,
+                                                'stale_threshold_seconds', h.stale_threshold_seconds)
+                        FROM queue_heartbeat h WHERE h.executor_id = p_worker_name));
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_run(p_worker_name, p_batch_limit DEFAULT 100) -> jsonb summary
+-- One transactional pass of one worker, in the caller's transaction:
+--   1. arguments (22023); the cursor row locked FOR NO KEY UPDATE SKIP LOCKED: when another
+--      run holds it, {"busy": true} at once (no wait, no beat: the run holding it beats);
+--      no row: P0002 with the register call as HINT
+--   2. the dual fail-closed gate (master AND worker): closed -> {"gated": true, "reason"},
+--      nothing claimed, the cursor untouched, the heartbeat beaten (an invoked worker is alive)
+--   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
+--   4. pages until the batch is full or the windows are exhausted: decide_page (or
+--      decide_each when the page statement fails), then deliver_page
+--   5. fn_iu_route_worker_advance: the cursor, the counters, the heartbeat
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer DEFAULT 100)
@@ -505,62 +921,34 @@ SECURITY DEFINER
 SET search_path = public, pg_temp
 -- The page statement's plan is the same for every call (two index range scans whose bounds
 -- are parameters); re-planning it per call (the custom plans "auto" keeps choosing) costs
--- more than a batch of 100 takes to route.
+-- more than a batch of 100 takes to route. The setting holds for the helpers it calls.
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     c              iu_route_worker_cursor%ROWTYPE;
+    t              iu_route_run_tally := ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL);
     v_routes_on    boolean;
     v_worker_on    boolean;
     v_reason       text;
-    v_sysid        bigint;
-    v_cur_xmax     xid8;
+    v_problem      text;
     v_done         pg_snapshot;
     v_done_moved   boolean := false;
     v_window       pg_snapshot;
     v_after_txid   xid8;
     v_after_id     uuid;
     v_opened_here  boolean := false;
-    v_remaining    integer := p_batch_limit;
-    v_page_limit   integer;
+    v_before       integer;
     v_page         integer;
-    v_ok           boolean;
-    v_fallback     boolean := false;
+    v_page_limit   integer;
     v_fallback_err text;
-    v_claimed      integer := 0;
-    v_written      integer := 0;
-    v_dead         integer := 0;
-    v_dups         integer := 0;
-    n_dry          integer := 0;
-    n_disabled     integer := 0;
-    n_skipped      integer := 0;
-    n_failed       integer := 0;
-    n_sent         integer := 0;
     v_opened       integer := 0;
     v_closed       integer := 0;
-    k_dry          integer;
-    k_disabled     integer;
-    k_skipped      integer;
-    l_txid         xid8;
-    l_id           uuid;
-    l_created      timestamptz;
-    v_last_created timestamptz;
-    v_last_id      uuid;
-    d_ids          uuid[];
-    d_keys         text[];
-    d_kinds        text[];
-    v_key          text;
-    v_res          jsonb;
-    v_n            integer;
     v_state        text;
     v_msg          text;
     v_holders      jsonb;
     v_summary      jsonb;
-    r              record;
 BEGIN
-    IF coalesce(p_worker_name, '') = '' THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_run: p_worker_name required' USING ERRCODE = '22023';
-    END IF;
+    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
     IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
             coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
@@ -577,12 +965,10 @@ BEGIN
                                       'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
                                       'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
         END IF;
-        RAISE EXCEPTION 'fn_iu_route_worker_run: worker % is not registered', quote_literal(p_worker_name)
-            USING ERRCODE = 'P0002',
-                  HINT = format('Register it first: SELECT fn_iu_route_worker_register(%L);', p_worker_name);
+        PERFORM fn_iu_route_worker_not_registered('fn_iu_route_worker_run', p_worker_name);
     END IF;
 
-    -- Dual fail-closed gate. A gated run is a clean no-op that still ticks the heartbeat.
+    -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
     v_routes_on := fn_iu_core_routes_enabled() IS TRUE;
     v_worker_on := fn_iu_route_worker_enabled() IS TRUE;
     IF NOT (v_routes_on AND v_worker_on) THEN
@@ -599,24 +985,13 @@ BEGIN
                                   'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
     END IF;
 
-    -- Cursor sanity: the stored snapshots must belong to this cluster and not lie ahead.
-    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
-    IF c.system_identifier IS DISTINCT FROM v_sysid AND c.system_identifier IS NOT NULL THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_run: cursor of worker % was recorded in another cluster (system_identifier %, this cluster %)',
-            quote_literal(p_worker_name), c.system_identifier, v_sysid
-            USING ERRCODE = 'IU002',
-                  HINT = format('Re-anchor it: SELECT fn_iu_route_worker_reset_cursor(%L); the re-scan writes no duplicate attempts (idempotency keys).', p_worker_name);
-    END IF;
-    v_cur_xmax := pg_snapshot_xmax(pg_current_snapshot());
-    IF pg_snapshot_xmax(c.done_snapshot) > v_cur_xmax
-       OR pg_snapshot_xmax(c.window_snapshot) > v_cur_xmax
-       OR c.window_txid >= v_cur_xmax THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_run: cursor of worker % holds transaction ids ahead of this cluster (stored xmax %, current %)',
-            quote_literal(p_worker_name), pg_snapshot_xmax(c.done_snapshot), v_cur_xmax
+    -- Cursor sanity: the stored position must belong to this cluster.
+    v_problem := fn_iu_route_worker_cursor_problem(c);
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_run: %', v_problem
             USING ERRCODE = 'IU002',
                   HINT = format('The cursor comes from another cluster (dump/restore?). Re-anchor it: SELECT fn_iu_route_worker_reset_cursor(%L); the re-scan writes no duplicate attempts (idempotency keys).', p_worker_name);
     END IF;
-
     -- Rows restored from another cluster would stay invisible to every window: refuse and say so.
     IF fn_iu_route_worker_foreign_txids(c.event_domain) THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: event_outbox holds % rows whose transaction ids come from another cluster (dump/restore?)',
@@ -639,150 +1014,27 @@ BEGIN
             v_after_txid  := NULL;
             v_after_id    := NULL;
         END IF;
-        v_page_limit := v_remaining;
-        v_page := 0;
-        d_ids := NULL; d_keys := NULL; d_kinds := NULL;
-        l_txid := NULL; l_id := NULL; l_created := NULL;
+        v_page_limit := p_batch_limit - t.claimed;
+        v_before     := t.claimed;
 
-        -- The common path: the whole page decided and audited in one statement.
-        v_ok := true;
+        -- The common path: the whole page decided and audited in one statement (one
+        -- subtransaction); should it fail, the page again, one event per block.
         BEGIN
-            WITH page AS MATERIALIZED (
-                SELECT p.id, p.txid, p.event_type, p.event_stream, p.created_at
-                  FROM fn_iu_route_worker_claim(c.event_domain, v_done, v_window, v_after_txid, v_after_id, v_page_limit) p
-            ), decided AS MATERIALIZED (
-                SELECT p.id, p.txid, rt.route_key, rt.route_kind,
-                       CASE WHEN rt.id IS NULL THEN 'skipped'
-                            WHEN NOT rt.enabled THEN 'disabled'
-                            WHEN rt.dry_run THEN 'dry_run'
-                            ELSE 'deliver' END AS decision
-                  FROM page p
-                  LEFT JOIN iu_outbound_route rt
-                         ON rt.event_domain = c.event_domain
-                        AND rt.event_type = p.event_type
-                        AND rt.event_stream = p.event_stream
-            ), ins AS (
-                INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
-                SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-                       'iu_wrk:' || p_worker_name || ':' || coalesce(d.route_key, 'none') || ':' || d.id::text
-                  FROM decided d
-                 WHERE d.decision <> 'deliver'
-                ON CONFLICT (idempotency_key, attempt_no) DO NOTHING
-                RETURNING status
-            )
-            SELECT (SELECT count(*) FROM page),
-                   i.n_dry, i.n_disabled, i.n_skipped,
-                   l.txid, l.id, l.created_at,
-                   dv.ids, dv.keys, dv.kinds
-              INTO v_page, k_dry, k_disabled, k_skipped,
-                   l_txid, l_id, l_created,
-                   d_ids, d_keys, d_kinds
-              FROM (SELECT count(*) FILTER (WHERE ins.status = 'dry_run')  AS n_dry,
-                           count(*) FILTER (WHERE ins.status = 'disabled') AS n_disabled,
-                           count(*) FILTER (WHERE ins.status = 'skipped')  AS n_skipped
-                      FROM ins) i
-              CROSS JOIN (SELECT array_agg(d.id ORDER BY d.txid, d.id)         AS ids,
-                                 array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
-                                 array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
-                            FROM decided d WHERE d.decision = 'deliver') dv
-              LEFT JOIN LATERAL (SELECT p.txid, p.id, p.created_at FROM page p
-                                  ORDER BY p.txid DESC, p.id DESC LIMIT 1) l ON true;
+            t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                v_after_txid, v_after_id, v_page_limit);
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-            v_ok := false;
-            v_fallback := true;
             v_fallback_err := v_state || ': ' || v_msg;
+            t := fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                v_after_txid, v_after_id, v_page_limit);
         END;
+        t := fn_iu_route_worker_deliver_page(t, p_worker_name);
 
-        IF v_ok THEN
-            n_dry      := n_dry + k_dry;
-            n_disabled := n_disabled + k_disabled;
-            n_skipped  := n_skipped + k_skipped;
-            v_written  := v_written + k_dry + k_disabled + k_skipped;
-            v_dups     := v_dups + v_page - coalesce(array_length(d_ids, 1), 0) - (k_dry + k_disabled + k_skipped);
-        ELSE
-            -- The page statement failed: redo the page event by event, each isolated.
-            v_page := 0;
-            d_ids := '{}'; d_keys := '{}'; d_kinds := '{}';
-            FOR r IN
-                SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
-                       CASE WHEN rt.id IS NULL THEN 'skipped'
-                            WHEN NOT rt.enabled THEN 'disabled'
-                            WHEN rt.dry_run THEN 'dry_run'
-                            ELSE 'deliver' END AS decision
-                  FROM fn_iu_route_worker_claim(c.event_domain, v_done, v_window, v_after_txid, v_after_id, v_page_limit) p
-                  LEFT JOIN iu_outbound_route rt
-                         ON rt.event_domain = c.event_domain
-                        AND rt.event_type = p.event_type
-                        AND rt.event_stream = p.event_stream
-                 ORDER BY p.txid, p.id
-            LOOP
-                v_page := v_page + 1;
-                l_txid := r.txid; l_id := r.id; l_created := r.created_at;
-                v_key := 'iu_wrk:' || p_worker_name || ':' || coalesce(r.route_key, 'none') || ':' || r.id::text;
-                IF r.decision = 'deliver' THEN
-                    d_ids := d_ids || r.id; d_keys := d_keys || r.route_key; d_kinds := d_kinds || r.route_kind;
-                    CONTINUE;
-                END IF;
-                BEGIN
-                    INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
-                    VALUES (r.id, p_worker_name, r.route_key, r.route_kind, r.decision, v_key)
-                    ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
-                    GET DIAGNOSTICS v_n = ROW_COUNT;
-                    IF v_n = 0 THEN
-                        v_dups := v_dups + 1;
-                    ELSE
-                        v_written := v_written + 1;
-                        CASE r.decision
-                            WHEN 'dry_run'  THEN n_dry := n_dry + 1;
-                            WHEN 'disabled' THEN n_disabled := n_disabled + 1;
-                            ELSE n_skipped := n_skipped + 1;
-                        END CASE;
-                    END IF;
-                EXCEPTION WHEN OTHERS THEN
-                    GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-                    v_n := fn_iu_route_worker_fail(p_worker_name, r.id, r.route_key, r.route_kind, v_key,
-                                                   v_state, v_msg, 'decide');
-                    IF (v_n & 1) = 1 THEN v_written := v_written + 1; n_failed := n_failed + 1; ELSE v_dups := v_dups + 1; END IF;
-                    IF (v_n & 2) = 2 THEN v_dead := v_dead + 1; END IF;
-                END;
-            END LOOP;
-        END IF;
-
-        -- The delivery seam: only enabled, dry_run = false routes get here, one isolated
-        -- block each. An event already attempted (a re-scan) is never handed over twice.
-        FOR i IN 1 .. coalesce(array_length(d_ids, 1), 0) LOOP
-            v_key := 'iu_wrk:' || p_worker_name || ':' || coalesce(d_keys[i], 'none') || ':' || d_ids[i]::text;
-            IF EXISTS (SELECT 1 FROM iu_route_attempt a WHERE a.idempotency_key = v_key) THEN
-                v_dups := v_dups + 1;
-                CONTINUE;
-            END IF;
-            BEGIN
-                v_res := fn_iu_route_deliver((SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = d_ids[i]),
-                                             d_keys[i], d_kinds[i], v_key);
-                INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail)
-                VALUES (d_ids[i], p_worker_name, d_keys[i], d_kinds[i], 'sent', v_key, coalesce(v_res, '{}'::jsonb))
-                ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
-                v_written := v_written + 1;
-                n_sent := n_sent + 1;
-            EXCEPTION WHEN OTHERS THEN
-                GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-                v_n := fn_iu_route_worker_fail(p_worker_name, d_ids[i], d_keys[i], d_kinds[i], v_key,
-                                               v_state, v_msg, 'deliver');
-                IF (v_n & 1) = 1 THEN v_written := v_written + 1; n_failed := n_failed + 1; ELSE v_dups := v_dups + 1; END IF;
-                IF (v_n & 2) = 2 THEN v_dead := v_dead + 1; END IF;
-            END;
-        END LOOP;
-
-        v_claimed   := v_claimed + v_page;
-        v_remaining := v_remaining - v_page;
+        v_page := t.claimed - v_before;
         IF v_page > 0 THEN
-            v_after_txid   := l_txid;
-            v_after_id     := l_id;
-            v_last_created := l_created;
-            v_last_id      := l_id;
+            v_after_txid := t.last_txid;
+            v_after_id   := t.last_id;
         END IF;
-
         IF v_page < v_page_limit THEN
             -- A short page: the window is exhausted and becomes the done snapshot.
             v_done       := v_window;
@@ -792,68 +1044,57 @@ BEGIN
             v_after_id   := NULL;
             v_closed     := v_closed + 1;
             -- Open one more window only if this run did not open the one just closed.
-            EXIT WHEN v_opened_here OR v_remaining <= 0;
+            EXIT WHEN v_opened_here OR t.claimed >= p_batch_limit;
         ELSE
             EXIT; -- the batch is full; the window stays open at (v_after_txid, v_after_id)
         END IF;
     END LOOP;
 
     v_holders := fn_iu_route_worker_holders(v_done, v_window);
-
     v_summary := jsonb_build_object(
         'worker', p_worker_name,
         'event_domain', c.event_domain,
         'gated', false,
         'busy', false,
         'batch_limit', p_batch_limit,
-        'claimed', v_claimed,
-        'attempts_written', v_written,
-        'dead_lettered', v_dead,
-        'dry_run', n_dry,
-        'disabled', n_disabled,
-        'skipped', n_skipped,
-        'failed', n_failed,
-        'sent', n_sent,
-        'already_attempted', v_dups,
+        'claimed', t.claimed,
+        'attempts_written', t.attempts_written,
+        'dead_lettered', t.dead_lettered,
+        'dry_run', t.dry_run,
+        'disabled', t.disabled,
+        'skipped', t.skipped,
+        'failed', t.failed,
+        'sent', t.sent,
+        'already_attempted', t.already_attempted,
         'caught_up', v_window IS NULL,
         'window_open', v_window IS NOT NULL,
         'windows_opened', v_opened,
         'windows_closed', v_closed,
-        'fallback', v_fallback,
+        'fallback', v_fallback_err IS NOT NULL,
         'held_open_count', jsonb_array_length(v_holders),
         'held_open_by', v_holders,
         'run_at', now());
-    IF v_fallback THEN
+    IF v_fallback_err IS NOT NULL THEN
         v_summary := v_summary || jsonb_build_object('fallback_error', left(v_fallback_err, 500));
     END IF;
 
-    UPDATE iu_route_worker_cursor cur
-       SET done_snapshot     = CASE WHEN v_done_moved THEN v_done ELSE cur.done_snapshot END,
-           window_snapshot   = v_window,
-           window_txid       = v_after_txid,
-           window_event_id   = v_after_id,
-           system_identifier = coalesce(cur.system_identifier, v_sysid),
-           last_created_at   = coalesce(v_last_created, cur.last_created_at),
-           last_event_id     = coalesce(v_last_id, cur.last_event_id),
-           events_seen       = cur.events_seen + v_claimed,
-           attempts_written  = cur.attempts_written + v_written,
-           dead_lettered     = cur.dead_lettered + v_dead,
-           runs_total        = cur.runs_total + 1,
-           last_run_at       = now(),
-           last_run_summary  = v_summary
-     WHERE cur.worker_name = p_worker_name;
-
-    PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
-        jsonb_build_object('claimed', v_claimed, 'attempts_written', v_written,
-                           'dead_lettered', v_dead, 'caught_up', v_window IS NULL,
-                           'held_open_count', jsonb_array_length(v_holders)));
+    PERFORM fn_iu_route_worker_advance(p_worker_name, c.event_domain,
+                                       CASE WHEN v_done_moved THEN v_done END,
+                                       v_window, v_after_txid, v_after_id, t, v_summary);
     RETURN v_summary;
 END;
 $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- fn_iu_route_dead_letter_replay
+-- fn_iu_route_dead_letter_replay(p_dead_letter_id) -> jsonb
+-- Re-attempts one dead-lettered event from its snapshot (nothing is read from event_outbox)
+-- as a fresh iu_route_attempt with the next attempt_no, deciding with the route as it is
+-- now (fn_iu_route_decide). A dry_run or sent outcome resolves the dead letter; a failure
+-- moves failed_attempts and last_failed_at; skipped or disabled (no route, or route off)
+-- leaves it open without counting a failure: the operator fixes the route and replays
+-- again. Already resolved -> {"replayed": false, "reason": "already_resolved"}. The dead
+-- letter row is locked, so two replays of one dead letter run one after the other.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_dead_letter_replay(p_dead_letter_id uuid)
@@ -865,13 +1106,11 @@ AS $$
 DECLARE
     dl         iu_route_dead_letter%ROWTYPE;
     rt         iu_outbound_route%ROWTYPE;
-    v_found    boolean;
     v_status   text;
     v_attempt  integer;
     v_res      jsonb;
     v_state    text;
     v_msg      text;
-    v_actor    text := coalesce(nullif(current_setting('app.actor', true), ''), session_user);
 BEGIN
     IF p_dead_letter_id IS NULL THEN
         RAISE EXCEPTION 'fn_iu_route_dead_letter_replay: p_dead_letter_id required' USING ERRCODE = '22023';
@@ -888,23 +1127,17 @@ BEGIN
                                   'resolution', dl.resolution, 'resolved_by', dl.resolved_by);
     END IF;
 
-    -- The route as it is now, for the event as it was (the snapshot).
+    -- The route as it is now (all NULL when none matches), for the event as it was.
     SELECT * INTO rt FROM iu_outbound_route r
      WHERE r.event_domain = dl.event_snapshot->>'event_domain'
        AND r.event_type   = dl.event_snapshot->>'event_type'
        AND r.event_stream = dl.event_snapshot->>'event_stream';
-    v_found := FOUND;
 
     SELECT coalesce(max(a.attempt_no), 0) + 1 INTO v_attempt
       FROM iu_route_attempt a WHERE a.idempotency_key = dl.idempotency_key;
 
-    IF NOT v_found THEN
-        v_status := 'skipped';
-    ELSIF NOT rt.enabled THEN
-        v_status := 'disabled';
-    ELSIF rt.dry_run THEN
-        v_status := 'dry_run';
-    ELSE
+    v_status := fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run);
+    IF v_status = 'deliver' THEN
         BEGIN
             v_res := fn_iu_route_deliver(dl.event_snapshot, rt.route_key, rt.route_kind, dl.idempotency_key);
             v_status := 'sent';
@@ -921,7 +1154,7 @@ BEGIN
 
     IF v_status IN ('dry_run', 'sent') THEN
         UPDATE iu_route_dead_letter d
-           SET resolved_at = now(), resolution = 'replayed_' || v_status, resolved_by = v_actor
+           SET resolved_at = now(), resolution = 'replayed_' || v_status, resolved_by = fn_queue_actor()
          WHERE d.id = dl.id
         RETURNING * INTO dl;
     ELSIF v_status = 'failed' THEN
@@ -950,7 +1183,11 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- fn_iu_route_worker_reset_cursor
+-- fn_iu_route_worker_reset_cursor(p_worker_name) -> jsonb
+-- Moves the cursor back to the start of the stream and re-anchors it in this cluster
+-- (the fix for IU002). The next runs re-scan the domain; idempotency keys keep that
+-- duplicate-free. Waits for a run in progress (runs are short), so a reset never
+-- interleaves with one.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_reset_cursor(p_worker_name text)
@@ -962,17 +1199,12 @@ AS $$
 DECLARE
     c       iu_route_worker_cursor%ROWTYPE;
     v_sysid bigint := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_actor text   := coalesce(nullif(current_setting('app.actor', true), ''), session_user);
+    v_actor text   := fn_queue_actor();
 BEGIN
-    IF coalesce(p_worker_name, '') = '' THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_reset_cursor: p_worker_name required' USING ERRCODE = '22023';
-    END IF;
-    -- Waits for a run in progress (runs are short), so a reset never interleaves with one.
+    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
     SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name FOR NO KEY UPDATE;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_reset_cursor: worker % is not registered', quote_literal(p_worker_name)
-            USING ERRCODE = 'P0002',
-                  HINT = format('Register it first: SELECT fn_iu_route_worker_register(%L);', p_worker_name);
+        PERFORM fn_iu_route_worker_not_registered('fn_iu_route_worker_reset_cursor', p_worker_name);
     END IF;
 
     UPDATE iu_route_worker_cursor cur
@@ -998,7 +1230,66 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- fn_iu_route_worker_health
+-- v_iu_route_worker_status: THE worker-health computation. fn_iu_route_worker_health and
+-- v_queue_health's cursor rows read it, so gates, backlog, dead letters and cursor sanity
+-- are computed one way. The backlog of a cursor from another cluster is NULL (its
+-- snapshots mean nothing here); cursor_ok is false and cursor_hint gives the fix.
+-- ---------------------------------------------------------------------------------------
+CREATE VIEW v_iu_route_worker_status AS
+SELECT cur.worker_name,
+       cur.event_domain,
+       g.routes_enabled,
+       g.worker_enabled,
+       g.routes_enabled AND g.worker_enabled AS gates_open,
+       cur.last_run_at,
+       round(extract(epoch FROM now() - cur.last_run_at)::numeric, 3) AS last_run_age_seconds,
+       cur.runs_total,
+       cur.events_seen,
+       cur.attempts_written,
+       cur.dead_lettered,
+       pend.pending AS backlog,
+       pend.oldest_created_at AS oldest_pending_created_at,
+       round(extract(epoch FROM now() - pend.oldest_created_at)::numeric, 3) AS oldest_pending_age_seconds,
+       dl.open_count AS open_dead_letters,
+       dl.oldest AS oldest_open_dead_letter_at,
+       cur.window_snapshot IS NOT NULL AS window_open,
+       k.problem IS NULL AND NOT k.foreign_rows AS cursor_ok,
+       k.problem AS cursor_problem,
+       k.foreign_rows AS foreign_txid_rows,
+       CASE WHEN k.problem IS NOT NULL THEN
+                format('cursor recorded in another cluster (IU002): SELECT fn_iu_route_worker_reset_cursor(%L);', cur.worker_name)
+            WHEN k.foreign_rows THEN
+                'event_outbox holds rows with transaction ids from another cluster (IU002): SELECT fn_iu_event_outbox_rebase_foreign_txids();'
+       END AS cursor_hint,
+       cur.last_created_at,
+       cur.last_event_id,
+       cur.done_snapshot,
+       cur.window_snapshot,
+       cur.window_txid,
+       cur.window_event_id,
+       cur.system_identifier,
+       cur.last_run_summary
+  FROM iu_route_worker_cursor cur
+ CROSS JOIN LATERAL (SELECT fn_iu_core_routes_enabled() IS TRUE AS routes_enabled,
+                            fn_iu_route_worker_enabled() IS TRUE AS worker_enabled) g
+ CROSS JOIN LATERAL (SELECT fn_iu_route_worker_cursor_problem(cur) AS problem,
+                            fn_iu_route_worker_foreign_txids(cur.event_domain) AS foreign_rows) k
+  LEFT JOIN LATERAL (SELECT pp.pending, pp.oldest_created_at
+                       FROM fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot,
+                                                       cur.window_txid, cur.window_event_id) pp
+                      WHERE k.problem IS NULL) pend ON true
+ CROSS JOIN LATERAL (SELECT count(*) AS open_count, min(d.last_failed_at) AS oldest
+                       FROM iu_route_dead_letter d
+                      WHERE d.worker_name = cur.worker_name AND d.resolved_at IS NULL) dl;
+
+COMMENT ON VIEW v_iu_route_worker_status IS
+    'Route workers: cursor, gates, counters, backlog (committed events not yet routed), open dead letters, cursor sanity (IU002).';
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_health(p_worker_name DEFAULT NULL) -> jsonb
+-- v_iu_route_worker_status as JSON, plus what holds each worker's windows open (pid, age)
+-- and its heartbeat. With a worker name, its document at the top level (and in
+-- "workers"); without one, every worker. Unknown worker -> P0002.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_health(p_worker_name text DEFAULT NULL)
@@ -1011,85 +1302,57 @@ AS $$
 DECLARE
     v_routes_on boolean := fn_iu_core_routes_enabled() IS TRUE;
     v_worker_on boolean := fn_iu_route_worker_enabled() IS TRUE;
-    v_sysid     bigint  := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_xmax      xid8    := pg_snapshot_xmax(pg_current_snapshot());
     v_gates     jsonb;
     v_workers   jsonb;
 BEGIN
-    IF p_worker_name = '' THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_health: p_worker_name must be NULL (all workers) or a worker name'
-            USING ERRCODE = '22023';
-    END IF;
-    IF p_worker_name IS NOT NULL
-       AND NOT EXISTS (SELECT 1 FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name) THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_health: worker % is not registered', quote_literal(p_worker_name)
-            USING ERRCODE = 'P0002',
-                  HINT = format('Register it first: SELECT fn_iu_route_worker_register(%L);', p_worker_name);
+    IF p_worker_name IS NOT NULL THEN
+        PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_health', p_worker_name);
+        IF NOT EXISTS (SELECT 1 FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name) THEN
+            PERFORM fn_iu_route_worker_not_registered('fn_iu_route_worker_health', p_worker_name);
+        END IF;
     END IF;
 
     v_gates := jsonb_build_object('iu_core.routes_enabled', v_routes_on,
                                   'iu_core.route_worker_enabled', v_worker_on,
                                   'open', v_routes_on AND v_worker_on);
 
-    SELECT coalesce(jsonb_agg(w.doc ORDER BY w.worker_name), '[]'::jsonb)
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'worker', s.worker_name,
+               'event_domain', s.event_domain,
+               'gates', v_gates,
+               'runs_total', s.runs_total,
+               'last_run_at', s.last_run_at,
+               'last_run_age_seconds', s.last_run_age_seconds,
+               'events_seen', s.events_seen,
+               'attempts_written', s.attempts_written,
+               'dead_lettered', s.dead_lettered,
+               'backlog', s.backlog,
+               'oldest_pending_created_at', s.oldest_pending_created_at,
+               'oldest_pending_age_seconds', s.oldest_pending_age_seconds,
+               'open_dead_letters', s.open_dead_letters,
+               'oldest_open_dead_letter_at', s.oldest_open_dead_letter_at,
+               'window_open', s.window_open,
+               'held_open_count', jsonb_array_length(hold.holders),
+               'held_open_by', hold.holders,
+               'cursor_ok', s.cursor_ok,
+               'foreign_txid_rows', s.foreign_txid_rows,
+               'cursor_hint', s.cursor_hint,
+               'heartbeat', (SELECT jsonb_build_object('last_beat_at', h.last_beat_at,
+                                                       'age_seconds', round(extract(epoch FROM now() - h.last_beat_at)::numeric, 3),
+                                                       'ticks_total', h.ticks_total,
+                                                       'status', h.status,
+                                                       'stale_threshold_seconds', h.stale_threshold_seconds,
+                                                       'last_beat_payload', h.last_beat_payload)
+                               FROM queue_heartbeat h WHERE h.executor_id = s.worker_name),
+               'last_run_summary', s.last_run_summary) ORDER BY s.worker_name), '[]'::jsonb)
       INTO v_workers
-      FROM (
-        SELECT cur.worker_name,
-               jsonb_build_object(
-                   'worker', cur.worker_name,
-                   'event_domain', cur.event_domain,
-                   'gates', v_gates,
-                   'runs_total', cur.runs_total,
-                   'last_run_at', cur.last_run_at,
-                   'last_run_age_seconds', round(extract(epoch FROM now() - cur.last_run_at)::numeric, 3),
-                   'events_seen', cur.events_seen,
-                   'attempts_written', cur.attempts_written,
-                   'dead_lettered', cur.dead_lettered,
-                   'backlog', pend.pending,
-                   'oldest_pending_created_at', pend.oldest_created_at,
-                   'oldest_pending_age_seconds', round(extract(epoch FROM now() - pend.oldest_created_at)::numeric, 3),
-                   'open_dead_letters', dl.open_count,
-                   'oldest_open_dead_letter_at', dl.oldest,
-                   'window_open', cur.window_snapshot IS NOT NULL,
-                   'held_open_count', jsonb_array_length(hold.holders),
-                   'held_open_by', hold.holders,
-                   'cursor_ok', k.ok AND NOT k.foreign_rows,
-                   'foreign_txid_rows', k.foreign_rows,
-                   'cursor_hint', CASE WHEN NOT k.ok THEN
-                       format('cursor recorded in another cluster (IU002): SELECT fn_iu_route_worker_reset_cursor(%L);', cur.worker_name)
-                                       WHEN k.foreign_rows THEN
-                       'event_outbox holds rows with transaction ids from another cluster (IU002): SELECT fn_iu_event_outbox_rebase_foreign_txids();' END,
-                   'heartbeat', (SELECT jsonb_build_object('last_beat_at', h.last_beat_at,
-                                                           'age_seconds', round(extract(epoch FROM now() - h.last_beat_at)::numeric, 3),
-                                                           'ticks_total', h.ticks_total,
-                                                           'status', h.status,
-                                                           'stale_threshold_seconds', h.stale_threshold_seconds,
-                                                           'last_beat_payload', h.last_beat_payload)
-                                   FROM queue_heartbeat h WHERE h.executor_id = cur.worker_name),
-                   'last_run_summary', cur.last_run_summary) AS doc
-          FROM iu_route_worker_cursor cur
-          -- the same sanity rule as fn_iu_route_worker_run (IU002)
-          CROSS JOIN LATERAL (
-                SELECT (cur.system_identifier IS NULL OR cur.system_identifier = v_sysid)
-                       AND coalesce(pg_snapshot_xmax(cur.done_snapshot) <= v_xmax, true)
-                       AND coalesce(pg_snapshot_xmax(cur.window_snapshot) <= v_xmax, true) AS ok,
-                       fn_iu_route_worker_foreign_txids(cur.event_domain) AS foreign_rows) k
-          LEFT JOIN LATERAL (
-                -- a cursor from another cluster has no meaningful backlog: NULL, cursor_ok false
-                SELECT pp.pending, pp.oldest_created_at
-                  FROM fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot,
-                                                  cur.window_txid, cur.window_event_id) pp
-                 WHERE k.ok) pend ON true
-          CROSS JOIN LATERAL (
-                SELECT count(*) AS open_count, min(d.last_failed_at) AS oldest
-                  FROM iu_route_dead_letter d
-                 WHERE d.worker_name = cur.worker_name AND d.resolved_at IS NULL) dl
-          CROSS JOIN LATERAL (
-                SELECT CASE WHEN k.ok
-                            THEN fn_iu_route_worker_holders(cur.done_snapshot, cur.window_snapshot)
-                            ELSE '[]'::jsonb END AS holders) hold
-         WHERE p_worker_name IS NULL OR cur.worker_name = p_worker_name
-      ) w;
+      FROM v_iu_route_worker_status s
+     CROSS JOIN LATERAL (
+           -- a cursor from another cluster: its snapshots name no transaction of ours
+           SELECT CASE WHEN s.cursor_problem IS NULL
+                       THEN fn_iu_route_worker_holders(s.done_snapshot, s.window_snapshot)
+                       ELSE '[]'::jsonb END AS holders) hold
+     WHERE p_worker_name IS NULL OR s.worker_name = p_worker_name;
 
     IF p_worker_name IS NOT NULL THEN
         -- One worker: its document at the top level (and in "workers" for uniform readers).
@@ -1100,42 +1363,6 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
-
--- ---------------------------------------------------------------------------------------
--- Views (read by operators: SELECT to workflow_admin)
--- ---------------------------------------------------------------------------------------
-CREATE VIEW v_iu_route_worker_status AS
-SELECT cur.worker_name,
-       cur.event_domain,
-       fn_iu_core_routes_enabled()  AS routes_enabled,
-       fn_iu_route_worker_enabled() AS worker_enabled,
-       fn_iu_core_routes_enabled() AND fn_iu_route_worker_enabled() AS gates_open,
-       cur.last_run_at,
-       round(extract(epoch FROM now() - cur.last_run_at)::numeric, 3) AS last_run_age_seconds,
-       cur.runs_total,
-       cur.events_seen,
-       cur.attempts_written,
-       cur.dead_lettered,
-       pend.pending AS backlog,
-       pend.oldest_created_at AS oldest_pending_created_at,
-       round(extract(epoch FROM now() - pend.oldest_created_at)::numeric, 3) AS oldest_pending_age_seconds,
-       (SELECT count(*) FROM iu_route_dead_letter d
-         WHERE d.worker_name = cur.worker_name AND d.resolved_at IS NULL) AS open_dead_letters,
-       cur.window_snapshot IS NOT NULL AS window_open,
-       cur.last_created_at,
-       cur.last_event_id,
-       cur.done_snapshot,
-       cur.window_snapshot,
-       cur.window_txid,
-       cur.window_event_id,
-       cur.system_identifier,
-       cur.last_run_summary
-  FROM iu_route_worker_cursor cur
-  LEFT JOIN LATERAL fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot,
-                                               cur.window_txid, cur.window_event_id) pend ON true;
-
-COMMENT ON VIEW v_iu_route_worker_status IS
-    'Route workers: cursor, gates, counters, backlog (committed events not yet routed) and the age of the oldest.';
 
 CREATE VIEW v_iu_route_dead_letter_open AS
 SELECT d.id,
@@ -1174,17 +1401,29 @@ COMMENT ON VIEW v_iu_route_attempt_summary IS
     'Route worker audit rows by worker and status (attempts, distinct events, replays, first/last).';
 
 -- ---------------------------------------------------------------------------------------
--- Privileges (spec 9): PUBLIC executes nothing; executors run the worker, operators the rest.
+-- Privileges, in one place: PUBLIC executes nothing; executors run the worker, operators
+-- the rest. Internal helpers are executed by nobody but the owner (through the SECURITY
+-- DEFINER entry points). A view's function calls are checked against its reader, so the
+-- functions v_iu_route_worker_status calls are granted to workflow_admin too.
 -- ---------------------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION fn_iu_route_decide(text, boolean, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_idempotency_key(text, text, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_require_name(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_not_registered(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_holders(pg_snapshot, pg_snapshot) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_snapshot() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_foreign_txids(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_rebase_foreign_txids() FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid) FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_iu_route_worker_holders(pg_snapshot, pg_snapshot) FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_iu_route_worker_beat(text, text, jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_iu_route_worker_fail(text, uuid, text, text, text, text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_deliver(jsonb, text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_fail(iu_route_run_tally, text, uuid, text, text, text, text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_decide_page(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_decide_each(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_deliver_page(iu_route_run_tally, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_beat(text, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_route_run_tally, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_register(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_run(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_replay(uuid) FROM PUBLIC;
@@ -1197,27 +1436,38 @@ GRANT EXECUTE ON FUNCTION fn_iu_route_worker_reset_cursor(text) TO workflow_admi
 GRANT EXECUTE ON FUNCTION fn_iu_event_outbox_rebase_foreign_txids() TO workflow_admin;
 GRANT EXECUTE ON FUNCTION fn_iu_route_dead_letter_replay(uuid) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION fn_iu_route_worker_health(text) TO workflow_admin;
--- The status view calls the backlog helper, and view users need EXECUTE on what a view calls.
 GRANT EXECUTE ON FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid) TO workflow_admin;
+GRANT EXECUTE ON FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor) TO workflow_admin;
+GRANT EXECUTE ON FUNCTION fn_iu_route_worker_foreign_txids(text) TO workflow_admin;
 
 GRANT SELECT ON v_iu_route_worker_status, v_iu_route_dead_letter_open, v_iu_route_attempt_summary TO workflow_admin;
 
 -- +goose Down
 REVOKE SELECT ON v_iu_route_worker_status, v_iu_route_dead_letter_open, v_iu_route_attempt_summary FROM workflow_admin;
+DROP FUNCTION fn_iu_route_worker_health(text);
 DROP VIEW v_iu_route_attempt_summary;
 DROP VIEW v_iu_route_dead_letter_open;
 DROP VIEW v_iu_route_worker_status;
-DROP FUNCTION fn_iu_route_worker_health(text);
 DROP FUNCTION fn_iu_route_worker_reset_cursor(text);
 DROP FUNCTION fn_iu_route_dead_letter_replay(uuid);
 DROP FUNCTION fn_iu_route_worker_run(text, integer);
+DROP FUNCTION fn_iu_route_worker_register(text, text);
+DROP FUNCTION fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_route_run_tally, jsonb);
+DROP FUNCTION fn_iu_route_worker_beat(text, text, jsonb);
+DROP FUNCTION fn_iu_route_worker_deliver_page(iu_route_run_tally, text);
+DROP FUNCTION fn_iu_route_worker_decide_each(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
+DROP FUNCTION fn_iu_route_worker_decide_page(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
+DROP FUNCTION fn_iu_route_worker_fail(iu_route_run_tally, text, uuid, text, text, text, text, text, text);
+DROP TYPE iu_route_run_tally;
+DROP FUNCTION fn_iu_route_deliver(jsonb, text, text, text);
 DROP FUNCTION fn_iu_event_outbox_rebase_foreign_txids();
 DROP FUNCTION fn_iu_route_worker_foreign_txids(text);
 DROP FUNCTION fn_iu_route_worker_snapshot();
-DROP FUNCTION fn_iu_route_worker_register(text, text);
-DROP FUNCTION fn_iu_route_deliver(jsonb, text, text, text);
-DROP FUNCTION fn_iu_route_worker_fail(text, uuid, text, text, text, text, text, text);
-DROP FUNCTION fn_iu_route_worker_beat(text, text, jsonb);
 DROP FUNCTION fn_iu_route_worker_holders(pg_snapshot, pg_snapshot);
 DROP FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid);
 DROP FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
+DROP FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor);
+DROP FUNCTION fn_iu_route_worker_not_registered(text, text);
+DROP FUNCTION fn_iu_route_worker_require_name(text, text);
+DROP FUNCTION fn_iu_route_idempotency_key(text, text, uuid);
+DROP FUNCTION fn_iu_route_decide(text, boolean, boolean);

@@ -43,16 +43,6 @@ INSERT INTO dot_config (key, value, description) VALUES
      'Executor ids (comma or whitespace separated) fn_cut_heartbeat_ping refuses to tick, on top of iu_outbound_default, which is always protected.')
 ON CONFLICT (key) DO NOTHING;
 
--- +goose StatementBegin
-CREATE FUNCTION fn_queue_actor(p_actor text)
-RETURNS text
-LANGUAGE sql STABLE
-SET search_path = public, pg_temp
-AS $$
-    -- Who is acting: the explicit argument, else app.actor, else the session user.
-    SELECT coalesce(nullif(btrim(p_actor), ''), nullif(btrim(current_setting('app.actor', true)), ''), session_user::text)
-$$;
--- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE FUNCTION fn_queue_heartbeat_floor_seconds()
@@ -349,7 +339,6 @@ END;
 $$;
 -- +goose StatementEnd
 
-REVOKE ALL ON FUNCTION fn_queue_actor(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_floor_seconds() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_is_protected(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_describe(queue_heartbeat) FROM PUBLIC;
@@ -378,7 +367,6 @@ DROP FUNCTION fn_queue_heartbeat_register(text, text, text[], integer, integer, 
 DROP FUNCTION fn_queue_heartbeat_describe(queue_heartbeat);
 DROP FUNCTION fn_queue_heartbeat_is_protected(text);
 DROP FUNCTION fn_queue_heartbeat_floor_seconds();
-DROP FUNCTION fn_queue_actor(text);
 DELETE FROM dot_config WHERE key IN ('queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',
                                      'queue.heartbeat.protected_executors');
 ALTER TABLE queue_heartbeat DROP COLUMN alerted_beat_at;

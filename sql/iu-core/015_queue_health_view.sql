@@ -12,12 +12,10 @@
 -- executor_kind, detail.
 --
 -- Rows:
---   cursor             one per route worker: its counters; backlog and oldest_pending_age_seconds
---                      from the route worker's own helper fn_iu_route_worker_pending (009): the
---                      domain's committed events not visible in the worker's done snapshot,
---                      minus what it already consumed of its open window — index range scans on
---                      event_outbox (event_domain, txid, id), so the cost follows the backlog,
---                      not the log. status_hint never_run | backlog | caught_up.
+--   cursor             one per route worker, read from v_iu_route_worker_status (009), the one
+--                      worker-health computation: its counters, backlog and
+--                      oldest_pending_age_seconds (the domain's committed events the worker has
+--                      not routed yet). status_hint never_run | backlog | caught_up.
 --   heartbeat          one per executor: status_hint stale | fresh | paused (same rule as
 --                      fn_queue_stale_check, floor included); severity warning | critical when
 --                      stale; events_seen = ticks_total; gap_ratio; executor_kind; detail (status,
@@ -31,8 +29,8 @@
 --   backlog_job_queue  one per (job kind, domain) with queued jobs: count in events_seen and
 --                      backlog, newest enqueue in last_seen_at, oldest in
 --                      oldest_pending_age_seconds, due-now count in detail.
--- The view calls two functions, both granted to workflow_admin (a view's function calls are
--- checked against its reader): fn_iu_route_worker_pending (009) and
+-- The view calls functions that are granted to workflow_admin (a view's function calls are
+-- checked against its reader): those of v_iu_route_worker_status (009) and
 -- fn_queue_heartbeat_floor_seconds (010, the one parser of the global floor, SECURITY
 -- DEFINER so the reader needs no access to dot_config).
 -- severity and gap_ratio of a heartbeat row follow fn_queue_stale_check exactly: gap_ratio
@@ -55,10 +53,10 @@ SELECT 'cursor'::text                                            AS source,
        c.attempts_written                                        AS attempts_written,
        c.dead_lettered                                           AS dead_lettered,
        CASE WHEN c.last_run_at IS NULL THEN 'never_run'
-            WHEN b.backlog > 0 THEN 'backlog'
+            WHEN c.backlog > 0 THEN 'backlog'
             ELSE 'caught_up' END                                 AS status_hint,
-       b.backlog                                                 AS backlog,
-       CASE WHEN b.backlog > 0 THEN floor(extract(epoch FROM (now() - b.oldest_created_at)))::bigint END
+       c.backlog                                                 AS backlog,
+       CASE WHEN c.backlog > 0 THEN floor(extract(epoch FROM (now() - c.oldest_pending_created_at)))::bigint END
                                                                  AS oldest_pending_age_seconds,
        NULL::text                                                AS severity,
        NULL::boolean                                             AS paused,
@@ -68,12 +66,7 @@ SELECT 'cursor'::text                                            AS source,
        jsonb_build_object('runs_total', c.runs_total, 'last_event_id', c.last_event_id,
                           'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary)
                                                                  AS detail
-  FROM iu_route_worker_cursor c
-  LEFT JOIN LATERAL (
-        SELECT pp.pending AS backlog, pp.oldest_created_at
-          FROM fn_iu_route_worker_pending(c.event_domain, c.done_snapshot, c.window_snapshot,
-                                          c.window_txid, c.window_event_id) pp
-  ) b ON true
+  FROM v_iu_route_worker_status c
 UNION ALL
 SELECT 'heartbeat'::text,
        h.executor_id,

@@ -26,6 +26,7 @@ var queueFunctions = pgtest.GrantMatrix{
 	"fn_queue_notify_enabled()":                                          {"workflow_admin", "dot_executor"},
 	"fn_queue_actor(text)":                                               nil,
 	"fn_queue_executor_kinds()":                                          nil, // 008: the vocabulary
+	"fn_queue_heartbeat_defaults(text)":                                  nil, // 008: default cadence and threshold
 	"fn_queue_heartbeat_floor_seconds()":                                 {"workflow_admin"},
 	"fn_queue_heartbeat_is_protected(text)":                              nil,
 	"fn_queue_heartbeat_describe(queue_heartbeat)":                       nil,

@@ -165,23 +165,33 @@ func TestGrants_ExecutorRunsAdminOperates(t *testing.T) {
 // (through the SECURITY DEFINER entry points); fn_iu_route_worker_pending is readable by
 // workflow_admin because the status view and v_queue_health call it.
 var routeFunctions = pgtest.GrantMatrix{
-	"fn_iu_route_worker_register(text,text)":                                   {"workflow_admin"},
-	"fn_iu_route_worker_run(text,integer)":                                     {"dot_executor", "workflow_admin"},
-	"fn_iu_route_worker_reset_cursor(text)":                                    {"workflow_admin"},
-	"fn_iu_route_dead_letter_replay(uuid)":                                     {"workflow_admin"},
-	"fn_iu_route_worker_health(text)":                                          {"workflow_admin"},
-	"fn_iu_route_worker_pending(text,pg_snapshot,pg_snapshot,xid8,uuid)":       {"workflow_admin"},
-	"fn_iu_route_worker_claim(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)": nil,
-	"fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                      nil,
-	"fn_iu_route_worker_beat(text,text,jsonb)":                                 nil,
-	"fn_iu_route_worker_fail(text,uuid,text,text,text,text,text,text)":         nil,
-	"fn_iu_route_deliver(jsonb,text,text,text)":                                nil,
-	"fn_iu_route_worker_snapshot()":                                            nil,
-	"fn_iu_route_worker_foreign_txids(text)":                                   nil,
-	"fn_iu_event_outbox_rebase_foreign_txids()":                                {"workflow_admin"},                 // the IU002 fix
-	"fn_iu_route_worker_enabled()":                                             {"dot_executor", "workflow_admin"}, // 005
-	"fn_iu_route_attempt_immutable()":                                          nil,                                // 002 trigger
-	"fn_iu_route_dead_letter_no_delete()":                                      nil,                                // 008 trigger
+	"fn_iu_route_worker_register(text,text)":                                                                 {"workflow_admin"},
+	"fn_iu_route_worker_run(text,integer)":                                                                   {"dot_executor", "workflow_admin"},
+	"fn_iu_route_worker_reset_cursor(text)":                                                                  {"workflow_admin"},
+	"fn_iu_route_dead_letter_replay(uuid)":                                                                   {"workflow_admin"},
+	"fn_iu_route_worker_health(text)":                                                                        {"workflow_admin"},
+	"fn_iu_route_worker_pending(text,pg_snapshot,pg_snapshot,xid8,uuid)":                                     {"workflow_admin"},
+	"fn_iu_route_worker_claim(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                               nil,
+	"fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                    nil,
+	"fn_iu_route_worker_beat(text,text,jsonb)":                                                               nil,
+	"fn_iu_route_worker_fail(iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                    nil,
+	"fn_iu_route_worker_decide_page(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)": nil,
+	"fn_iu_route_worker_decide_each(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)": nil,
+	"fn_iu_route_worker_deliver_page(iu_route_run_tally,text)":                                               nil,
+	"fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_route_run_tally,jsonb)":       nil,
+	"fn_iu_route_decide(text,boolean,boolean)":                                                               nil,
+	"fn_iu_route_idempotency_key(text,text,uuid)":                                                            nil,
+	"fn_iu_route_worker_require_name(text,text)":                                                             nil,
+	"fn_iu_route_worker_not_registered(text,text)":                                                           nil,
+	// v_iu_route_worker_status calls these, and a view's function calls are checked against its reader
+	"fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)": {"workflow_admin"},
+	"fn_iu_route_deliver(jsonb,text,text,text)":                 nil,
+	"fn_iu_route_worker_snapshot()":                             nil,
+	"fn_iu_route_worker_foreign_txids(text)":                    {"workflow_admin"},
+	"fn_iu_event_outbox_rebase_foreign_txids()":                 {"workflow_admin"},                 // the IU002 fix
+	"fn_iu_route_worker_enabled()":                              {"dot_executor", "workflow_admin"}, // 005
+	"fn_iu_route_attempt_immutable()":                           nil,                                // 002 trigger
+	"fn_iu_route_dead_letter_no_delete()":                       nil,                                // 008 trigger
 }
 
 // Spec 9: the grant matrix of the route worker's functions holds exactly, PUBLIC executes
