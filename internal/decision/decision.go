@@ -114,24 +114,57 @@ type Decision struct {
 	Reason string
 }
 
+// MaxNameBytes bounds every name the SQL indexes (worker names, route keys, domains):
+// fn_iu_require_name refuses longer ones with 22023, far below btree's row-size limit.
+const MaxNameBytes = 200
+
+// blankCutset is what the SQL treats as blank (btrim with these characters), so a name of
+// spaces, tabs or newlines is as absent as an empty one.
+const blankCutset = " \t\r\n\f\v"
+
 // Errors of Validate.
 var (
-	ErrWorkerName = errors.New("decision: worker name required")
-	ErrEventID    = errors.New("decision: event id required")
-	ErrRouteKey   = errors.New("decision: a found route needs a route key without ':' that is not \"none\"")
+	ErrWorkerName  = errors.New("decision: worker name required (non-blank, at most 200 bytes)")
+	ErrWorkerColon = errors.New("decision: worker name may not contain ':' (it is part of the idempotency key)")
+	ErrEventID     = errors.New("decision: event id required")
+	ErrRouteKey    = errors.New("decision: a found route needs a non-blank route key of at most 200 bytes that is not \"none\"")
 )
 
-// Validate rejects inputs the SQL rejects too: an empty worker name (22023 in
-// fn_iu_route_worker_run), an empty event id, and a route key that would make the
-// idempotency key ambiguous (the CHECK on iu_outbound_route.route_key).
-func (in Input) Validate() error {
-	if in.Worker.Name == "" {
+// ValidName reports whether the SQL accepts s as a name (fn_iu_require_name): not blank,
+// at most MaxNameBytes bytes.
+func ValidName(s string) bool {
+	return strings.Trim(s, blankCutset) != "" && len(s) <= MaxNameBytes
+}
+
+// ValidateWorkerName refuses what fn_iu_route_worker_register and fn_iu_route_worker_run
+// refuse (22023): a blank or over-long name, or one with ':'.
+func ValidateWorkerName(name string) error {
+	if !ValidName(name) {
 		return ErrWorkerName
+	}
+	if strings.Contains(name, ":") {
+		return ErrWorkerColon
+	}
+	return nil
+}
+
+// ValidRouteKey reports whether the CHECK on iu_outbound_route.route_key accepts key:
+// a name (ValidName) other than the "none" placeholder. Any other text, ':' included, is
+// fine: the event id is fixed-length and last in the idempotency key.
+func ValidRouteKey(key string) bool {
+	return ValidName(key) && key != NoRouteKey
+}
+
+// Validate rejects inputs the SQL rejects too: a worker name fn_iu_route_worker_run
+// refuses, an empty event id, and a route key the iu_outbound_route CHECK refuses.
+func (in Input) Validate() error {
+	if err := ValidateWorkerName(in.Worker.Name); err != nil {
+		return err
 	}
 	if in.Event.ID == "" {
 		return ErrEventID
 	}
-	if in.Route.Found && (in.Route.Key == "" || in.Route.Key == NoRouteKey || strings.Contains(in.Route.Key, ":")) {
+	if in.Route.Found && !ValidRouteKey(in.Route.Key) {
 		return ErrRouteKey
 	}
 	return nil

@@ -2,6 +2,7 @@ package decision
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -153,7 +154,7 @@ func TestInput_Validate(t *testing.T) {
 	e := ok
 	e.Event.ID = ""
 	bad["empty event id"] = badCase{e, ErrEventID}
-	for _, key := range []string{"", "none", "a:b"} {
+	for _, key := range []string{"", "none", " ", "\t\n", strings.Repeat("k", MaxNameBytes+1)} {
 		r := ok
 		r.Route.Key = key
 		bad["route key "+key] = badCase{r, ErrRouteKey}
@@ -162,6 +163,20 @@ func TestInput_Validate(t *testing.T) {
 		if err := c.in.Validate(); !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", name, err, c.want)
 		}
+	}
+	for _, name := range []string{" ", strings.Repeat("w", MaxNameBytes+1)} {
+		w := ok
+		w.Worker.Name = name
+		bad["worker "+name] = badCase{w, ErrWorkerName}
+	}
+	c := ok
+	c.Worker.Name = "a:b"
+	bad["worker with a colon"] = badCase{c, ErrWorkerColon}
+	// A route key may hold ':' (the SQL allows it; the key stays unambiguous).
+	colon := ok
+	colon.Route.Key = "a:b"
+	if err := colon.Validate(); err != nil {
+		t.Errorf("route key with a colon refused: %v", err)
 	}
 	// No route: the route key is not looked at.
 	if err := input(Route{Key: "a:b"}, SeamFailClosed()).Validate(); err != nil {

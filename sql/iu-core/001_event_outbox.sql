@@ -79,6 +79,17 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
+CREATE FUNCTION fn_iu_is_blank(p_value text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- What "blank" means everywhere in the package (argument checks and table CHECKs):
+    -- NULL, empty, or only spaces, tabs, newlines, carriage returns, form or vertical feeds.
+    SELECT p_value IS NULL OR pg_catalog.btrim(p_value, E' \t\r\n\f\x0B') OPERATOR(pg_catalog.=) ''
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
 CREATE FUNCTION fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer DEFAULT 200)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -90,7 +101,7 @@ BEGIN
     -- every index that holds the value (and the idempotency key built from it) far below
     -- btree's ~2.7 kB row limit, so a long name is refused here with 22023 instead of
     -- registering and then failing every later run with 54000.
-    IF p_value IS NULL OR btrim(p_value, E' \t\r\n\f\x0B') = '' THEN
+    IF fn_iu_is_blank(p_value) THEN
         RAISE EXCEPTION '%: % required', p_caller, p_param
             USING ERRCODE = '22023', HINT = 'Pass a non-blank name.';
     END IF;
@@ -167,11 +178,13 @@ REVOKE ALL ON FUNCTION fn_iu_payload_denied_paths(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_require_clean(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_append_only() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_require_name(text, text, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_is_blank(text) FROM PUBLIC;
 
 -- +goose Down
 DROP TABLE event_outbox;
 DROP FUNCTION fn_iu_event_outbox_append_only();
 DROP FUNCTION fn_iu_require_name(text, text, text, integer);
+DROP FUNCTION fn_iu_is_blank(text);
 DROP FUNCTION fn_iu_payload_require_clean(text, text, jsonb);
 DROP FUNCTION fn_iu_payload_denied_paths(jsonb);
 DROP FUNCTION fn_iu_payload_is_clean(jsonb);

@@ -15,7 +15,7 @@ CREATE TABLE iu_outbound_route (
     -- Non-blank, not the 'none' placeholder, and bounded like every name the package
     -- indexes (200 bytes): it is part of every idempotency key of its events.
     route_key    text        NOT NULL UNIQUE
-                 CHECK (btrim(route_key) <> '' AND route_key <> 'none' AND octet_length(route_key) <= 200),
+                 CHECK (NOT fn_iu_is_blank(route_key) AND route_key <> 'none' AND octet_length(route_key) <= 200),
     route_kind   text        NOT NULL DEFAULT 'outbound',
     enabled      boolean     NOT NULL DEFAULT false,
     dry_run      boolean     NOT NULL DEFAULT true,
