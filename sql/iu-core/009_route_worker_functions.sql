@@ -184,23 +184,29 @@ $$;
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_cursor_problem(p_cursor iu_route_worker_cursor)
 RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-    SELECT CASE
-             WHEN p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> s.system_identifier THEN
-                 format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
-                        quote_literal(p_cursor.worker_name), p_cursor.system_identifier, s.system_identifier)
-             WHEN pg_snapshot_xmax(p_cursor.done_snapshot) > x.xmax
-               OR pg_snapshot_xmax(p_cursor.window_snapshot) > x.xmax
-               OR p_cursor.window_txid >= x.xmax THEN
-                 format('cursor of worker %s holds transaction ids ahead of this cluster (stored xmax %s, current %s)',
-                        quote_literal(p_cursor.worker_name),
-                        coalesce(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot)), x.xmax)
-           END
-      FROM pg_control_system() s
-     CROSS JOIN (SELECT pg_snapshot_xmax(pg_current_snapshot()) AS xmax) x
+-- PL/pgSQL rather than SQL: its expressions are prepared once per session, where a
+-- non-inlined SQL function would be planned again on every run.
+DECLARE
+    v_sysid bigint := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_xmax  xid8   := pg_snapshot_xmax(pg_current_snapshot());
+BEGIN
+    IF p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> v_sysid THEN
+        RETURN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
+                      quote_literal(p_cursor.worker_name), p_cursor.system_identifier, v_sysid);
+    END IF;
+    IF pg_snapshot_xmax(p_cursor.done_snapshot) > v_xmax
+       OR pg_snapshot_xmax(p_cursor.window_snapshot) > v_xmax
+       OR p_cursor.window_txid >= v_xmax THEN
+        RETURN format('cursor of worker %s holds transaction ids ahead of this cluster (stored xmax %s, current %s)',
+                      quote_literal(p_cursor.worker_name),
+                      coalesce(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot)), v_xmax);
+    END IF;
+    RETURN NULL;
+END;
 $$;
 -- +goose StatementEnd
 
