@@ -17,7 +17,7 @@ func input(route Route, d Delivery) Input {
 	}
 }
 
-// Spec 4.2 step 4 and 5: the status table — skipped (no route), disabled (route disabled,
+// The status table — skipped (no route), disabled (route disabled,
 // whatever its dry_run), dry_run (enabled + dry_run, the seam is never consulted), and for
 // enabled + not dry_run the seam decides: sent, or failed + dead letter with the SQLSTATE.
 func TestDecide_StatusTable(t *testing.T) {
@@ -58,7 +58,7 @@ func TestDecide_StatusTable(t *testing.T) {
 	}
 }
 
-// Spec 4.2: the idempotency key is iu_wrk:{worker}:{route_key}:{event_id}, with "none"
+// The idempotency key is iu_wrk:{worker}:{route_key}:{event_id}, with "none"
 // for route_key when no route matched.
 func TestDecide_IdempotencyKey(t *testing.T) {
 	t.Parallel()
@@ -75,7 +75,7 @@ func TestDecide_IdempotencyKey(t *testing.T) {
 	}
 }
 
-// Spec 4.2: workers with different names are independent consumers — the same event and
+// Workers with different names are independent consumers — the same event and
 // route give different keys, so their attempts never collide.
 func TestDecide_KeysDifferPerWorker(t *testing.T) {
 	t.Parallel()
@@ -87,7 +87,7 @@ func TestDecide_KeysDifferPerWorker(t *testing.T) {
 	}
 }
 
-// Spec 4.2 step 2: a worker claims only its own domain ('iu' by default); an event of
+// A worker claims only its own domain ('iu' by default); an event of
 // another domain gets no attempt and no dead letter, whatever its route says.
 func TestDecide_OutOfDomainIsNotClaimed(t *testing.T) {
 	t.Parallel()
@@ -111,7 +111,7 @@ func TestDecide_OutOfDomainIsNotClaimed(t *testing.T) {
 	}
 }
 
-// Spec 4.2 step 1 and spec 2: the dual gate is fail-closed — either gate closed claims
+// The dual gate is fail-closed — either gate closed claims
 // nothing; both open behaves like Decide.
 func TestDecideGated_DualFailClosedGate(t *testing.T) {
 	t.Parallel()
@@ -126,7 +126,7 @@ func TestDecideGated_DualFailClosedGate(t *testing.T) {
 	}
 }
 
-// Spec 4.2: the zero Delivery is a failure, never a delivery — a caller that forgets to
+// The zero Delivery is a failure, never a delivery — a caller that forgets to
 // model the seam gets the fail-closed answer.
 func TestDecide_ZeroDeliveryFailsClosed(t *testing.T) {
 	t.Parallel()
@@ -136,7 +136,7 @@ func TestDecide_ZeroDeliveryFailsClosed(t *testing.T) {
 	}
 }
 
-// Spec 2 / migration 006: inputs the SQL refuses are refused here too.
+// Inputs the SQL refuses (fn_iu_require_name, the iu_outbound_route CHECK) are refused here too.
 func TestInput_Validate(t *testing.T) {
 	t.Parallel()
 	ok := input(Route{Found: true, Key: "k"}, SeamFailClosed())

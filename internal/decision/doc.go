@@ -1,5 +1,5 @@
 // Package decision is the pure, DB-free mirror of the route worker's decision contract
-// (spec 4.4). It answers, for one event and one named worker, the same questions
+// used by fn_iu_route_worker_run. It answers, for one event and one named worker, the same questions
 // fn_iu_route_worker_run answers in SQL, without a database:
 //
 //   - Is the event claimed at all? A worker consumes one event domain (its cursor's

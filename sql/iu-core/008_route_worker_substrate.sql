@@ -19,7 +19,7 @@ CREATE FUNCTION fn_queue_executor_kinds()
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    -- The executor vocabulary (seed DP4, seven words), in one place: the table's CHECK and
+    -- The executor vocabulary (seven words), in one place: the table's CHECK and
     -- every function that takes an executor kind read it from here.
     SELECT ARRAY['DOT', 'Agent', 'Hermes', 'Codex', 'PG_worker', 'external_worker', 'future_Kestra_adapter']
 $$;
@@ -87,9 +87,9 @@ CREATE TABLE queue_heartbeat (
 
 COMMENT ON TABLE queue_heartbeat IS
     'One row per executor. last_beat_at moves on every beat, work or no work, so "alive and idle" differs from "silently dead".';
-COMMENT ON COLUMN queue_heartbeat.executor_id IS 'Also called executor_name (cut seed).';
-COMMENT ON COLUMN queue_heartbeat.last_beat_at IS 'Also called last_tick_at (cut seed).';
-COMMENT ON COLUMN queue_heartbeat.last_beat_payload IS 'Also called metadata (cut seed). Signal only: hygiene-checked at any depth.';
+COMMENT ON COLUMN queue_heartbeat.executor_id IS 'Also called executor_name (by the cut-pipeline ping).';
+COMMENT ON COLUMN queue_heartbeat.last_beat_at IS 'Also called last_tick_at (by the cut-pipeline ping).';
+COMMENT ON COLUMN queue_heartbeat.last_beat_payload IS 'Also called metadata (by the cut-pipeline ping). Signal only: hygiene-checked at any depth.';
 
 CREATE TABLE iu_route_worker_cursor (
     worker_name       text        PRIMARY KEY CHECK (worker_name <> ''),

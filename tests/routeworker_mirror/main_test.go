@@ -1,6 +1,6 @@
 // Package routeworkermirror drives the SQL route worker (fn_iu_route_worker_run) and the
 // pure Go mirror of its decision contract (internal/decision) with the same generated
-// cases and requires the same answers (spec 4.4).
+// cases and requires the same answers.
 package routeworkermirror
 
 import (

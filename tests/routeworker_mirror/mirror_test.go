@@ -213,7 +213,7 @@ type attemptRow struct {
 
 type deadLetterRow struct{ key, errorCode, routeKey string }
 
-// Spec 4.4: the SQL worker and the Go mirror agree on every generated case — status,
+// The SQL worker and the Go mirror agree on every generated case — status,
 // idempotency key and dead-letter decision per (worker, event); out-of-domain events are
 // claimed by neither; closed gates claim nothing (the events wait and are decided later
 // with the routes as they are then); and the per-run summaries add up to the mirror's
@@ -480,7 +480,7 @@ func TestMirror_SQLWorkerAgreesWithDecisionMirror(t *testing.T) {
 	if unclaimed == 0 || gatedRuns == 0 {
 		t.Errorf("seed %d: want out-of-domain cases (%d) and gated runs (%d)", sd, unclaimed, gatedRuns)
 	}
-	// Spec 4.2, second idempotency layer: after fn_iu_route_worker_reset_cursor the re-scan
+	// The second idempotency layer: after fn_iu_route_worker_reset_cursor the re-scan
 	// decides every event again with today's routes; an attempt is written only where the
 	// mirror's key is new (the route of that match changed since), never twice for a key.
 	rescan := workers[0]
