@@ -1,6 +1,7 @@
-// Package decision is the pure, DB-free mirror of the route worker's decision contract
-// used by fn_iu_route_worker_run. It answers, for one event and one named worker, the same questions
-// fn_iu_route_worker_run answers in SQL, without a database:
+// Package decision is the pure, DB-free mirror of the route worker's decision contract.
+// The SQL is the authority (fn_iu_route_decide, fn_iu_route_idempotency_key and the name
+// rules of migration 009, the route_key CHECK of 006); this package answers, for one event
+// and one named worker, the same questions without a database:
 //
 //   - Is the event claimed at all? A worker consumes one event domain (its cursor's
 //     event_domain, 'iu' by default). An event of another domain is not claimed: no
@@ -24,6 +25,11 @@
 //   - Which idempotency key? iu_wrk:{worker}:{route_key}:{event_id}, with route_key
 //     "none" when no route matched. The key is the second idempotency layer (UNIQUE
 //     (idempotency_key, attempt_no)); a dead letter carries the same key.
+//
+//   - Which inputs are refused? ValidateWorkerName and ValidRouteKey refuse exactly what
+//     the SQL refuses: blank names (spaces, tabs, newlines count as blank), names over 200
+//     bytes, ':' in a worker name (it would make the idempotency key ambiguous), and the
+//     route key "none" (the no-route placeholder). A route key may contain ':'.
 //
 // The mirror exists to be compared with the SQL: tests/routeworker_mirror generates
 // cases, runs them through fn_iu_route_worker_run and through Decide, and requires the
