@@ -309,6 +309,22 @@ END;
 $$;
 
 --
+-- Name: fn_iu_route_attempt_tally_add(text, text, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    INSERT INTO iu_route_attempt_tally AS t (worker_name, status, attempts, replays)
+    VALUES (p_worker_name, p_status, p_attempts, p_replays)
+    ON CONFLICT (worker_name, status) DO UPDATE
+       SET attempts = t.attempts + EXCLUDED.attempts,
+           replays  = t.replays + EXCLUDED.replays,
+           last_at  = now();
+$$;
+
+--
 -- Name: fn_iu_route_dead_letter_no_delete(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -378,6 +394,8 @@ BEGIN
                                   attempt_no, detail, error_code, error_message)
     VALUES (dl.event_id, dl.worker_name, rt.route_key, rt.route_kind, v_status, dl.idempotency_key, v_attempt,
             jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg);
+
+    PERFORM fn_iu_route_attempt_tally_add(dl.worker_name, v_status, 1, 1);
 
     IF v_status IN ('dry_run', 'sent') THEN
         UPDATE iu_route_dead_letter d
@@ -472,6 +490,11 @@ BEGIN
            last_run_summary  = p_summary
      WHERE cur.worker_name = p_worker_name;
 
+    PERFORM fn_iu_route_attempt_tally_add(p_worker_name, x.status, x.n, 0)
+       FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
+                    ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
+      WHERE x.n > 0;
+
     PERFORM fn_iu_route_worker_beat(p_worker_name, p_event_domain,
         jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
                            'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
@@ -487,13 +510,10 @@ CREATE FUNCTION public.fn_iu_route_worker_beat(p_worker_name text, p_event_domai
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
+DECLARE
+    h queue_heartbeat%ROWTYPE;
 BEGIN
-    UPDATE queue_heartbeat h
-       SET last_beat_at      = now(),
-           ticks_total       = h.ticks_total + 1,
-           status            = 'ok',
-           last_beat_payload = p_payload
-     WHERE h.executor_id = p_worker_name;
+    SELECT * INTO h FROM queue_heartbeat WHERE executor_id = p_worker_name;
     IF NOT FOUND THEN
         INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
                                      last_beat_payload, ticks_total, expected_cadence_seconds,
@@ -502,7 +522,19 @@ BEGIN
                d.expected_cadence_seconds, d.stale_threshold_seconds
           FROM fn_queue_heartbeat_defaults('PG_worker') d
         ON CONFLICT (executor_id) DO NOTHING;
+        RETURN;
     END IF;
+    IF h.ticks_total > 0 AND h.status = 'ok'
+       AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
+       AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM (p_payload->>'reason') THEN
+        RETURN; -- not due
+    END IF;
+    UPDATE queue_heartbeat hb
+       SET last_beat_at      = now(),
+           ticks_total       = hb.ticks_total + 1,
+           status            = 'ok',
+           last_beat_payload = p_payload
+     WHERE hb.executor_id = p_worker_name;
 END;
 $$;
 
@@ -572,6 +604,7 @@ COMMENT ON FUNCTION public.fn_iu_route_worker_claim(p_event_domain text, p_done 
 
 CREATE TABLE public.iu_route_worker_cursor (
     worker_name text NOT NULL,
+    lock_id integer NOT NULL,
     event_domain text DEFAULT 'iu'::text NOT NULL,
     last_created_at timestamp with time zone,
     last_event_id uuid,
@@ -982,6 +1015,32 @@ END;
 $$;
 
 --
+-- Name: fn_iu_route_worker_lock(text, text, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    -- The advisory-lock class of this package's route workers ('iu' + 1): the second key
+    -- is the worker's lock_id, so no two workers share a lock.
+    k_class CONSTANT integer := 26997;
+    v_id    integer;
+BEGIN
+    SELECT cur.lock_id INTO v_id FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+    IF v_id IS NULL THEN
+        PERFORM fn_iu_route_worker_not_registered(p_caller, p_worker_name);
+    END IF;
+    IF p_wait THEN
+        PERFORM pg_advisory_xact_lock(k_class, v_id);
+        RETURN true;
+    END IF;
+    RETURN pg_try_advisory_xact_lock(k_class, v_id);
+END;
+$$;
+
+--
 -- Name: fn_iu_route_worker_not_registered(text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1000,9 +1059,12 @@ $$;
 --
 
 CREATE FUNCTION public.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) RETURNS TABLE(pending bigint, oldest_created_at timestamp with time zone)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
+BEGIN
+    RETURN QUERY
     WITH cand AS (
         SELECT o.id, o.txid, o.created_at
           FROM pg_snapshot_xip(coalesce(p_done, '1:1:'::pg_snapshot)) AS x(xip_txid)
@@ -1018,7 +1080,8 @@ CREATE FUNCTION public.fn_iu_route_worker_pending(p_event_domain text, p_done pg
      WHERE p_window IS NULL
         OR p_after_txid IS NULL
         OR NOT pg_visible_in_snapshot(c.txid, p_window)
-        OR (c.txid, c.id) > (p_after_txid, p_after_id)
+        OR (c.txid, c.id) > (p_after_txid, p_after_id);
+END;
 $$;
 
 --
@@ -1106,10 +1169,8 @@ DECLARE
     v_actor text   := fn_queue_actor();
 BEGIN
     PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
-    SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name FOR NO KEY UPDATE;
-    IF NOT FOUND THEN
-        PERFORM fn_iu_route_worker_not_registered('fn_iu_route_worker_reset_cursor', p_worker_name);
-    END IF;
+    PERFORM fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
+    SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
 
     UPDATE iu_route_worker_cursor cur
        SET done_snapshot = NULL, window_snapshot = NULL, window_txid = NULL, window_event_id = NULL,
@@ -1172,18 +1233,13 @@ BEGIN
     END IF;
 
     -- One run per worker at a time: a second run never waits, it reports busy.
-    SELECT * INTO c FROM iu_route_worker_cursor cur
-     WHERE cur.worker_name = p_worker_name
-       FOR NO KEY UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
-        IF EXISTS (SELECT 1 FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name) THEN
-            RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
-                                      'reason', 'another run of this worker is in progress',
-                                      'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
-                                      'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
-        END IF;
-        PERFORM fn_iu_route_worker_not_registered('fn_iu_route_worker_run', p_worker_name);
+    IF NOT fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
+        RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
+                                  'reason', 'another run of this worker is in progress',
+                                  'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
+                                  'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
     END IF;
+    SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
 
     -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
     v_routes_on := fn_iu_core_routes_enabled() IS TRUE;
@@ -1288,6 +1344,7 @@ BEGIN
         'windows_opened', v_opened,
         'windows_closed', v_closed,
         'fallback', v_fallback_err IS NOT NULL,
+        'idle', t.claimed = 0 AND c.window_snapshot IS NULL,
         'held_open_count', jsonb_array_length(v_holders),
         'held_open_by', v_holders,
         'run_at', now());
@@ -1295,6 +1352,16 @@ BEGIN
         v_summary := v_summary || jsonb_build_object('fallback_error', left(v_fallback_err, 500));
     END IF;
 
+    IF t.claimed = 0 AND c.window_snapshot IS NULL THEN
+        -- Idle: nothing claimed and no window was open, so the position is unchanged (the
+        -- empty window just opened and closed adds nothing: the rows not visible in it are
+        -- exactly the rows not visible in done). Write nothing but a due heartbeat, so idle
+        -- polling neither consumes transaction ids nor leaves dead row versions behind.
+        PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+            jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
+                               'held_open_count', jsonb_array_length(v_holders)));
+        RETURN v_summary;
+    END IF;
     PERFORM fn_iu_route_worker_advance(p_worker_name, c.event_domain,
                                        CASE WHEN v_done_moved THEN v_done END,
                                        v_window, v_after_txid, v_after_id, t, v_summary);
@@ -1724,7 +1791,7 @@ $$;
 CREATE FUNCTION public.fn_queue_executor_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
-    -- The executor vocabulary (seed DP4, seven words), in one place: the table's CHECK and
+    -- The executor vocabulary (seven words), in one place: the table's CHECK and
     -- every function that takes an executor kind read it from here.
     SELECT ARRAY['DOT', 'Agent', 'Hermes', 'Codex', 'PG_worker', 'external_worker', 'future_Kestra_adapter']
 $$;
@@ -1787,19 +1854,19 @@ COMMENT ON TABLE public.queue_heartbeat IS 'One row per executor. last_beat_at m
 -- Name: COLUMN queue_heartbeat.executor_id; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON COLUMN public.queue_heartbeat.executor_id IS 'Also called executor_name (cut seed).';
+COMMENT ON COLUMN public.queue_heartbeat.executor_id IS 'Also called executor_name (by the cut-pipeline ping).';
 
 --
 -- Name: COLUMN queue_heartbeat.last_beat_at; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON COLUMN public.queue_heartbeat.last_beat_at IS 'Also called last_tick_at (cut seed).';
+COMMENT ON COLUMN public.queue_heartbeat.last_beat_at IS 'Also called last_tick_at (by the cut-pipeline ping).';
 
 --
 -- Name: COLUMN queue_heartbeat.last_beat_payload; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON COLUMN public.queue_heartbeat.last_beat_payload IS 'Also called metadata (cut seed). Signal only: hygiene-checked at any depth.';
+COMMENT ON COLUMN public.queue_heartbeat.last_beat_payload IS 'Also called metadata (by the cut-pipeline ping). Signal only: hygiene-checked at any depth.';
 
 --
 -- Name: COLUMN queue_heartbeat.last_beat_by; Type: COMMENT; Schema: public; Owner: -
@@ -2563,6 +2630,25 @@ ALTER TABLE public.iu_route_attempt ALTER COLUMN id ADD GENERATED ALWAYS AS IDEN
 );
 
 --
+-- Name: iu_route_attempt_tally; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.iu_route_attempt_tally (
+    worker_name text NOT NULL,
+    status text NOT NULL,
+    attempts bigint DEFAULT 0 NOT NULL,
+    replays bigint DEFAULT 0 NOT NULL,
+    first_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE iu_route_attempt_tally; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.iu_route_attempt_tally IS 'Running counts of iu_route_attempt rows per worker and status (written with the attempts; read by v_iu_route_attempt_summary).';
+
+--
 -- Name: iu_route_dead_letter; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2595,6 +2681,19 @@ CREATE TABLE public.iu_route_dead_letter (
 COMMENT ON TABLE public.iu_route_dead_letter IS 'Route worker retry queue. Replay with fn_iu_route_dead_letter_replay; rows are resolved, never deleted.';
 
 --
+-- Name: iu_route_worker_cursor_lock_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.iu_route_worker_cursor ALTER COLUMN lock_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.iu_route_worker_cursor_lock_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: job_dead_letter; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2625,21 +2724,20 @@ COMMENT ON TABLE public.job_dead_letter IS 'Dead jobs (out of attempts) with the
 --
 
 CREATE VIEW public.v_iu_route_attempt_summary AS
- SELECT a.worker_name,
-    a.status,
-    count(*) AS attempts,
-    count(DISTINCT a.event_ref) AS events,
-    count(*) FILTER (WHERE (a.attempt_no > 1)) AS replays,
-    min(a.created_at) AS first_at,
-    max(a.created_at) AS last_at
-   FROM public.iu_route_attempt a
-  GROUP BY a.worker_name, a.status;
+ SELECT t.worker_name,
+    t.status,
+    t.attempts,
+    (t.attempts - t.replays) AS events,
+    t.replays,
+    t.first_at,
+    t.last_at
+   FROM public.iu_route_attempt_tally t;
 
 --
 -- Name: VIEW v_iu_route_attempt_summary; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON VIEW public.v_iu_route_attempt_summary IS 'Route worker audit rows by worker and status (attempts, distinct events, replays, first/last).';
+COMMENT ON VIEW public.v_iu_route_attempt_summary IS 'Route worker audit rows by worker and status (attempts, first decisions, replays, first/last), from running counters.';
 
 --
 -- Name: v_iu_route_dead_letter_open; Type: VIEW; Schema: public; Owner: -
@@ -2682,6 +2780,10 @@ CREATE VIEW public.v_iu_route_worker_status AS
     (g.routes_enabled AND g.worker_enabled) AS gates_open,
     cur.last_run_at,
     round(EXTRACT(epoch FROM (now() - cur.last_run_at)), 3) AS last_run_age_seconds,
+        CASE
+            WHEN (hb.ticks_total > 0) THEN GREATEST(cur.last_run_at, hb.last_beat_at)
+            ELSE cur.last_run_at
+        END AS last_seen_at,
     cur.runs_total,
     cur.events_seen,
     cur.attempts_written,
@@ -2708,7 +2810,8 @@ CREATE VIEW public.v_iu_route_worker_status AS
     cur.window_event_id,
     cur.system_identifier,
     cur.last_run_summary
-   FROM ((((public.iu_route_worker_cursor cur
+   FROM (((((public.iu_route_worker_cursor cur
+     LEFT JOIN public.queue_heartbeat hb ON ((hb.executor_id = cur.worker_name)))
      CROSS JOIN LATERAL ( SELECT (public.fn_iu_core_routes_enabled() IS TRUE) AS routes_enabled,
             (public.fn_iu_route_worker_enabled() IS TRUE) AS worker_enabled) g)
      CROSS JOIN LATERAL ( SELECT public.fn_iu_route_worker_cursor_problem(cur.*) AS problem,
@@ -2739,13 +2842,13 @@ CREATE VIEW public.v_queue_health AS
  SELECT 'cursor'::text AS source,
     c.worker_name AS subject,
     c.event_domain AS domain,
-    c.last_run_at AS last_seen_at,
-    (floor(EXTRACT(epoch FROM (now() - c.last_run_at))))::bigint AS age_seconds,
+    c.last_seen_at,
+    (floor(EXTRACT(epoch FROM (now() - c.last_seen_at))))::bigint AS age_seconds,
     c.events_seen,
     c.attempts_written,
     c.dead_lettered,
         CASE
-            WHEN (c.last_run_at IS NULL) THEN 'never_run'::text
+            WHEN (c.last_seen_at IS NULL) THEN 'never_run'::text
             WHEN (c.backlog > 0) THEN 'backlog'::text
             ELSE 'caught_up'::text
         END AS status_hint,
@@ -2931,6 +3034,13 @@ ALTER TABLE ONLY public.iu_route_attempt
     ADD CONSTRAINT iu_route_attempt_pkey PRIMARY KEY (id);
 
 --
+-- Name: iu_route_attempt_tally iu_route_attempt_tally_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_attempt_tally
+    ADD CONSTRAINT iu_route_attempt_tally_pkey PRIMARY KEY (worker_name, status);
+
+--
 -- Name: iu_route_dead_letter iu_route_dead_letter_idempotency_key_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2943,6 +3053,13 @@ ALTER TABLE ONLY public.iu_route_dead_letter
 
 ALTER TABLE ONLY public.iu_route_dead_letter
     ADD CONSTRAINT iu_route_dead_letter_pkey PRIMARY KEY (id);
+
+--
+-- Name: iu_route_worker_cursor iu_route_worker_cursor_lock_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_worker_cursor
+    ADD CONSTRAINT iu_route_worker_cursor_lock_id_key UNIQUE (lock_id);
 
 --
 -- Name: iu_route_worker_cursor iu_route_worker_cursor_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3171,6 +3288,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_require_name(p_caller text, p_param text, p_
 REVOKE ALL ON FUNCTION public.fn_iu_route_attempt_immutable() FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_route_dead_letter_no_delete(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3277,6 +3400,12 @@ GRANT ALL ON FUNCTION public.fn_iu_route_worker_health(p_worker_name text) TO wo
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_not_registered(p_caller text, p_worker_name text); Type: ACL; Schema: public; Owner: -

@@ -93,6 +93,9 @@ COMMENT ON COLUMN queue_heartbeat.last_beat_payload IS 'Also called metadata (by
 
 CREATE TABLE iu_route_worker_cursor (
     worker_name       text        PRIMARY KEY CHECK (worker_name <> ''),
+    -- The key of the worker's transaction-scoped advisory lock (one run at a time): taking
+    -- it writes nothing, where a row lock would assign a transaction id to every idle run.
+    lock_id           integer     GENERATED ALWAYS AS IDENTITY UNIQUE,
     event_domain      text        NOT NULL DEFAULT 'iu' CHECK (event_domain <> ''),
     -- The last event routed, for people: (created_at, id) of the newest decision.
     last_created_at   timestamptz,
@@ -122,6 +125,22 @@ CREATE TABLE iu_route_worker_cursor (
 
 COMMENT ON TABLE iu_route_worker_cursor IS
     'One row per route worker: its own position in event_outbox (snapshot pair + keyset) and run counters.';
+
+-- Running audit counters per (worker, status), moved in the transaction that writes the
+-- attempts (a run, a replay), so v_iu_route_attempt_summary reads a handful of rows
+-- instead of counting the whole audit log on every look.
+CREATE TABLE iu_route_attempt_tally (
+    worker_name text        NOT NULL,
+    status      text        NOT NULL,
+    attempts    bigint      NOT NULL DEFAULT 0,   -- attempt rows written with this status
+    replays     bigint      NOT NULL DEFAULT 0,   -- of which replays (attempt_no > 1)
+    first_at    timestamptz NOT NULL DEFAULT now(),
+    last_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (worker_name, status)
+);
+
+COMMENT ON TABLE iu_route_attempt_tally IS
+    'Running counts of iu_route_attempt rows per worker and status (written with the attempts; read by v_iu_route_attempt_summary).';
 
 CREATE TABLE iu_route_dead_letter (
     id               uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -176,6 +195,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_no_delete() FROM PUBLIC;
 -- +goose Down
 DROP TABLE iu_route_dead_letter;
 DROP FUNCTION fn_iu_route_dead_letter_no_delete();
+DROP TABLE iu_route_attempt_tally;
 DROP TABLE iu_route_worker_cursor;
 DROP TABLE queue_heartbeat;
 DROP FUNCTION fn_queue_actor(text);

@@ -77,6 +77,7 @@
 --   run       worker, event_domain, gated, busy, [reason], [gates], batch_limit, claimed,
 --             attempts_written, dead_lettered, dry_run, disabled, skipped, failed, sent,
 --             already_attempted (re-scanned, nothing written), caught_up, window_open,
+--             idle (nothing claimed and no window open: the run wrote nothing but a due beat),
 --             windows_opened, windows_closed, fallback, [fallback_error], held_open_count,
 --             held_open_by[{txid, pid, usename, application_name, state, xact_start,
 --             xact_age_seconds, prepared_gid}], run_at
@@ -168,6 +169,43 @@ BEGIN
     RAISE EXCEPTION '%: worker % is not registered', p_caller, quote_literal(p_worker_name)
         USING ERRCODE = 'P0002',
               HINT = format('Register it first: SELECT fn_iu_route_worker_register(%L);', p_worker_name);
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_lock: one run (or reset) per worker at a time.
+--   p_caller       the public function, for the error message
+--   p_worker_name  the worker (P0002 when not registered)
+--   p_wait         false: try once and return false when another transaction holds it
+--                  (a run reports busy at once); true: wait for it (a reset)
+-- Takes a transaction-scoped advisory lock keyed by the cursor's lock_id, so it is held
+-- until the caller's transaction ends, exactly like a row lock, but writes nothing: an
+-- idle run stays read-only (no transaction id, no WAL, no commit flush). Read the cursor
+-- row only after this returns true: the statement's fresh snapshot then sees everything
+-- the previous holder committed.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = public, pg_temp
+AS $$
+DECLARE
+    -- The advisory-lock class of this package's route workers ('iu' + 1): the second key
+    -- is the worker's lock_id, so no two workers share a lock.
+    k_class CONSTANT integer := 26997;
+    v_id    integer;
+BEGIN
+    SELECT cur.lock_id INTO v_id FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+    IF v_id IS NULL THEN
+        PERFORM fn_iu_route_worker_not_registered(p_caller, p_worker_name);
+    END IF;
+    IF p_wait THEN
+        PERFORM pg_advisory_xact_lock(k_class, v_id);
+        RETURN true;
+    END IF;
+    RETURN pg_try_advisory_xact_lock(k_class, v_id);
 END;
 $$;
 -- +goose StatementEnd
@@ -293,10 +331,17 @@ CREATE FUNCTION fn_iu_route_worker_pending(
     p_after_id     uuid
 )
 RETURNS TABLE (pending bigint, oldest_created_at timestamptz)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
+-- Planned with the argument values, every call: a generic plan cannot know that
+-- txid >= xmax(done) selects only the newest rows of the domain and reads the whole
+-- outbox to count a caught-up worker's zero rows. With the values, both branches are
+-- index range scans on (event_domain, txid, id) whose cost follows the backlog.
+SET plan_cache_mode = force_custom_plan
 AS $$
+BEGIN
+    RETURN QUERY
     WITH cand AS (
         SELECT o.id, o.txid, o.created_at
           FROM pg_snapshot_xip(coalesce(p_done, '1:1:'::pg_snapshot)) AS x(xip_txid)
@@ -312,7 +357,8 @@ AS $$
      WHERE p_window IS NULL
         OR p_after_txid IS NULL
         OR NOT pg_visible_in_snapshot(c.txid, p_window)
-        OR (c.txid, c.id) > (p_after_txid, p_after_id)
+        OR (c.txid, c.id) > (p_after_txid, p_after_id);
+END;
 $$;
 -- +goose StatementEnd
 
@@ -768,9 +814,14 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- fn_iu_route_worker_beat: tick the worker's queue_heartbeat row (re-registering it with
--- the PG_worker defaults if someone removed it). An invoked worker is alive, so a gated
--- no-op beats too, with the reason in the payload.
+-- fn_iu_route_worker_beat: beat the worker's queue_heartbeat row when a beat is due, and
+-- re-register it with the PG_worker defaults if someone removed it. An invoked worker is
+-- alive, so a gated no-op beats too, with the reason in the payload.
+-- A beat is due when the last one is older than a quarter of the worker's expected
+-- cadence (15 s at the default 60 s: far inside any stale threshold, so the stale-check
+-- still sees a polling worker as fresh), when no run has beaten it yet, when its status is
+-- not ok, or when the gate state changed (the payload's reason). Otherwise the row is only
+-- read: a worker polled every 100 ms does not write its heartbeat ten times a second.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb)
@@ -779,13 +830,10 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
+DECLARE
+    h queue_heartbeat%ROWTYPE;
 BEGIN
-    UPDATE queue_heartbeat h
-       SET last_beat_at      = now(),
-           ticks_total       = h.ticks_total + 1,
-           status            = 'ok',
-           last_beat_payload = p_payload
-     WHERE h.executor_id = p_worker_name;
+    SELECT * INTO h FROM queue_heartbeat WHERE executor_id = p_worker_name;
     IF NOT FOUND THEN
         INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
                                      last_beat_payload, ticks_total, expected_cadence_seconds,
@@ -794,8 +842,40 @@ BEGIN
                d.expected_cadence_seconds, d.stale_threshold_seconds
           FROM fn_queue_heartbeat_defaults('PG_worker') d
         ON CONFLICT (executor_id) DO NOTHING;
+        RETURN;
     END IF;
+    IF h.ticks_total > 0 AND h.status = 'ok'
+       AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
+       AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM (p_payload->>'reason') THEN
+        RETURN; -- not due
+    END IF;
+    UPDATE queue_heartbeat hb
+       SET last_beat_at      = now(),
+           ticks_total       = hb.ticks_total + 1,
+           status            = 'ok',
+           last_beat_payload = p_payload
+     WHERE hb.executor_id = p_worker_name;
 END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_attempt_tally_add: count p_attempts new attempt rows (p_replays of them
+-- replays) of one worker and status into iu_route_attempt_tally, in the caller's
+-- transaction. Called by every writer of iu_route_attempt (the run, the replay).
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer)
+RETURNS void
+LANGUAGE sql
+SET search_path = public, pg_temp
+AS $$
+    INSERT INTO iu_route_attempt_tally AS t (worker_name, status, attempts, replays)
+    VALUES (p_worker_name, p_status, p_attempts, p_replays)
+    ON CONFLICT (worker_name, status) DO UPDATE
+       SET attempts = t.attempts + EXCLUDED.attempts,
+           replays  = t.replays + EXCLUDED.replays,
+           last_at  = now();
 $$;
 -- +goose StatementEnd
 
@@ -837,6 +917,11 @@ BEGIN
            last_run_at       = now(),
            last_run_summary  = p_summary
      WHERE cur.worker_name = p_worker_name;
+
+    PERFORM fn_iu_route_attempt_tally_add(p_worker_name, x.status, x.n, 0)
+       FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
+                    ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
+      WHERE x.n > 0;
 
     PERFORM fn_iu_route_worker_beat(p_worker_name, p_event_domain,
         jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
@@ -961,18 +1046,13 @@ BEGIN
     END IF;
 
     -- One run per worker at a time: a second run never waits, it reports busy.
-    SELECT * INTO c FROM iu_route_worker_cursor cur
-     WHERE cur.worker_name = p_worker_name
-       FOR NO KEY UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
-        IF EXISTS (SELECT 1 FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name) THEN
-            RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
-                                      'reason', 'another run of this worker is in progress',
-                                      'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
-                                      'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
-        END IF;
-        PERFORM fn_iu_route_worker_not_registered('fn_iu_route_worker_run', p_worker_name);
+    IF NOT fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
+        RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
+                                  'reason', 'another run of this worker is in progress',
+                                  'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
+                                  'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
     END IF;
+    SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
 
     -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
     v_routes_on := fn_iu_core_routes_enabled() IS TRUE;
@@ -1077,6 +1157,7 @@ BEGIN
         'windows_opened', v_opened,
         'windows_closed', v_closed,
         'fallback', v_fallback_err IS NOT NULL,
+        'idle', t.claimed = 0 AND c.window_snapshot IS NULL,
         'held_open_count', jsonb_array_length(v_holders),
         'held_open_by', v_holders,
         'run_at', now());
@@ -1084,6 +1165,16 @@ BEGIN
         v_summary := v_summary || jsonb_build_object('fallback_error', left(v_fallback_err, 500));
     END IF;
 
+    IF t.claimed = 0 AND c.window_snapshot IS NULL THEN
+        -- Idle: nothing claimed and no window was open, so the position is unchanged (the
+        -- empty window just opened and closed adds nothing: the rows not visible in it are
+        -- exactly the rows not visible in done). Write nothing but a due heartbeat, so idle
+        -- polling neither consumes transaction ids nor leaves dead row versions behind.
+        PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+            jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
+                               'held_open_count', jsonb_array_length(v_holders)));
+        RETURN v_summary;
+    END IF;
     PERFORM fn_iu_route_worker_advance(p_worker_name, c.event_domain,
                                        CASE WHEN v_done_moved THEN v_done END,
                                        v_window, v_after_txid, v_after_id, t, v_summary);
@@ -1158,6 +1249,8 @@ BEGIN
     VALUES (dl.event_id, dl.worker_name, rt.route_key, rt.route_kind, v_status, dl.idempotency_key, v_attempt,
             jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg);
 
+    PERFORM fn_iu_route_attempt_tally_add(dl.worker_name, v_status, 1, 1);
+
     IF v_status IN ('dry_run', 'sent') THEN
         UPDATE iu_route_dead_letter d
            SET resolved_at = now(), resolution = 'replayed_' || v_status, resolved_by = fn_queue_actor()
@@ -1192,8 +1285,8 @@ $$;
 -- fn_iu_route_worker_reset_cursor(p_worker_name) -> jsonb
 -- Moves the cursor back to the start of the stream and re-anchors it in this cluster
 -- (the fix for IU002). The next runs re-scan the domain; idempotency keys keep that
--- duplicate-free. Waits for a run in progress (runs are short), so a reset never
--- interleaves with one.
+-- duplicate-free. Waits for a run in progress (runs are short; fn_iu_route_worker_lock),
+-- so a reset never interleaves with one.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_reset_cursor(p_worker_name text)
@@ -1208,10 +1301,8 @@ DECLARE
     v_actor text   := fn_queue_actor();
 BEGIN
     PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
-    SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name FOR NO KEY UPDATE;
-    IF NOT FOUND THEN
-        PERFORM fn_iu_route_worker_not_registered('fn_iu_route_worker_reset_cursor', p_worker_name);
-    END IF;
+    PERFORM fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
+    SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
 
     UPDATE iu_route_worker_cursor cur
        SET done_snapshot = NULL, window_snapshot = NULL, window_txid = NULL, window_event_id = NULL,
@@ -1249,6 +1340,11 @@ SELECT cur.worker_name,
        g.routes_enabled AND g.worker_enabled AS gates_open,
        cur.last_run_at,
        round(extract(epoch FROM now() - cur.last_run_at)::numeric, 3) AS last_run_age_seconds,
+       -- The last sign of life: an idle run writes no cursor (last_run_at stays), only a
+       -- rate-limited heartbeat beat, so the newer of the two (a beat counts once a run
+       -- has beaten it: registration alone is not a run).
+       CASE WHEN hb.ticks_total > 0 THEN greatest(cur.last_run_at, hb.last_beat_at) ELSE cur.last_run_at END
+                                                            AS last_seen_at,
        cur.runs_total,
        cur.events_seen,
        cur.attempts_written,
@@ -1276,6 +1372,7 @@ SELECT cur.worker_name,
        cur.system_identifier,
        cur.last_run_summary
   FROM iu_route_worker_cursor cur
+  LEFT JOIN queue_heartbeat hb ON hb.executor_id = cur.worker_name
  CROSS JOIN LATERAL (SELECT fn_iu_core_routes_enabled() IS TRUE AS routes_enabled,
                             fn_iu_route_worker_enabled() IS TRUE AS worker_enabled) g
  CROSS JOIN LATERAL (SELECT fn_iu_route_worker_cursor_problem(cur) AS problem,
@@ -1392,19 +1489,20 @@ SELECT d.id,
 COMMENT ON VIEW v_iu_route_dead_letter_open IS
     'Open (unresolved) route worker dead letters, with the replay call for each.';
 
+-- From the running counters (iu_route_attempt_tally), so its cost does not grow with the
+-- audit log. events = first decisions (attempts that are not replays).
 CREATE VIEW v_iu_route_attempt_summary AS
-SELECT a.worker_name,
-       a.status,
-       count(*)                   AS attempts,
-       count(DISTINCT a.event_ref) AS events,
-       count(*) FILTER (WHERE a.attempt_no > 1) AS replays,
-       min(a.created_at)          AS first_at,
-       max(a.created_at)          AS last_at
-  FROM iu_route_attempt a
- GROUP BY a.worker_name, a.status;
+SELECT t.worker_name,
+       t.status,
+       t.attempts,
+       t.attempts - t.replays AS events,
+       t.replays,
+       t.first_at,
+       t.last_at
+  FROM iu_route_attempt_tally t;
 
 COMMENT ON VIEW v_iu_route_attempt_summary IS
-    'Route worker audit rows by worker and status (attempts, distinct events, replays, first/last).';
+    'Route worker audit rows by worker and status (attempts, first decisions, replays, first/last), from running counters.';
 
 -- ---------------------------------------------------------------------------------------
 -- Privileges, in one place: PUBLIC executes nothing; executors run the worker, operators
@@ -1417,6 +1515,8 @@ REVOKE ALL ON FUNCTION fn_iu_route_idempotency_key(text, text, uuid) FROM PUBLIC
 REVOKE ALL ON FUNCTION fn_iu_route_worker_require_name(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_not_registered(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_lock(text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_attempt_tally_add(text, text, integer, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_holders(pg_snapshot, pg_snapshot) FROM PUBLIC;
@@ -1459,6 +1559,7 @@ DROP FUNCTION fn_iu_route_dead_letter_replay(uuid);
 DROP FUNCTION fn_iu_route_worker_run(text, integer);
 DROP FUNCTION fn_iu_route_worker_register(text, text);
 DROP FUNCTION fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_route_run_tally, jsonb);
+DROP FUNCTION fn_iu_route_attempt_tally_add(text, text, integer, integer);
 DROP FUNCTION fn_iu_route_worker_beat(text, text, jsonb);
 DROP FUNCTION fn_iu_route_worker_deliver_page(iu_route_run_tally, text);
 DROP FUNCTION fn_iu_route_worker_decide_each(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
@@ -1473,6 +1574,7 @@ DROP FUNCTION fn_iu_route_worker_holders(pg_snapshot, pg_snapshot);
 DROP FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid);
 DROP FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor);
+DROP FUNCTION fn_iu_route_worker_lock(text, text, boolean);
 DROP FUNCTION fn_iu_route_worker_not_registered(text, text);
 DROP FUNCTION fn_iu_route_worker_require_name(text, text);
 DROP FUNCTION fn_iu_route_idempotency_key(text, text, uuid);

@@ -47,12 +47,12 @@ WITH cfg AS MATERIALIZED (
 SELECT 'cursor'::text                                            AS source,
        c.worker_name                                             AS subject,
        c.event_domain                                            AS domain,
-       c.last_run_at                                             AS last_seen_at,
-       floor(extract(epoch FROM (now() - c.last_run_at)))::bigint AS age_seconds,
+       c.last_seen_at                                            AS last_seen_at,
+       floor(extract(epoch FROM (now() - c.last_seen_at)))::bigint AS age_seconds,
        c.events_seen                                             AS events_seen,
        c.attempts_written                                        AS attempts_written,
        c.dead_lettered                                           AS dead_lettered,
-       CASE WHEN c.last_run_at IS NULL THEN 'never_run'
+       CASE WHEN c.last_seen_at IS NULL THEN 'never_run'
             WHEN c.backlog > 0 THEN 'backlog'
             ELSE 'caught_up' END                                 AS status_hint,
        c.backlog                                                 AS backlog,

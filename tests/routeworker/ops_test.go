@@ -182,6 +182,8 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_decide(text,boolean,boolean)":                                                               nil,
 	"fn_iu_route_idempotency_key(text,text,uuid)":                                                            nil,
 	"fn_iu_route_worker_require_name(text,text)":                                                             nil,
+	"fn_iu_route_worker_lock(text,text,boolean)":                                                             nil,
+	"fn_iu_route_attempt_tally_add(text,text,integer,integer)":                                               nil,
 	"fn_iu_route_worker_not_registered(text,text)":                                                           nil,
 	// v_iu_route_worker_status calls these, and a view's function calls are checked against its reader
 	"fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)": {"workflow_admin"},
