@@ -934,6 +934,7 @@ BEGIN
                'attempts_written', s.attempts_written,
                'dead_lettered', s.dead_lettered,
                'backlog', s.backlog,
+               'backlog_capped', s.backlog_capped,
                'oldest_pending_created_at', s.oldest_pending_created_at,
                'oldest_pending_age_seconds', s.oldest_pending_age_seconds,
                'open_dead_letters', s.open_dead_letters,
@@ -1058,7 +1059,7 @@ $$;
 -- Name: fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) RETURNS TABLE(pending bigint, oldest_created_at timestamp with time zone)
+CREATE FUNCTION public.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) RETURNS TABLE(pending bigint, oldest_created_at timestamp with time zone, capped boolean)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -1070,17 +1071,22 @@ BEGIN
           FROM pg_snapshot_xip(coalesce(p_done, '1:1:'::pg_snapshot)) AS x(xip_txid)
           JOIN event_outbox o ON o.event_domain = p_event_domain AND o.txid = x.xip_txid
         UNION ALL
-        SELECT o.id, o.txid, o.created_at
-          FROM event_outbox o
-         WHERE o.event_domain = p_event_domain
-           AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+        (SELECT o.id, o.txid, o.created_at
+           FROM event_outbox o
+          WHERE o.event_domain = p_event_domain
+            AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+          ORDER BY o.txid, o.id)
+    ), waiting AS (
+        SELECT c.created_at
+          FROM cand c
+         WHERE p_window IS NULL
+            OR p_after_txid IS NULL
+            OR NOT pg_visible_in_snapshot(c.txid, p_window)
+            OR (c.txid, c.id) > (p_after_txid, p_after_id)
+         LIMIT 100001
     )
-    SELECT count(*), min(c.created_at)
-      FROM cand c
-     WHERE p_window IS NULL
-        OR p_after_txid IS NULL
-        OR NOT pg_visible_in_snapshot(c.txid, p_window)
-        OR (c.txid, c.id) > (p_after_txid, p_after_id);
+    SELECT least(count(*), 100000), min(w.created_at), count(*) > 100000
+      FROM waiting w;
 END;
 $$;
 
@@ -2789,6 +2795,7 @@ CREATE VIEW public.v_iu_route_worker_status AS
     cur.attempts_written,
     cur.dead_lettered,
     pend.pending AS backlog,
+    pend.capped AS backlog_capped,
     pend.oldest_created_at AS oldest_pending_created_at,
     round(EXTRACT(epoch FROM (now() - pend.oldest_created_at)), 3) AS oldest_pending_age_seconds,
     dl.open_count AS open_dead_letters,
@@ -2817,8 +2824,9 @@ CREATE VIEW public.v_iu_route_worker_status AS
      CROSS JOIN LATERAL ( SELECT public.fn_iu_route_worker_cursor_problem(cur.*) AS problem,
             public.fn_iu_route_worker_foreign_txids(cur.event_domain) AS foreign_rows) k)
      LEFT JOIN LATERAL ( SELECT pp.pending,
-            pp.oldest_created_at
-           FROM public.fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot, cur.window_txid, cur.window_event_id) pp(pending, oldest_created_at)
+            pp.oldest_created_at,
+            pp.capped
+           FROM public.fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot, cur.window_txid, cur.window_event_id) pp(pending, oldest_created_at, capped)
           WHERE (k.problem IS NULL)) pend ON (true))
      CROSS JOIN LATERAL ( SELECT count(*) AS open_count,
             min(d.last_failed_at) AS oldest

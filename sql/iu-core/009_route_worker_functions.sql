@@ -320,7 +320,9 @@ COMMENT ON FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid
 -- ---------------------------------------------------------------------------------------
 -- Internal: what is still waiting for a worker (backlog) and how old the oldest of it is.
 -- Rows not visible in done_snapshot, minus what the open window already consumed; only
--- committed rows count (the statement's snapshot).
+-- committed rows count (the statement's snapshot). The count stops at 100,000 (capped:
+-- true), so a look at a worker that never ran, or is far behind, costs the same on a
+-- 10-million-row log as on a small one; oldest_created_at is then the oldest of those.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_pending(
@@ -330,7 +332,7 @@ CREATE FUNCTION fn_iu_route_worker_pending(
     p_after_txid   xid8,
     p_after_id     uuid
 )
-RETURNS TABLE (pending bigint, oldest_created_at timestamptz)
+RETURNS TABLE (pending bigint, oldest_created_at timestamptz, capped boolean)
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
@@ -347,17 +349,22 @@ BEGIN
           FROM pg_snapshot_xip(coalesce(p_done, '1:1:'::pg_snapshot)) AS x(xip_txid)
           JOIN event_outbox o ON o.event_domain = p_event_domain AND o.txid = x.xip_txid
         UNION ALL
-        SELECT o.id, o.txid, o.created_at
-          FROM event_outbox o
-         WHERE o.event_domain = p_event_domain
-           AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+        (SELECT o.id, o.txid, o.created_at
+           FROM event_outbox o
+          WHERE o.event_domain = p_event_domain
+            AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+          ORDER BY o.txid, o.id)
+    ), waiting AS (
+        SELECT c.created_at
+          FROM cand c
+         WHERE p_window IS NULL
+            OR p_after_txid IS NULL
+            OR NOT pg_visible_in_snapshot(c.txid, p_window)
+            OR (c.txid, c.id) > (p_after_txid, p_after_id)
+         LIMIT 100001
     )
-    SELECT count(*), min(c.created_at)
-      FROM cand c
-     WHERE p_window IS NULL
-        OR p_after_txid IS NULL
-        OR NOT pg_visible_in_snapshot(c.txid, p_window)
-        OR (c.txid, c.id) > (p_after_txid, p_after_id);
+    SELECT least(count(*), 100000), min(w.created_at), count(*) > 100000
+      FROM waiting w;
 END;
 $$;
 -- +goose StatementEnd
@@ -1350,6 +1357,7 @@ SELECT cur.worker_name,
        cur.attempts_written,
        cur.dead_lettered,
        pend.pending AS backlog,
+       pend.capped AS backlog_capped,
        pend.oldest_created_at AS oldest_pending_created_at,
        round(extract(epoch FROM now() - pend.oldest_created_at)::numeric, 3) AS oldest_pending_age_seconds,
        dl.open_count AS open_dead_letters,
@@ -1377,7 +1385,7 @@ SELECT cur.worker_name,
                             fn_iu_route_worker_enabled() IS TRUE AS worker_enabled) g
  CROSS JOIN LATERAL (SELECT fn_iu_route_worker_cursor_problem(cur) AS problem,
                             fn_iu_route_worker_foreign_txids(cur.event_domain) AS foreign_rows) k
-  LEFT JOIN LATERAL (SELECT pp.pending, pp.oldest_created_at
+  LEFT JOIN LATERAL (SELECT pp.pending, pp.oldest_created_at, pp.capped
                        FROM fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot,
                                                        cur.window_txid, cur.window_event_id) pp
                       WHERE k.problem IS NULL) pend ON true
@@ -1430,6 +1438,7 @@ BEGIN
                'attempts_written', s.attempts_written,
                'dead_lettered', s.dead_lettered,
                'backlog', s.backlog,
+               'backlog_capped', s.backlog_capped,
                'oldest_pending_created_at', s.oldest_pending_created_at,
                'oldest_pending_age_seconds', s.oldest_pending_age_seconds,
                'open_dead_letters', s.open_dead_letters,
