@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/iu-core/event-worker/internal/cli"
-	"github.com/iu-core/event-worker/internal/pgtest"
+	"github.com/iu-core/event-worker/internal/pgserver"
 )
 
 func main() {
@@ -71,8 +71,8 @@ func run(ctx context.Context, w io.Writer) error {
 	t := &tour{w: w, t0: time.Now()}
 	fmt.Fprintln(w, "iu-core demo — a route worker over an append-only event log, run by iu-runner.")
 
-	t.say("Start a throwaway PostgreSQL", "TEST_DATABASE_URL, else Docker, else the local server binaries (initdb + pg_ctl in a temp dir).")
-	srv, err := pgtest.Start(ctx, pgtest.Options{})
+	t.say("Start a throwaway PostgreSQL", "TEST_DATABASE_URL, else the local server binaries (initdb + pg_ctl in a temp dir).")
+	srv, err := pgserver.Start(ctx, pgserver.Options{})
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func run(ctx context.Context, w io.Writer) error {
 		t.say("Stop and clean up", "The server (or the demo database, on a server you gave us) goes away.")
 		sctx, c := context.WithTimeout(context.Background(), 30*time.Second)
 		defer c()
-		if srv.Kind == pgtest.KindEnv {
+		if srv.Kind == pgserver.KindEnv {
 			if conn, err := pgx.Connect(sctx, srv.AdminURL); err == nil {
 				_, _ = conn.Exec(sctx, "DROP DATABASE IF EXISTS iu_demo WITH (FORCE)")
 				conn.Close(sctx)
