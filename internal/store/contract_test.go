@@ -156,7 +156,7 @@ func TestContract_QueueHealth(t *testing.T) {
 	t.Parallel()
 	db := contractDB(t)
 	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'live', 's')`)
-	callJSON(t, db.Pool, runSQL) // one route dead letter
+	callJSON(t, db.Pool, runSQL)                                                                              // one route dead letter
 	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'dry', 's')`) // backlog
 	db.Exec(t, `SELECT fn_queue_heartbeat_register('ex', 'external_worker', ARRAY['iu'], 60, 180)`)
 	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = 'ex'`)
