@@ -156,8 +156,9 @@ func TestContract_QueueHealth(t *testing.T) {
 	t.Parallel()
 	db := contractDB(t)
 	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'live', 's')`)
-	callJSON(t, db.Pool, runSQL)                                                                              // one route dead letter
-	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'dry', 's')`) // backlog
+	// one route dead letter, then one event left as backlog
+	callJSON(t, db.Pool, runSQL)
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'dry', 's')`)
 	db.Exec(t, `SELECT fn_queue_heartbeat_register('ex', 'external_worker', ARRAY['iu'], 60, 180)`)
 	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = 'ex'`)
 	db.Exec(t, `SELECT fn_job_enqueue('queued', 'iu')`)
