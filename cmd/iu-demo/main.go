@@ -19,6 +19,7 @@ import (
 
 	"github.com/iu-core/event-worker/internal/cli"
 	"github.com/iu-core/event-worker/internal/pgserver"
+	"github.com/iu-core/event-worker/internal/store"
 )
 
 func main() {
@@ -201,8 +202,8 @@ func run(ctx context.Context, w io.Writer) error {
 			ByStatus     map[string]int64 `json:"by_status"`
 			Stopped      string           `json:"stopped"`
 		} `json:"workers"`
-		StaleCheck map[string]any `json:"stale_check"`
-		Reaper     map[string]any `json:"reaper"`
+		StaleCheck json.RawMessage `json:"stale_check"` // fn_queue_stale_check()'s document
+		Reaper     json.RawMessage `json:"reaper"`      // fn_job_reap_expired_leases()'s document
 	}
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		return fmt.Errorf("tick printed no JSON: %w: %s", err, out)
@@ -212,8 +213,16 @@ func run(ctx context.Context, w io.Writer) error {
 		b, _ := json.Marshal(wr.ByStatus)
 		t.out(fmt.Sprintf("  attempts by status %s, dead-lettered %d", b, wr.DeadLettered))
 	}
-	t.out(fmt.Sprintf("stale-check: checked %v, stale %v, alerts emitted %v", sum.StaleCheck["checked"], sum.StaleCheck["stale"], sum.StaleCheck["emitted"]))
-	t.out(fmt.Sprintf("lease reaper: reaped %v", sum.Reaper["reaped"]))
+	stale, err := store.ParseStaleCheck(sum.StaleCheck)
+	if err != nil {
+		return err
+	}
+	reap, err := store.ParseReap(sum.Reaper)
+	if err != nil {
+		return err
+	}
+	t.out(fmt.Sprintf("stale-check: checked %d, stale %d, alerts emitted %d", stale.Checked, stale.Stale, stale.Emitted))
+	t.out(fmt.Sprintf("lease reaper: reaped %d", reap.Reaped))
 
 	t.say("Run it again", "The cursor has moved: a second tick claims nothing. A concurrent one would return busy, so cron needs no flock.")
 	out, _, code = runner(ctx, dsn, "tick", "--batch", "100", "--skip-stale-check")
