@@ -151,17 +151,6 @@ func contractKey(f reflect.StructField, shape string) (key string, required, ok 
 	return name, false, true
 }
 
-// Keys lists the keys of a contract struct's document (all shapes), for reports and tests.
-func Keys(v any) []string {
-	var out []string
-	for _, f := range reflect.VisibleFields(reflect.TypeOf(v)) {
-		if key, _, ok := contractKey(f, ""); ok {
-			out = append(out, key)
-		}
-	}
-	return out
-}
-
 func orTop(path string) string {
 	if path == "" {
 		return "the document"
