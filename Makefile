@@ -34,7 +34,10 @@ demo: ## Show the product end to end on a throwaway database
 build: ## Build bin/iu-runner
 	$(GO) build -o $(BIN)/iu-runner ./cmd/iu-runner
 
-lint: ## go vet, gofmt check, staticcheck
+lint: ## go mod tidy check, go vet, gofmt check, staticcheck
+	@# go.mod must say exactly what the code imports (direct requirements unmarked, the rest
+	@# // indirect) and go.sum must hold every checksum: -diff prints what tidy would change.
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

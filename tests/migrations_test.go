@@ -29,7 +29,7 @@ func objectCount(t *testing.T, db *pgtest.DB) int {
 	return n
 }
 
-// Spec 1: every migration has a Down that really undoes it: up, down to zero, up again.
+// Rule: every migration has a Down that really undoes it: up, down to zero, up again.
 func TestMigrations_UpDownUp(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmptyDB(t)
@@ -66,7 +66,7 @@ func TestMigrations_UpDownUp(t *testing.T) {
 	}
 }
 
-// Spec 1: the plain goose CLI code path (goose.Up / goose.Reset over the sql/iu-core
+// Rule: the plain goose CLI code path (goose.Up / goose.Reset over the sql/iu-core
 // directory) migrates up, resets and migrates up again.
 func TestMigrations_PlainGooseDirectory(t *testing.T) {
 	t.Parallel()
@@ -87,7 +87,7 @@ func TestMigrations_PlainGooseDirectory(t *testing.T) {
 	}
 }
 
-// Spec 3: roles are cluster-wide; two databases of one cluster migrate (concurrently, too),
+// Rule: roles are cluster-wide; two databases of one cluster migrate (concurrently, too),
 // and taking one down leaves the other's roles and grants working.
 func TestMigrations_TwoDatabasesOneCluster(t *testing.T) {
 	t.Parallel()
@@ -137,7 +137,7 @@ func openSQL(t *testing.T, url string) *sql.DB {
 
 var _ = stdlib.GetDefaultDriver // registers the "pgx" database/sql driver
 
-// Spec 1: `goose -dir sql/iu-core postgres "$DSN" up`, then `reset`, then `up` again
+// Rule: `goose -dir sql/iu-core postgres "$DSN" up`, then `reset`, then `up` again
 // works with the plain goose CLI. make test builds the CLI and sets GOOSE_BIN; a plain
 // `go test` without it skips, but CI (CI set) must have it.
 func TestMigrations_PlainGooseCLI(t *testing.T) {
@@ -160,7 +160,7 @@ func TestMigrations_PlainGooseCLI(t *testing.T) {
 	}
 }
 
-// Spec 1 + 3 (a Down that really undoes, roles are cluster-wide): taking the package down
+// Rule (a Down that really undoes, roles are cluster-wide): taking the package down
 // must not silently strip operators of their membership in the group roles. On a private
 // cluster (where no other database holds grants that would block the drop anyway), a role
 // with members is kept by 007's Down, so down-to-zero then up leaves the operator's access.

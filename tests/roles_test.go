@@ -49,7 +49,7 @@ func packageFunctions(t *testing.T, db *pgtest.DB) (oids []uint32, sigs []string
 	return oids, sigs, callable
 }
 
-// Spec 9: PUBLIC executes none of the package's functions.
+// Rule: PUBLIC executes none of the package's functions.
 func TestRoles_PublicExecutesNothing(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -76,7 +76,7 @@ func TestRoles_PublicExecutesNothing(t *testing.T) {
 	}
 }
 
-// Spec 9: a login role that holds neither group role gets 42501 on every function.
+// Rule: a login role that holds neither group role gets 42501 on every function.
 func TestRoles_UngrantedLoginGets42501(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)

@@ -6,11 +6,11 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// Spec 3: event_outbox is append-only — UPDATE, DELETE (and TRUNCATE) are rejected.
+// Rule: event_outbox is append-only — UPDATE, DELETE (and TRUNCATE) are rejected.
 func TestSubstrate_EventOutboxIsAppendOnly(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
-	// Spec 3: every column but domain, type and stream has a default.
+	// Rule: every column but domain, type and stream has a default.
 	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'x', 's')`)
 
 	for name, stmt := range map[string]string{
@@ -31,7 +31,7 @@ func TestSubstrate_EventOutboxIsAppendOnly(t *testing.T) {
 	}
 }
 
-// Spec 3: fn_iu_emit_event refuses an unregistered (domain, type) with a clear error.
+// Rule: fn_iu_emit_event refuses an unregistered (domain, type) with a clear error.
 func TestSubstrate_EmitRejectsUnregisteredType(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -52,7 +52,7 @@ func TestSubstrate_EmitRejectsUnregisteredType(t *testing.T) {
 	}
 }
 
-// Spec 2: denylisted payload keys are refused at any depth — top level, nested objects,
+// Rule: denylisted payload keys are refused at any depth — top level, nested objects,
 // inside arrays — by fn_iu_emit_event (22023) and by the table's CHECK on direct inserts.
 func TestSubstrate_PayloadHygieneAtAnyDepth(t *testing.T) {
 	t.Parallel()
@@ -83,7 +83,7 @@ func TestSubstrate_PayloadHygieneAtAnyDepth(t *testing.T) {
 	}
 }
 
-// Spec 3: the gates are fail-closed — open only when the value is exactly 'true'.
+// Rule: the gates are fail-closed — open only when the value is exactly 'true'.
 func TestSubstrate_GatesFailClosed(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -111,7 +111,7 @@ func TestSubstrate_GatesFailClosed(t *testing.T) {
 	}
 }
 
-// Spec 3: iu_route_attempt has UNIQUE (idempotency_key, attempt_no) and is never changed.
+// Rule: iu_route_attempt has UNIQUE (idempotency_key, attempt_no) and is never changed.
 func TestSubstrate_AttemptUniqueAndImmutable(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -126,7 +126,7 @@ func TestSubstrate_AttemptUniqueAndImmutable(t *testing.T) {
 	requireSQLState(t, err, "IU001")
 }
 
-// Spec 3: route_key is free text (unique); only 'none' is reserved, because it stands for
+// Rule: route_key is free text (unique); only 'none' is reserved, because it stands for
 // "no route" inside idempotency keys (iu_wrk:{worker}:{route_key}:{event_id}).
 func TestSubstrate_RouteKeyIsFreeTextButNotNone(t *testing.T) {
 	t.Parallel()

@@ -5,7 +5,7 @@
 // Each benchmark measures its subject and a baseline over the same data in the same run,
 // and reports both (ms per operation) and their ratio, so the figures mean something on
 // any machine. Budgets from the issue are checked: v_queue_health and the stale-check
-// <= 100 ms at the spec sizes.
+// <= 100 ms at the sizes below.
 package queuehealth
 
 import (

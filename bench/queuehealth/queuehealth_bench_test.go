@@ -44,7 +44,7 @@ func timed(b *testing.B, d *time.Duration, db *pgtest.DB, sql string) {
 	*d += time.Since(began)
 }
 
-// The stale-check over 10,000 fresh executors (spec budget 100 ms), against a plain
+// The stale-check over 10,000 fresh executors (budget 100 ms), against a plain
 // count(*) of queue_heartbeat.
 func BenchmarkStaleCheck10kFresh(b *testing.B) {
 	db := pgtest.NewDB(b)
@@ -61,7 +61,7 @@ func BenchmarkStaleCheck10kFresh(b *testing.B) {
 }
 
 // SELECT * FROM v_queue_health with 100,000 open route dead letters, 10,000 executors,
-// 1,000 open job dead letters, 1,000 queued jobs and a route worker (spec budget 100 ms),
+// 1,000 open job dead letters, 1,000 queued jobs and a route worker (budget 100 ms),
 // against plain count(*)s over the same tables.
 func BenchmarkHealthView100kDeadLetters10kExecutors(b *testing.B) {
 	db := pgtest.NewDB(b)

@@ -18,7 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/iu-core/event-worker/internal/cli"
-	"github.com/iu-core/event-worker/internal/pgtest"
+	"github.com/iu-core/event-worker/internal/pgserver"
+	"github.com/iu-core/event-worker/internal/store"
 )
 
 func main() {
@@ -71,8 +72,8 @@ func run(ctx context.Context, w io.Writer) error {
 	t := &tour{w: w, t0: time.Now()}
 	fmt.Fprintln(w, "iu-core demo — a route worker over an append-only event log, run by iu-runner.")
 
-	t.say("Start a throwaway PostgreSQL", "TEST_DATABASE_URL, else Docker, else the local server binaries (initdb + pg_ctl in a temp dir).")
-	srv, err := pgtest.Start(ctx, pgtest.Options{})
+	t.say("Start a throwaway PostgreSQL", "TEST_DATABASE_URL, else the local server binaries (initdb + pg_ctl in a temp dir).")
+	srv, err := pgserver.Start(ctx, pgserver.Options{})
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func run(ctx context.Context, w io.Writer) error {
 		t.say("Stop and clean up", "The server (or the demo database, on a server you gave us) goes away.")
 		sctx, c := context.WithTimeout(context.Background(), 30*time.Second)
 		defer c()
-		if srv.Kind == pgtest.KindEnv {
+		if srv.Kind == pgserver.KindEnv {
 			if conn, err := pgx.Connect(sctx, srv.AdminURL); err == nil {
 				_, _ = conn.Exec(sctx, "DROP DATABASE IF EXISTS iu_demo WITH (FORCE)")
 				conn.Close(sctx)
@@ -201,8 +202,8 @@ func run(ctx context.Context, w io.Writer) error {
 			ByStatus     map[string]int64 `json:"by_status"`
 			Stopped      string           `json:"stopped"`
 		} `json:"workers"`
-		StaleCheck map[string]any `json:"stale_check"`
-		Reaper     map[string]any `json:"reaper"`
+		StaleCheck json.RawMessage `json:"stale_check"` // fn_queue_stale_check()'s document
+		Reaper     json.RawMessage `json:"reaper"`      // fn_job_reap_expired_leases()'s document
 	}
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		return fmt.Errorf("tick printed no JSON: %w: %s", err, out)
@@ -212,8 +213,16 @@ func run(ctx context.Context, w io.Writer) error {
 		b, _ := json.Marshal(wr.ByStatus)
 		t.out(fmt.Sprintf("  attempts by status %s, dead-lettered %d", b, wr.DeadLettered))
 	}
-	t.out(fmt.Sprintf("stale-check: checked %v, stale %v, alerts emitted %v", sum.StaleCheck["checked"], sum.StaleCheck["stale"], sum.StaleCheck["emitted"]))
-	t.out(fmt.Sprintf("lease reaper: reaped %v", sum.Reaper["reaped"]))
+	stale, err := store.ParseStaleCheck(sum.StaleCheck)
+	if err != nil {
+		return err
+	}
+	reap, err := store.ParseReap(sum.Reaper)
+	if err != nil {
+		return err
+	}
+	t.out(fmt.Sprintf("stale-check: checked %d, stale %d, alerts emitted %d", stale.Checked, stale.Stale, stale.Emitted))
+	t.out(fmt.Sprintf("lease reaper: reaped %d", reap.Reaped))
 
 	t.say("Run it again", "The cursor has moved: a second tick claims nothing. A concurrent one would return busy, so cron needs no flock.")
 	out, _, code = runner(ctx, dsn, "tick", "--batch", "100", "--skip-stale-check")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iu-core/event-worker/internal/config"
 	"github.com/iu-core/event-worker/internal/migrate"
 )
 
@@ -52,7 +53,7 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	dsn, src := c.db.DSN(env.Getenv)
 	cc, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return fail(env, "migrate", fmt.Errorf("parsing database settings from %s: %w", src, err))
+		return fail(env, "migrate", fmt.Errorf("parsing database settings from %s: %w", src, config.RedactErr(err, dsn)))
 	}
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = c.db.ConnectTimeout

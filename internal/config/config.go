@@ -191,7 +191,7 @@ func (d *DB) PoolConfig(getenv func(string) string) (*pgxpool.Config, Source, er
 	dsn, src := d.DSN(getenv)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, src, fmt.Errorf("parsing database settings from %s: %w", src, redactErr(err))
+		return nil, src, fmt.Errorf("parsing database settings from %s: %w", src, RedactErr(err, dsn))
 	}
 	Apply(cfg.ConnConfig, d.StatementTimeout, d.ConnectTimeout)
 	if d.StatementTimeoutSet && d.StatementTimeout > 0 {
@@ -250,9 +250,6 @@ func Describe(cc *pgx.ConnConfig, src Source) []any {
 		slog.String("statement_timeout_options", statementTimeoutOption(cc)),
 	}
 }
-
-// redactErr keeps pgx's parse errors (which never include the password: pgconn redacts it).
-func redactErr(err error) error { return err }
 
 // LogLevel parses a --log-level value.
 func LogLevel(s string) (slog.Level, error) {

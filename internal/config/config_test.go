@@ -1,6 +1,9 @@
 package config
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +140,58 @@ func TestStatementTimeoutFromDSN(t *testing.T) {
 	}
 	if _, ok := cfg.ConnConfig.BuildContextWatcherHandler(nil).(*pgconn.CancelRequestContextWatcherHandler); !ok {
 		t.Fatal("the context watcher does not send a cancel request")
+	}
+}
+
+// Rule: an error about the connection settings never shows the password, whatever the
+// shape of the connection string (pgx's own masking misses blanks around '=', escaped
+// blanks and upper-case keywords), and still says what is wrong with it.
+func TestParseErrorsHideThePassword(t *testing.T) {
+	const secret = "Zq9-s3cret"
+	cases := []struct{ dsn, why string }{
+		{"postgres://u:" + secret + "@h:badport/db", "invalid port"},
+		{"postgresql://u:" + secret + "@h/db?sslmode=bogus", "sslmode is invalid"},
+		{"postgres://u:" + secret + "@h/db?password=" + secret + "&connect_timeout=abc", "connect_timeout"},
+		{"postgres://u:" + secret + "@[::1/db", "failed to parse as URL"},
+		{"host=h password=" + secret + " port=x", "invalid port"},
+		{"host=h password = " + secret + " port=x", "invalid port"},
+		{"host=h password= " + secret + " port=x", "invalid port"},
+		{"host=h password='" + secret + " with blank' port=x", "invalid port"},
+		{`host=h password=Zq9-s3\ cret port=x`, "invalid port"},
+		{`host=h port=x password='Zq9-s3\'cret'`, "invalid port"},
+		{"host=h PASSWORD=" + secret + " port=x", "invalid port"},
+		{"host=h password=" + secret + " sslmode=bogus", "sslmode is invalid"},
+		{"host=h sslpassword=" + secret + " port=x", "invalid port"},
+		{"postgres://h/db?sslpassword=" + secret + "&port=x", "invalid port"},
+	}
+	for _, c := range cases {
+		t.Run(c.dsn, func(t *testing.T) {
+			d := DB{URL: c.dsn, ConnectTimeout: time.Second, MaxConns: 4}
+			_, _, err := d.PoolConfig(env(nil))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			for _, leak := range []string{secret, "Zq9", "s3cret", "cret"} {
+				if strings.Contains(msg, leak) {
+					t.Fatalf("error shows the password (%q): %s", leak, msg)
+				}
+			}
+			if !strings.Contains(msg, c.why) || !strings.Contains(msg, "xxxxx") {
+				t.Fatalf("error does not say what is wrong (%q) with the password masked: %s", c.why, msg)
+			}
+		})
+	}
+}
+
+// Rule: RedactErr leaves an error that names no password as it is (errors.Is still works).
+func TestRedactErrKeepsOtherErrors(t *testing.T) {
+	base := errors.New("dial tcp: connection refused")
+	if got := RedactErr(base, "postgres://u:pw123@h/db"); got != base {
+		t.Fatalf("RedactErr changed an error without a password: %v", got)
+	}
+	wrapped := fmt.Errorf("connecting: %w", errors.New("auth for pw123 failed"))
+	if got := RedactErr(wrapped, "host=h password=pw123").Error(); strings.Contains(got, "pw123") {
+		t.Fatalf("password left in %q", got)
 	}
 }

@@ -1,18 +1,15 @@
 package health
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/iu-core/event-worker/internal/store"
 )
 
 // Exit statuses of the health command.
@@ -22,118 +19,76 @@ const (
 	ExitProblem = 3
 )
 
-// Querier is what Load needs (a pool, a connection or a transaction).
-type Querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+// Row is one v_queue_health row, typed by the contract in internal/store.
+type Row = store.QueueHealthRow
+
+// columns are the view's columns in its order, each with its value as text ("" for NULL).
+// detail, a JSON object, is left to --json.
+var columns = []struct {
+	name string
+	text func(Row) string
+}{
+	{"source", func(r Row) string { return r.Source }},
+	{"subject", func(r Row) string { return r.Subject }},
+	{"domain", func(r Row) string { return str(r.Domain) }},
+	{"last_seen_at", func(r Row) string { return timeText(r.LastSeenAt) }},
+	{"age_seconds", func(r Row) string { return intText(r.AgeSeconds) }},
+	{"events_seen", func(r Row) string { return intText(r.EventsSeen) }},
+	{"attempts_written", func(r Row) string { return intText(r.AttemptsWritten) }},
+	{"dead_lettered", func(r Row) string { return intText(r.DeadLettered) }},
+	{"status_hint", func(r Row) string { return r.StatusHint }},
+	{"backlog", func(r Row) string { return intText(r.Backlog) }},
+	{"oldest_pending_age_seconds", func(r Row) string { return intText(r.OldestPendingAgeSeconds) }},
+	{"severity", func(r Row) string { return str(r.Severity) }},
+	{"paused", func(r Row) string {
+		if r.Paused == nil {
+			return ""
+		}
+		return strconv.FormatBool(*r.Paused)
+	}},
+	{"gap_ratio", func(r Row) string {
+		if r.GapRatio == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*r.GapRatio, 'f', -1, 64)
+	}},
+	{"stale_threshold_seconds", func(r Row) string { return intText(r.StaleThresholdSeconds) }},
+	{"executor_kind", func(r Row) string { return str(r.ExecutorKind) }},
 }
 
-// Row is one v_queue_health row: the view's columns in order and their values, decoded
-// into JSON-friendly Go values (string, int64, float64, bool, time.Time, nil).
-type Row struct {
-	Columns []string
-	Values  map[string]any
-}
-
-// Load reads the whole view, in the view's row order.
-func Load(ctx context.Context, q Querier) ([]Row, error) {
-	rows, err := q.Query(ctx, "SELECT * FROM v_queue_health")
-	if err != nil {
-		return nil, fmt.Errorf("reading v_queue_health: %w", err)
-	}
-	defer rows.Close()
-	var cols []string
-	for _, fd := range rows.FieldDescriptions() {
-		cols = append(cols, fd.Name)
-	}
-	var out []Row
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			return nil, fmt.Errorf("decoding v_queue_health row: %w", err)
-		}
-		r := Row{Columns: cols, Values: make(map[string]any, len(cols))}
-		for i, c := range cols {
-			r.Values[c] = normalize(vals[i])
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading v_queue_health: %w", err)
-	}
-	return out, nil
-}
-
-func normalize(v any) any {
-	switch x := v.(type) {
-	case nil, string, bool, int64, float64, time.Time:
-		return x
-	case int32:
-		return int64(x)
-	case int16:
-		return int64(x)
-	case float32:
-		return float64(x)
-	case pgtype.Numeric:
-		if !x.Valid {
-			return nil
-		}
-		f, err := x.Float64Value()
-		if err != nil || !f.Valid {
-			return nil
-		}
-		if x.Exp >= 0 || isInt(f.Float64) {
-			return int64(f.Float64)
-		}
-		return f.Float64
-	case *big.Int:
-		return x.Int64()
-	case []any, map[string]any:
-		return x
-	case fmt.Stringer:
-		return x.String()
-	default:
-		return fmt.Sprint(x)
-	}
-}
-
-func isInt(f float64) bool { return f == float64(int64(f)) }
-
-// Str returns a column as text ("" when NULL or absent).
-func (r Row) Str(col string) string {
-	v, ok := r.Values[col]
-	if !ok || v == nil {
+func str(p *string) string {
+	if p == nil {
 		return ""
 	}
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return format(v)
+	return *p
 }
 
-// Number returns a numeric column and whether it held a number.
-func (r Row) Number(col string) (float64, bool) {
-	switch x := r.Values[col].(type) {
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	case string:
-		f, err := strconv.ParseFloat(x, 64)
-		return f, err == nil
+func intText(p *int64) string {
+	if p == nil {
+		return ""
 	}
-	return 0, false
+	return strconv.FormatInt(*p, 10)
 }
 
-// Problem says why a row is a problem ("" when it is not): stale, critical, or open dead letters.
+func timeText(p *time.Time) string {
+	if p == nil {
+		return ""
+	}
+	return p.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// Problem says why a row is a problem ("" when it is not): stale (an executor silent past
+// its threshold; its severity column says warning or critical), or open_dead_letters (the
+// view lists dead letters only while they are open). A severity of critical on a row that
+// is not stale would be a problem too; the view does not produce one today.
 func Problem(r Row) string {
-	hint := strings.ToLower(r.Str("status_hint"))
 	switch {
-	case hint == "stale" || hint == "critical":
-		return hint
-	case strings.EqualFold(r.Str("severity"), "critical"):
+	case r.StatusHint == "stale":
+		return "stale"
+	case str(r.Severity) == "critical":
 		return "critical"
-	case strings.HasPrefix(r.Str("source"), "dead_letter"):
-		if n, ok := r.Number("dead_lettered"); !ok || n > 0 || hint == "open" {
+	case r.Source == store.SourceDeadLetterEvent || r.Source == store.SourceDeadLetterJob:
+		if r.DeadLettered == nil || *r.DeadLettered > 0 {
 			return "open_dead_letters"
 		}
 	}
@@ -168,28 +123,30 @@ func Count(rows []Row) Counts {
 		case "open_dead_letters":
 			c.OpenDeadLetters++
 		}
-		if strings.EqualFold(r.Str("status_hint"), "critical") || strings.EqualFold(r.Str("severity"), "critical") {
+		if str(r.Severity) == "critical" {
 			c.Critical++
 		}
 	}
 	return c
 }
 
-// RenderJSON writes {"ok":bool,"counts":{...},"rows":[{column: value...}]}.
+// RenderJSON writes {"ok":bool,"counts":{...},"rows":[{column: value..., "problem": why}]}.
 func RenderJSON(w io.Writer, rows []Row) error {
-	type out struct {
-		OK     bool             `json:"ok"`
-		Counts Counts           `json:"counts"`
-		Rows   []map[string]any `json:"rows"`
+	type row struct {
+		Row
+		Problem string `json:"problem"`
 	}
-	o := out{OK: ExitCode(rows) == ExitOK, Counts: Count(rows), Rows: []map[string]any{}}
+	type out struct {
+		OK     bool   `json:"ok"`
+		Counts Counts `json:"counts"`
+		Rows   []row  `json:"rows"`
+	}
+	o := out{OK: ExitCode(rows) == ExitOK, Counts: Count(rows), Rows: []row{}}
 	for _, r := range rows {
-		m := make(map[string]any, len(r.Values)+1)
-		for k, v := range r.Values {
-			m[k] = v
+		if len(r.Detail) == 0 {
+			r.Detail = json.RawMessage("null")
 		}
-		m["problem"] = Problem(r)
-		o.Rows = append(o.Rows, m)
+		o.Rows = append(o.Rows, row{Row: r, Problem: Problem(r)})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -199,18 +156,12 @@ func RenderJSON(w io.Writer, rows []Row) error {
 // RenderTable writes an aligned table, one line per row; a problem row starts with "!"
 // and names its problem in the last column. A summary line follows.
 func RenderTable(w io.Writer, rows []Row) error {
-	var cols []string
-	if len(rows) > 0 {
-		for _, c := range rows[0].Columns {
-			if !structured(rows, c) {
-				cols = append(cols, c) // jsonb columns (detail) are for --json
-			}
-		}
-	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := []string{" "}
-	for _, c := range cols {
-		head = append(head, strings.ToUpper(c))
+	if len(rows) > 0 {
+		for _, c := range columns {
+			head = append(head, strings.ToUpper(c.name))
+		}
 	}
 	head = append(head, "PROBLEM")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
@@ -221,8 +172,8 @@ func RenderTable(w io.Writer, rows []Row) error {
 			mark = "!"
 		}
 		line := []string{mark}
-		for _, c := range cols {
-			s := r.Str(c)
+		for _, c := range columns {
+			s := c.text(r)
 			if s == "" {
 				s = "-"
 			}
@@ -245,32 +196,4 @@ func RenderTable(w io.Writer, rows []Row) error {
 	_, err := fmt.Fprintf(w, "\n%s: %d rows, %d stale, %d critical, %d with open dead letters\n",
 		verdict, c.Rows, c.Stale, c.Critical, c.OpenDeadLetters)
 	return err
-}
-
-func format(v any) string {
-	switch x := v.(type) {
-	case time.Time:
-		return x.UTC().Format("2006-01-02 15:04:05Z")
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case bool:
-		return strconv.FormatBool(x)
-	case []any, map[string]any:
-		b, _ := json.Marshal(x)
-		return string(b)
-	}
-	return fmt.Sprint(v)
-}
-
-// structured reports whether a column holds JSON objects or arrays in any row.
-func structured(rows []Row, col string) bool {
-	for _, r := range rows {
-		switch r.Values[col].(type) {
-		case map[string]any, []any:
-			return true
-		}
-	}
-	return false
 }

@@ -8,34 +8,51 @@ import (
 	"time"
 )
 
-var cols = []string{"source", "subject", "domain", "last_seen_at", "age_seconds", "events_seen", "attempts_written", "dead_lettered", "status_hint"}
-
-func row(vals ...any) Row {
-	r := Row{Columns: cols, Values: map[string]any{}}
-	for i, c := range cols {
-		r.Values[c] = vals[i]
+// row builds a v_queue_health row from its first nine columns (nil: NULL) and, for a
+// stale heartbeat, its severity column.
+func row(source, subject string, domain *string, seen time.Time, age, events, attempts, dead *int64, hint string) Row {
+	r := Row{Source: source, Subject: subject, Domain: domain, LastSeenAt: &seen, AgeSeconds: age,
+		EventsSeen: events, AttemptsWritten: attempts, DeadLettered: dead, StatusHint: hint}
+	if source == "heartbeat" && hint == "stale" {
+		sev := "warning"
+		if age != nil && *age >= 600 {
+			sev = "critical"
+		}
+		r.Severity = &sev
 	}
 	return r
 }
 
+func n(v int64) *int64 { return &v }
+
+func s(v string) *string { return &v }
+
 // Rule: stale, critical and open dead-letter rows make `health` exit 3; fresh rows exit 0.
 func TestExitCode(t *testing.T) {
 	now := time.Now()
-	fresh := row("heartbeat", "a", nil, now, int64(1), nil, nil, nil, "fresh")
-	cursor := row("cursor", "iu_outbound_default", "iu", now, int64(2), int64(10), int64(10), int64(0), nil)
+	fresh := row("heartbeat", "a", nil, now, n(1), nil, nil, nil, "fresh")
+	cursor := row("cursor", "iu_outbound_default", s("iu"), now, n(2), n(10), n(10), n(0), "caught_up")
 	if got := ExitCode([]Row{fresh, cursor}); got != ExitOK {
 		t.Fatalf("fresh rows: exit %d", got)
 	}
 	for name, bad := range map[string]Row{
-		"stale":       row("heartbeat", "b", nil, now, int64(900), nil, nil, nil, "stale"),
-		"critical":    row("heartbeat", "c", nil, now, int64(900), nil, nil, nil, "critical"),
-		"dead letter": row("dead_letter_event", "iu", "iu", now, nil, nil, nil, int64(3), "open"),
+		"stale":       row("heartbeat", "b", nil, now, n(200), nil, nil, nil, "stale"),
+		"critical":    row("heartbeat", "c", nil, now, n(900), nil, nil, nil, "stale"), // severity critical
+		"dead letter": row("dead_letter_event", "iu", s("iu"), now, nil, nil, nil, n(3), "open"),
 	} {
 		if got := ExitCode([]Row{fresh, bad}); got != ExitProblem {
 			t.Errorf("%s: exit %d, want 3", name, got)
 		}
 	}
-	if got := ExitCode([]Row{row("heartbeat", "p", nil, now, int64(900), nil, nil, nil, "paused")}); got != ExitOK {
+	// critical is read from the severity column (status_hint never says critical)
+	crit := row("heartbeat", "c", nil, now, n(900), nil, nil, nil, "stale")
+	if c := Count([]Row{fresh, crit}); c.Critical != 1 || c.Stale != 1 {
+		t.Errorf("counts %+v: want 1 stale, 1 critical", c)
+	}
+	if got := ExitCode([]Row{{Source: "cursor", Subject: "w", StatusHint: "caught_up", Severity: s("critical")}}); got != ExitProblem {
+		t.Errorf("severity critical: exit %d, want 3", got)
+	}
+	if got := ExitCode([]Row{row("heartbeat", "p", nil, now, n(900), nil, nil, nil, "paused")}); got != ExitOK {
 		t.Errorf("paused executor: exit %d, want 0", got)
 	}
 }
@@ -43,8 +60,8 @@ func TestExitCode(t *testing.T) {
 // Rule: the table marks problem rows and the JSON parses with the same verdict.
 func TestRender(t *testing.T) {
 	rows := []Row{
-		row("heartbeat", "fresh-one", nil, time.Now(), int64(1), nil, nil, nil, "fresh"),
-		row("heartbeat", "stale-one", nil, time.Now(), int64(900), nil, nil, nil, "stale"),
+		row("heartbeat", "fresh-one", nil, time.Now(), n(1), nil, nil, nil, "fresh"),
+		row("heartbeat", "stale-one", nil, time.Now(), n(900), nil, nil, nil, "stale"),
 	}
 	var tb bytes.Buffer
 	if err := RenderTable(&tb, rows); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/iu-core/event-worker/internal/config"
 	sqlfiles "github.com/iu-core/event-worker/sql"
 )
 
@@ -114,7 +115,7 @@ func Up(ctx context.Context, dsn string) error {
 func pgxConfig(dsn string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parsing database url: %w", err)
+		return nil, fmt.Errorf("parsing database url: %w", config.RedactErr(err, dsn))
 	}
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "iu-runner-migrate"

@@ -1,7 +1,7 @@
 // Package notifier keeps one dedicated LISTEN connection for the runner and turns
 // notifications on queue_wake_<domain> into wake-ups of the service loop.
 //
-// NOTIFY is only a wake-up signal (SPEC section 0): a lost notification never loses work,
+// NOTIFY is only a wake-up signal: a lost notification never loses work,
 // because the service also polls (hybrid mode) or polls while the listener is down
 // (notify mode), and every (re)connection is itself a wake-up that makes the loop look:
 // whatever committed before LISTEN took effect was signalled to nobody.

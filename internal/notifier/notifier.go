@@ -50,8 +50,6 @@ type Notifier struct {
 	up    atomic.Bool
 	seq   atomic.Int64
 	acked atomic.Int64 // NOTIFY round trips answered on the listener
-
-	dropAcks atomic.Bool // tests: the listener ignores the round-trip answers
 }
 
 // New prepares a notifier; nothing connects until Run.
@@ -172,9 +170,6 @@ func (n *Notifier) session(ctx context.Context, reconnect bool) (connected bool,
 			return true, fmt.Errorf("waiting for notifications: %w", err)
 		}
 		if nt.Channel == n.ping {
-			if n.dropAcks.Load() {
-				continue
-			}
 			select {
 			case acks <- nt.Payload:
 			default:

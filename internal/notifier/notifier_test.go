@@ -1,10 +1,14 @@
 package notifier
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,6 +92,47 @@ func TestListenWakeReconnect(t *testing.T) {
 	}
 }
 
+// lossyConn is a client connection whose incoming bytes can be lost on purpose: while
+// deaf, everything the server sends is read and thrown away, as on a network path that
+// silently stopped delivering (the session looks open; nothing arrives).
+type lossyConn struct {
+	net.Conn
+	deaf atomic.Bool
+}
+
+func (c *lossyConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if !c.deaf.Load() || err != nil {
+			return n, err
+		}
+	}
+}
+
+// lossyDialer dials through pgx's own dialer and keeps every connection, in dial order.
+type lossyDialer struct {
+	mu    sync.Mutex
+	conns []*lossyConn
+}
+
+func (d *lossyDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{KeepAlive: 5 * time.Minute}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	lc := &lossyConn{Conn: c}
+	d.mu.Lock()
+	d.conns = append(d.conns, lc)
+	d.mu.Unlock()
+	return lc, nil
+}
+
+func (d *lossyDialer) conn(i int) *lossyConn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.conns[i]
+}
+
 // Rule: when the round-trip answers stop arriving (the listener session no longer
 // delivers), the notifier reports the listener down within the check timeout and
 // reconnects; once answers flow again it is up and acknowledging round trips.
@@ -98,6 +143,10 @@ func TestLostAcknowledgementsReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	config.Apply(cfg.ConnConfig, 30*time.Second, 5*time.Second)
+	// The listener's session is the first one the pool dials (Run acquires it before the
+	// round-trip checker sends anything); the test makes that one connection deaf.
+	var dialer lossyDialer
+	cfg.ConnConfig.DialFunc = dialer.dial
 	cfg.MaxConns = 2
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -106,8 +155,9 @@ func TestLostAcknowledgementsReconnect(t *testing.T) {
 	defer pool.Close()
 
 	var reconnects, downs atomic.Int64
+	var logs lockedBuffer
 	n := New(pool, Config{Channels: []string{"queue_wake_iu"}, CheckInterval: 50 * time.Millisecond, CheckTimeout: 200 * time.Millisecond},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks{
+		slog.New(slog.NewTextHandler(&logs, nil)), Hooks{
 			State: func(u bool) {
 				if !u {
 					downs.Add(1)
@@ -121,10 +171,33 @@ func TestLostAcknowledgementsReconnect(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	eventually(t, "listener up and acknowledging", func() bool { return n.Up() && n.RoundTrips() >= 1 })
-	n.dropAcks.Store(true)
+	if reconnects.Load() != 0 || downs.Load() != 0 {
+		t.Fatalf("already reconnected before the loss: reconnects=%d downs=%d", reconnects.Load(), downs.Load())
+	}
+	dialer.conn(0).deaf.Store(true) // the listener's session hears nothing from now on
 	eventually(t, "lost acknowledgements reported as down", func() bool { return downs.Load() >= 1 })
 	eventually(t, "reconnected after the missed round trip", func() bool { return reconnects.Load() >= 1 })
-	n.dropAcks.Store(false)
+	if why := "NOTIFY round trip: no answer within"; !strings.Contains(logs.String(), why) {
+		t.Fatalf("the listener went down, but not for the missed round trip (%q):\n%s", why, logs.String())
+	}
 	base := n.RoundTrips()
 	eventually(t, "up and acknowledging again", func() bool { return n.Up() && n.RoundTrips() >= base+2 })
+}
+
+// lockedBuffer is a log sink the notifier's goroutines and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

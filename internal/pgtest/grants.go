@@ -10,10 +10,10 @@ import (
 // to the group roles that may execute it; nil means nobody (internal helpers, triggers).
 type GrantMatrix map[string][]string
 
-// groupRoles are the package's two NOLOGIN group roles (spec 9).
+// groupRoles are the package's two NOLOGIN group roles.
 var groupRoles = []string{"workflow_admin", "dot_executor"}
 
-// RequireGrants proves spec 9 for one family of functions: PUBLIC executes none of
+// RequireGrants proves the grant rule for one family of functions: PUBLIC executes none of
 // them, each group role executes exactly its share, every SECURITY DEFINER one pins
 // search_path = public, pg_temp, and no function whose name matches one of the LIKE
 // patterns exists outside the matrix (a new function must be placed in it on purpose).

@@ -41,7 +41,7 @@ type DB interface {
 	tick.DB
 	Heartbeat(ctx context.Context, executorID, kind, status string, metadata map[string]any) (json.RawMessage, error)
 	Ping(ctx context.Context) error
-	QueueHealth(ctx context.Context) ([]health.Row, error)
+	QueueHealth(ctx context.Context) ([]store.QueueHealthRow, error)
 }
 
 // Listener is the notifier as the loop sees it (nil in poll mode).
@@ -383,19 +383,19 @@ func (s *Service) housekeeping(ctx context.Context, nextStale, nextReap *time.Ti
 	now := time.Now()
 	if !now.Before(*nextStale) {
 		*nextStale = now.Add(s.cfg.StaleCheckInterval)
-		if raw, err := s.db.StaleCheck(ctx); err != nil {
+		if res, err := s.db.StaleCheck(ctx); err != nil {
 			s.dbError("stale_check", err)
 		} else {
-			s.log.Debug("stale-check", "result", raw)
+			s.log.Debug("stale-check", "result", res.Raw)
 		}
 		s.refreshHealth(ctx)
 	}
 	if !now.Before(*nextReap) {
 		*nextReap = now.Add(s.cfg.ReapInterval)
-		if raw, err := s.db.ReapLeases(ctx); err != nil {
+		if res, err := s.db.ReapLeases(ctx); err != nil {
 			s.dbError("reap", err)
 		} else {
-			s.log.Debug("lease reaper", "result", raw)
+			s.log.Debug("lease reaper", "result", res.Raw)
 		}
 	}
 }
@@ -419,26 +419,21 @@ func (s *Service) refreshHealth(ctx context.Context) {
 	h := metrics.Health{Rows: make([]metrics.HealthRow, 0, len(rows))}
 	smallest := 0.0 // the smallest effective stale threshold, to check our own cadence
 	for _, r := range rows {
-		hr := metrics.HealthRow{Source: r.Str("source"), Subject: r.Str("subject"), Domain: r.Str("domain"), StatusHint: r.Str("status_hint")}
-		if v, ok := r.Number("age_seconds"); ok {
-			hr.Age = &v
+		hr := metrics.HealthRow{Source: r.Source, Subject: r.Subject, StatusHint: r.StatusHint,
+			Age: gaugeValue(r.AgeSeconds), Backlog: gaugeValue(r.Backlog)} // backlog: cursors and queued jobs
+		if r.Domain != nil {
+			hr.Domain = *r.Domain
 		}
-		for _, c := range []string{"backlog", "backlog_events", "queued"} {
-			if v, ok := r.Number(c); ok {
-				hr.Backlog = &v
-				break
-			}
+		if r.Source == store.SourceDeadLetterEvent || r.Source == store.SourceDeadLetterJob {
+			hr.OpenDeadLetters = gaugeValue(r.DeadLettered)
 		}
-		if hr.Source == "dead_letter_event" || hr.Source == "dead_letter_job" {
-			if v, ok := r.Number("dead_lettered"); ok {
-				hr.OpenDeadLetters = &v
-			}
-		}
-		if hr.Source == "heartbeat" && hr.StatusHint == "stale" {
+		if r.Source == store.SourceHeartbeat && r.StatusHint == "stale" {
 			h.StaleExecutors++
 		}
-		if v, ok := r.Number("stale_threshold_seconds"); ok && hr.Source == "heartbeat" && v > 0 && (smallest == 0 || v < smallest) {
-			smallest = v
+		if r.Source == store.SourceHeartbeat && r.StaleThresholdSeconds != nil {
+			if v := float64(*r.StaleThresholdSeconds); v > 0 && (smallest == 0 || v < smallest) {
+				smallest = v
+			}
 		}
 		hr.Problem = health.Problem(r) != ""
 		h.Rows = append(h.Rows, hr)
@@ -455,6 +450,15 @@ func (s *Service) refreshHealth(ctx context.Context) {
 		s.log.Warn("--stale-check-interval is not under half the smallest stale threshold: silences may be noticed late",
 			"stale_check_interval", s.cfg.StaleCheckInterval.String(), "smallest_threshold_seconds", smallest)
 	}
+}
+
+// gaugeValue converts a nullable count for a gauge (nil stays nil: not exported).
+func gaugeValue(p *int64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := float64(*p)
+	return &v
 }
 
 // CadenceTooLong reports that a stale-check every interval is not under half the smallest

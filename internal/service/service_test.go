@@ -67,12 +67,12 @@ func (f *fakeDB) RunWorker(ctx context.Context, w string, batch int) (store.Work
 	f.backlog -= n
 	return store.WorkerRun{Worker: w, Claimed: int64(n), AttemptsWritten: int64(n), ByStatus: map[string]int64{"dry_run": int64(n)}}, nil
 }
-func (f *fakeDB) StaleCheck(context.Context) (json.RawMessage, error) {
+func (f *fakeDB) StaleCheck(context.Context) (store.StaleCheck, error) {
 	f.stales.Add(1)
-	return json.RawMessage(`{}`), nil
+	return store.StaleCheck{Raw: json.RawMessage(`{}`)}, nil
 }
-func (f *fakeDB) ReapLeases(context.Context) (json.RawMessage, error) {
-	return json.RawMessage(`{}`), nil
+func (f *fakeDB) ReapLeases(context.Context) (store.Reap, error) {
+	return store.Reap{Raw: json.RawMessage(`{}`)}, nil
 }
 func (f *fakeDB) Heartbeat(_ context.Context, _, _, status string, md map[string]any) (json.RawMessage, error) {
 	f.beats.Add(1)
@@ -312,7 +312,8 @@ func TestStaleCheckCadence(t *testing.T) {
 		}
 	}
 	m := metrics.New()
-	db := &healthDB{rows: []health.Row{{Values: map[string]any{"source": "heartbeat", "subject": "x", "stale_threshold_seconds": int64(60), "status_hint": "fresh"}}}}
+	threshold := int64(60)
+	db := &healthDB{rows: []health.Row{{Source: "heartbeat", Subject: "x", StaleThresholdSeconds: &threshold, StatusHint: "fresh"}}}
 	c := cfg()
 	c.StaleCheckInterval = 30 * time.Second
 	s := New(c, db, nil, quiet(), m)
@@ -341,7 +342,8 @@ func TestJitter(t *testing.T) {
 func TestHealthRefreshHasNoEmptyWindow(t *testing.T) {
 	m := metrics.New()
 	rows := func(n float64) []health.Row {
-		return []health.Row{{Values: map[string]any{"source": "cursor", "subject": "w", "backlog": n}}}
+		backlog := int64(n)
+		return []health.Row{{Source: "cursor", Subject: "w", StatusHint: "backlog", Backlog: &backlog}}
 	}
 	db := &healthDB{rows: rows(1)}
 	s := New(cfg(), db, nil, quiet(), m)

@@ -7,70 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/iu-core/event-worker/internal/health"
 )
-
-// Statuses are the iu_route_attempt statuses, in the order the runner reports them.
-var Statuses = []string{"dry_run", "disabled", "skipped", "failed", "sent"}
-
-// WorkerRun is the parsed summary of one fn_iu_route_worker_run call.
-type WorkerRun struct {
-	Worker          string           `json:"worker"`
-	Gated           bool             `json:"gated"`
-	Busy            bool             `json:"busy"`
-	Reason          string           `json:"reason,omitempty"`
-	Claimed         int64            `json:"claimed"`
-	AttemptsWritten int64            `json:"attempts_written"`
-	DeadLettered    int64            `json:"dead_lettered"`
-	ByStatus        map[string]int64 `json:"by_status"`
-	Raw             json.RawMessage  `json:"-"`
-}
-
-// ParseWorkerRun reads the summary jsonb. Per-status counts are taken from top-level keys
-// named after the statuses, or from a nested object (by_status, counts, statuses) when
-// the SQL groups them.
-func ParseWorkerRun(raw []byte) (WorkerRun, error) {
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return WorkerRun{}, fmt.Errorf("decoding fn_iu_route_worker_run summary: %w", err)
-	}
-	r := WorkerRun{Raw: append(json.RawMessage(nil), raw...), ByStatus: map[string]int64{}}
-	r.Worker, _ = m["worker"].(string)
-	r.Gated, _ = m["gated"].(bool)
-	r.Busy, _ = m["busy"].(bool)
-	r.Reason, _ = m["reason"].(string)
-	r.Claimed = num(m["claimed"])
-	r.AttemptsWritten = num(m["attempts_written"])
-	r.DeadLettered = num(m["dead_lettered"])
-	sources := []map[string]any{m}
-	for _, k := range []string{"by_status", "counts", "statuses", "status_counts"} {
-		if sub, ok := m[k].(map[string]any); ok {
-			sources = append(sources, sub)
-		}
-	}
-	for _, s := range Statuses {
-		for _, src := range sources {
-			if v, ok := src[s]; ok {
-				if n := num(v); n > 0 {
-					r.ByStatus[s] = n
-				}
-			}
-		}
-	}
-	return r, nil
-}
-
-func num(v any) int64 {
-	switch x := v.(type) {
-	case float64:
-		return int64(x)
-	case json.Number:
-		n, _ := x.Int64()
-		return n
-	}
-	return 0
-}
 
 // Store runs the package's SQL functions on a pool.
 type Store struct {
@@ -110,21 +47,25 @@ func (s *Store) RunWorker(ctx context.Context, worker string, batch int) (Worker
 	if err != nil {
 		return WorkerRun{}, err
 	}
-	r, err := ParseWorkerRun(raw)
-	if r.Worker == "" {
-		r.Worker = worker
-	}
-	return r, err
+	return ParseWorkerRun(raw)
 }
 
 // StaleCheck runs fn_queue_stale_check().
-func (s *Store) StaleCheck(ctx context.Context) (json.RawMessage, error) {
-	return s.jsonCall(ctx, "running fn_queue_stale_check()", "SELECT fn_queue_stale_check()::text")
+func (s *Store) StaleCheck(ctx context.Context) (StaleCheck, error) {
+	raw, err := s.jsonCall(ctx, "running fn_queue_stale_check()", "SELECT fn_queue_stale_check()::text")
+	if err != nil {
+		return StaleCheck{}, err
+	}
+	return ParseStaleCheck(raw)
 }
 
 // ReapLeases runs fn_job_reap_expired_leases().
-func (s *Store) ReapLeases(ctx context.Context) (json.RawMessage, error) {
-	return s.jsonCall(ctx, "running fn_job_reap_expired_leases()", "SELECT fn_job_reap_expired_leases()::text")
+func (s *Store) ReapLeases(ctx context.Context) (Reap, error) {
+	raw, err := s.jsonCall(ctx, "running fn_job_reap_expired_leases()", "SELECT fn_job_reap_expired_leases()::text")
+	if err != nil {
+		return Reap{}, err
+	}
+	return ParseReap(raw)
 }
 
 // Heartbeat writes the runner's own heartbeat through fn_queue_heartbeat_tick with status
@@ -162,8 +103,8 @@ func (s *Store) DatabaseName(ctx context.Context) (string, error) {
 }
 
 // QueueHealth reads v_queue_health.
-func (s *Store) QueueHealth(ctx context.Context) ([]health.Row, error) {
+func (s *Store) QueueHealth(ctx context.Context) ([]QueueHealthRow, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return health.Load(ctx, s.Pool)
+	return LoadQueueHealth(ctx, s.Pool)
 }

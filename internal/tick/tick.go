@@ -13,8 +13,8 @@ import (
 // DB is the part of store.Store a pass needs.
 type DB interface {
 	RunWorker(ctx context.Context, worker string, batch int) (store.WorkerRun, error)
-	StaleCheck(ctx context.Context) (json.RawMessage, error)
-	ReapLeases(ctx context.Context) (json.RawMessage, error)
+	StaleCheck(ctx context.Context) (store.StaleCheck, error)
+	ReapLeases(ctx context.Context) (store.Reap, error)
 }
 
 // Why a worker's drain stopped.
@@ -220,18 +220,18 @@ func Run(ctx context.Context, db DB, o Options) (Summary, error) {
 	}
 	live := func() bool { return stop.Err() == nil && ctx.Err() == nil }
 	if !o.SkipStale && live() {
-		raw, err := db.StaleCheck(ctx)
+		res, err := db.StaleCheck(ctx)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		s.StaleCheck = raw
+		s.StaleCheck = res.Raw
 	}
 	if !o.SkipReap && live() {
-		raw, err := db.ReapLeases(ctx)
+		res, err := db.ReapLeases(ctx)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		s.Reaper = raw
+		s.Reaper = res.Raw
 	}
 	s.Interrupted = stop.Err() != nil
 	for _, e := range errs {

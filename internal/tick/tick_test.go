@@ -41,13 +41,13 @@ func (f *fakeDB) RunWorker(_ context.Context, w string, batch int) (store.Worker
 	f.backlog[w] -= n
 	return store.WorkerRun{Worker: w, Claimed: int64(n), AttemptsWritten: int64(n), ByStatus: map[string]int64{"dry_run": int64(n)}}, nil
 }
-func (f *fakeDB) StaleCheck(context.Context) (json.RawMessage, error) {
+func (f *fakeDB) StaleCheck(context.Context) (store.StaleCheck, error) {
 	f.house++
-	return json.RawMessage(`{}`), nil
+	return store.StaleCheck{Raw: json.RawMessage(`{}`)}, nil
 }
-func (f *fakeDB) ReapLeases(context.Context) (json.RawMessage, error) {
+func (f *fakeDB) ReapLeases(context.Context) (store.Reap, error) {
 	f.house++
-	return json.RawMessage(`{}`), nil
+	return store.Reap{Raw: json.RawMessage(`{}`)}, nil
 }
 
 // Rule: full batches are followed by the next until one comes back short.

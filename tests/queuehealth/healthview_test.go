@@ -53,7 +53,8 @@ func i64(p *int64) string {
 	return fmt.Sprint(*p)
 }
 
-// Spec 8: v_queue_health has the spec's columns first, in order, then the added ones.
+// Rule: v_queue_health has its nine contract columns first (source ... status_hint), in
+// order, then the added ones.
 func TestHealthView_ColumnOrder(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -71,7 +72,7 @@ func TestHealthView_ColumnOrder(t *testing.T) {
 	}
 }
 
-// Spec 8: one row per route worker (counters, backlog), per executor (stale / fresh /
+// Rule: one row per route worker (counters, backlog), per executor (stale / fresh /
 // paused with severity), open dead letters aggregated per subject (1,000 open route dead
 // letters are one row), and the queued job backlog per (kind, domain).
 func TestHealthView_RowsPerSource(t *testing.T) {
@@ -155,7 +156,7 @@ func TestHealthView_RowsPerSource(t *testing.T) {
 	pgtest.RequireSQLState(t, callErr(t, admin, `SELECT 1 FROM job_queue`), "42501")
 }
 
-// Rule (spec 8): open job dead letters are aggregated per subject — the job kind — one row
+// Rule: open job dead letters are aggregated per subject — the job kind — one row
 // each, whatever domains they came from. A kind with dead jobs in two domains is one row
 // with the summed count; its domain column lists both (sorted, comma separated).
 func TestHealthView_DeadLetterJobOneRowPerKind(t *testing.T) {

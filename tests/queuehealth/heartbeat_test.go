@@ -8,7 +8,7 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// Spec 5: fn_queue_heartbeat_register is idempotent — a repeat changes nothing, new values
+// Rule: fn_queue_heartbeat_register is idempotent — a repeat changes nothing, new values
 // update the configuration only — and refuses bad input with 22023.
 func TestHeartbeat_RegisterIsIdempotent(t *testing.T) {
 	t.Parallel()
@@ -44,7 +44,7 @@ func TestHeartbeat_RegisterIsIdempotent(t *testing.T) {
 	}
 }
 
-// Spec 5: a beat from an unregistered executor is refused with P0002 and a hint to register.
+// Rule: a beat from an unregistered executor is refused with P0002 and a hint to register.
 func TestHeartbeat_WriteUnregisteredIsP0002(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -57,7 +57,7 @@ func TestHeartbeat_WriteUnregisteredIsP0002(t *testing.T) {
 	}
 }
 
-// Spec 5: a beat sets last_beat_at = now(), counts the tick, stores the payload and who beat.
+// Rule: a beat sets last_beat_at = now(), counts the tick, stores the payload and who beat.
 func TestHeartbeat_WriteBeatsAndCounts(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -77,7 +77,7 @@ func TestHeartbeat_WriteBeatsAndCounts(t *testing.T) {
 	}
 }
 
-// Spec 2 + 5: heartbeat payloads are hygiene-checked at any depth by write, tick and ping,
+// Rule: heartbeat payloads are hygiene-checked at any depth by write, tick and ping,
 // with a 22023 error that lists where the keys sit.
 func TestHeartbeat_PayloadHygieneAtAnyDepth(t *testing.T) {
 	t.Parallel()
@@ -101,7 +101,7 @@ func TestHeartbeat_PayloadHygieneAtAnyDepth(t *testing.T) {
 	pgtest.RequireSQLState(t, callErr(t, db.Pool, `UPDATE queue_heartbeat SET last_beat_payload = '{"x": [{"embedding": 1}]}'`), "23514")
 }
 
-// Spec 5: the primitive tick is a generic UPSERT: an unknown executor is registered with the
+// Rule: the primitive tick is a generic UPSERT: an unknown executor is registered with the
 // documented defaults (cadence 60 s, threshold 180 s), ticks_total counts from 1.
 func TestHeartbeat_TickUpsertsWithDocumentedDefaults(t *testing.T) {
 	t.Parallel()
@@ -121,7 +121,7 @@ func TestHeartbeat_TickUpsertsWithDocumentedDefaults(t *testing.T) {
 	}
 }
 
-// Spec 5: a paused executor raises no alert and shows paused; resuming restarts its clock.
+// Rule: a paused executor raises no alert and shows paused; resuming restarts its clock.
 func TestHeartbeat_PauseAndResume(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)

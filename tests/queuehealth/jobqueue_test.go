@@ -32,7 +32,7 @@ func claim(t testing.TB, q querier, worker string, limit int) []string {
 	return ids
 }
 
-// Spec 7: the dedupe key is unique while the job is live: enqueueing it again returns the
+// Rule: the dedupe key is unique while the job is live: enqueueing it again returns the
 // live job; once the job has finished the key is free again.
 func TestJobs_EnqueueDedupesWhileLive(t *testing.T) {
 	t.Parallel()
@@ -59,7 +59,7 @@ func TestJobs_EnqueueDedupesWhileLive(t *testing.T) {
 	pgtest.RequireSQLState(t, callErr(t, db.Pool, `SELECT fn_job_enqueue('', 'iu')`), "22023")
 }
 
-// Spec 7: two claimers in concurrent transactions get disjoint jobs, and the second does
+// Rule: two claimers in concurrent transactions get disjoint jobs, and the second does
 // not wait for the first (FOR UPDATE SKIP LOCKED).
 func TestJobs_ConcurrentClaimersDisjointWithoutBlocking(t *testing.T) {
 	t.Parallel()
@@ -108,7 +108,7 @@ func TestJobs_ConcurrentClaimersDisjointWithoutBlocking(t *testing.T) {
 	}
 }
 
-// Spec 7: a caller without the lease is refused with {"refused": true, "reason": "lease_lost"}
+// Rule: a caller without the lease is refused with {"refused": true, "reason": "lease_lost"}
 // (another worker, or the holder after its lease expired); the job is left untouched.
 func TestJobs_CallerWithoutLeaseRefused(t *testing.T) {
 	t.Parallel()
@@ -132,7 +132,7 @@ func TestJobs_CallerWithoutLeaseRefused(t *testing.T) {
 	pgtest.RequireSQLState(t, callErr(t, db.Pool, `SELECT fn_job_complete(gen_random_uuid(), 'w1')`), "P0002")
 }
 
-// Spec 7: a restarted claimer — a new session, with the same worker name or another —
+// Rule: a restarted claimer — a new session, with the same worker name or another —
 // never takes a job again while its lease is live.
 func TestJobs_RestartedClaimerNeverTakesLiveLeaseTwice(t *testing.T) {
 	t.Parallel()
@@ -153,7 +153,7 @@ func TestJobs_RestartedClaimerNeverTakesLiveLeaseTwice(t *testing.T) {
 	}
 }
 
-// Spec 7: a failure retries with exponential backoff (with jitter) until max_attempts, then
+// Rule: a failure retries with exponential backoff (with jitter) until max_attempts, then
 // the job is dead and copied, whole, to job_dead_letter, which is never deleted (IU001);
 // an operator replays it as a fresh job or resolves it.
 func TestJobs_BackoffThenDeadLetterAndReplay(t *testing.T) {
@@ -216,7 +216,7 @@ func TestJobs_BackoffThenDeadLetterAndReplay(t *testing.T) {
 	pgtest.RequireSQLState(t, callErr(t, db.Pool, `SELECT fn_job_dead_letter_replay(gen_random_uuid())`), "P0002")
 }
 
-// Spec 7: the reaper sends running jobs whose lease expired back to queued, or to the dead
+// Rule: the reaper sends running jobs whose lease expired back to queued, or to the dead
 // letters when out of attempts; live leases are untouched.
 func TestJobs_ReaperRequeuesOrDeadLetters(t *testing.T) {
 	t.Parallel()

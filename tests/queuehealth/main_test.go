@@ -1,4 +1,4 @@
-// Package queuehealth holds the integration tests of the queue-health layer (spec 5-9):
+// Package queuehealth holds the integration tests of the queue-health layer:
 // heartbeats, the cut ping, the stale-check, the job queue, the NOTIFY bridge and
 // v_queue_health, each against its own freshly migrated PostgreSQL database.
 package queuehealth

@@ -59,8 +59,8 @@ func sameKeys(t testing.TB, o obj, want ...string) {
 	}
 }
 
-// Spec 6: the bridge is off by default (fail-closed: a missing key is off too); switched on,
-// a single-row event insert sends the seed's signal-only payload on queue_wake_<domain>.
+// Rule: the bridge is off by default (fail-closed: a missing key is off too); switched on,
+// a single-row event insert sends the signal-only payload on queue_wake_<domain>.
 func TestNotify_EventBridgeGatedAndSignalOnly(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -92,7 +92,7 @@ func TestNotify_EventBridgeGatedAndSignalOnly(t *testing.T) {
 	}
 }
 
-// Spec 6: a job insert signals {"layer": "job", job_id, job_kind, process_after} on the
+// Rule: a job insert signals {"layer": "job", job_id, job_kind, process_after} on the
 // job's domain channel.
 func TestNotify_JobBridge(t *testing.T) {
 	t.Parallel()
@@ -108,7 +108,7 @@ func TestNotify_JobBridge(t *testing.T) {
 	}
 }
 
-// Spec 6: a multi-row insert sends one notification per domain per statement, with a count
+// Rule: a multi-row insert sends one notification per domain per statement, with a count
 // (and the first and last ids), not one per row.
 func TestNotify_MultiRowInsertCoalesces(t *testing.T) {
 	t.Parallel()
@@ -150,7 +150,7 @@ func TestNotify_MultiRowInsertCoalesces(t *testing.T) {
 	}
 }
 
-// Spec 6: the bridge can never make an insert fail: a domain too long for a channel name is
+// Rule: the bridge can never make an insert fail: a domain too long for a channel name is
 // simply not signalled (the poll still finds its rows).
 func TestNotify_LongDomainNeverFailsInsert(t *testing.T) {
 	t.Parallel()
@@ -164,7 +164,7 @@ func TestNotify_LongDomainNeverFailsInsert(t *testing.T) {
 	}
 }
 
-// Rule (spec 6, "the bridge can never make an insert fail"): pg_notify refuses payloads of
+// Rule ("the bridge can never make an insert fail"): pg_notify refuses payloads of
 // 8000 bytes or more. A single-row insert with a 9000-character event_type or job_kind (and
 // a multi-row job insert of such kinds) still succeeds, and the listener still gets a
 // wake-up: a reduced payload with the ids, the domain and "truncated": true.

@@ -7,7 +7,7 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// Cut seed PC.1: the protected legacy marker is refused with JSON (not a RAISE), and
+// Rule: the protected legacy marker is refused with JSON (not a RAISE), and
 // nothing is written: its last beat never advances through the wrapper.
 func TestCutPing_PC1_ProtectedLegacyRefused(t *testing.T) {
 	t.Parallel()
@@ -45,7 +45,7 @@ func TestCutPing_PC1_ProtectedLegacyRefused(t *testing.T) {
 	requireJSONEqual(t, out, `{"refused": true, "reason": "protected_legacy_silent_passive"}`)
 }
 
-// Cut seed PC.2 + PC.5: a valid ping ticks (ticks_total = 1), the row is visible, and the
+// Rule: a valid ping ticks (ticks_total = 1), the row is visible, and the
 // metadata carries the audit pin (ping_origin, ping_function, ping_actor, ping_at) on top
 // of the caller's keys; app.actor is honoured, with the documented fallback.
 func TestCutPing_PC2_PC5_TickAndAuditPin(t *testing.T) {
@@ -84,7 +84,7 @@ func TestCutPing_PC2_PC5_TickAndAuditPin(t *testing.T) {
 	}
 }
 
-// Cut seed PC.3, PC.4 and the name pre-check: RAISE with the function-prefixed messages.
+// Rule, and the name pre-check: RAISE with the function-prefixed messages.
 func TestCutPing_PC3_PC4_RaisesOnBadInput(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -104,7 +104,7 @@ func TestCutPing_PC3_PC4_RaisesOnBadInput(t *testing.T) {
 	}
 }
 
-// Spec 5 / cut seed: queue.heartbeat.enabled not exactly 'true' (missing, 'false', a typo)
+// Rule: queue.heartbeat.enabled not exactly 'true' (missing, 'false', a typo)
 // means {"skipped": true} and no write — fail-closed.
 func TestCutPing_GateOffSkips(t *testing.T) {
 	t.Parallel()
@@ -124,7 +124,7 @@ func TestCutPing_GateOffSkips(t *testing.T) {
 	}
 }
 
-// Spec 5 + 9: the wrapper is SECURITY DEFINER with a pinned search_path, callable by
+// Rule: the wrapper is SECURITY DEFINER with a pinned search_path, callable by
 // workflow_admin (who cannot touch the table directly) and by nobody else.
 func TestCutPing_SecurityDefinerWorkflowAdminOnly(t *testing.T) {
 	t.Parallel()

@@ -7,7 +7,7 @@ import (
 )
 
 // queueFunctions is the queue-health surface with the group roles that may execute each
-// function (spec 9); internal helpers and trigger functions are granted to nobody.
+// function; internal helpers and trigger functions are granted to nobody.
 var queueFunctions = pgtest.GrantMatrix{
 	"fn_queue_heartbeat_register(text,text,text[],integer,integer,text)": {"workflow_admin"},
 	"fn_queue_heartbeat_pause(text,text,text)":                           {"workflow_admin"},
@@ -37,7 +37,7 @@ var queueFunctions = pgtest.GrantMatrix{
 	"fn_queue_wake_notify_job_queue()":                                   nil,
 }
 
-// Spec 9: PUBLIC executes none of them; each group role executes exactly its share; every
+// Rule: PUBLIC executes none of them; each group role executes exactly its share; every
 // SECURITY DEFINER one pins search_path = public, pg_temp.
 func TestQueueRoles_GrantMatrixAndPinnedSearchPath(t *testing.T) {
 	t.Parallel()
@@ -45,7 +45,7 @@ func TestQueueRoles_GrantMatrixAndPinnedSearchPath(t *testing.T) {
 	pgtest.RequireGrants(t, db, queueFunctions, `fn\_queue\_%`, `fn\_job\_%`, `fn\_cut\_%`)
 }
 
-// Spec 9: executors and operators reach the tables only through the functions; a login
+// Rule: executors and operators reach the tables only through the functions; a login
 // role with neither group role gets 42501 on the queue tables, the view and the functions;
 // dot_executor cannot call operator functions and workflow_admin cannot beat.
 func TestQueueRoles_TablesClosedAndRolesSeparated(t *testing.T) {

@@ -18,7 +18,7 @@ func heartbeatView(t testing.TB, q querier, exec string) (hint string, severity 
 	return hint, severity, ratio
 }
 
-// Rule (spec 3, seed §7): "set it huge and the stale-check is inert" — for ANY number of
+// Rule: "set it huge and the stale-check is inert" — for ANY number of
 // digits. A floor of 2147483647 or 99999999999 (more than nine digits, whitespace around
 // it) is a huge floor, clamped to the largest integer, never "no floor": the stale-check
 // emits nothing and v_queue_health (read by workflow_admin, through the same single
@@ -71,7 +71,7 @@ func TestHealthView_UsesTheOneFloorParser(t *testing.T) {
 	}
 }
 
-// Rule (spec 5): "When an executor that was alerted beats again, the next stale-check emits
+// Rule: "When an executor that was alerted beats again, the next stale-check emits
 // one system/queue_worker_recovered" — also when it has gone silent again by then. The old
 // silence is reported as ended (reason beat, recovered_at = the beat), and the new silence
 // is a new incident: its own silent_since (new beat + threshold) and a first alert.
@@ -118,7 +118,7 @@ func TestStaleCheck_BeatThenSilentAgainRecoversThenAlertsAnew(t *testing.T) {
 	}
 
 	// The same inside the window: the recovery is still reported at once, but the new
-	// silence's alert waits for the window (spec 5, see the window test).
+	// silence's alert waits for the window (see the window test).
 	register(t, db, "exec_b2", 10, 30)
 	silence(t, db, "exec_b2", 45)
 	if out = staleCheck(t, db.Pool); num(t, out, "emitted") != 1 {
@@ -135,7 +135,7 @@ func TestStaleCheck_BeatThenSilentAgainRecoversThenAlertsAnew(t *testing.T) {
 	}
 }
 
-// Rule (spec 5): "Unless a system/queue_worker_silent event for that executor was emitted in
+// Rule: "Unless a system/queue_worker_silent event for that executor was emitted in
 // the last 2 x threshold seconds, emit one" — read literally from event_outbox, so neither a
 // resume nor a recovery (which clear the heartbeat row's bookkeeping) lets an alert repeat
 // inside the window; after the window it is emitted once; an escalation warning -> critical
@@ -214,7 +214,7 @@ func TestStaleCheck_WindowSurvivesResumeAndRecovery(t *testing.T) {
 	}
 }
 
-// Rule (spec 5, consistency): severity is decided on the very gap_ratio that is reported —
+// Rule (consistency): severity is decided on the very gap_ratio that is reported —
 // a payload or view row never shows gap_ratio >= 10 with severity warning (or < 10 with
 // critical). 9999 s at a 1000 s cadence is 9.999: reported 9.99, warning.
 func TestStaleCheck_SeverityAgreesWithReportedGapRatio(t *testing.T) {

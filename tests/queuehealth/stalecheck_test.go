@@ -61,8 +61,8 @@ func staleCheck(t testing.TB, q querier) obj {
 	return callJSON(t, q, `SELECT fn_queue_stale_check()`)
 }
 
-// Spec 5: a stale executor gets exactly one system/queue_worker_silent through
-// fn_iu_emit_event with the spec's envelope and payload, silent_since being the real
+// Rule: a stale executor gets exactly one system/queue_worker_silent through
+// fn_iu_emit_event with the alert envelope and payload, silent_since being the real
 // transition time (last beat + threshold); a second check inside the window emits nothing.
 func TestStaleCheck_EmitsOneSilentAlert(t *testing.T) {
 	t.Parallel()
@@ -114,7 +114,7 @@ func TestStaleCheck_EmitsOneSilentAlert(t *testing.T) {
 	}
 }
 
-// Spec 5: severity is warning while gap_ratio < 10 and critical from 10; an escalation
+// Rule: severity is warning while gap_ratio < 10 and critical from 10; an escalation
 // warning -> critical emits inside the window; after 2 x threshold the alert repeats.
 func TestStaleCheck_SeverityEscalationAndWindow(t *testing.T) {
 	t.Parallel()
@@ -163,7 +163,7 @@ func TestStaleCheck_SeverityEscalationAndWindow(t *testing.T) {
 	}
 }
 
-// Spec 5: an alerted executor that beats again gets one system/queue_worker_recovered
+// Rule: an alerted executor that beats again gets one system/queue_worker_recovered
 // (severity info) at the next check, and the bookkeeping is cleared so a new silence
 // alerts afresh.
 func TestStaleCheck_RecoveryReportedOnce(t *testing.T) {
@@ -192,7 +192,7 @@ func TestStaleCheck_RecoveryReportedOnce(t *testing.T) {
 	if !cleared {
 		t.Fatal("bookkeeping not cleared")
 	}
-	// A new silence right after is a new incident, but the spec's window rule holds: a
+	// A new silence right after is a new incident, but the window rule holds: a
 	// silent alert for exec_r went out less than 2 x 30 s ago, so nothing is emitted yet.
 	silence(t, db, "exec_r", 500)
 	if out = staleCheck(t, db.Pool); num(t, out, "emitted") != 0 || num(t, out, "suppressed") != 1 {
@@ -215,7 +215,7 @@ func TestStaleCheck_RecoveryReportedOnce(t *testing.T) {
 	}
 }
 
-// Spec 3 + 5: the global floor (queue.heartbeat.stale_threshold_seconds) lifts every
+// Rule: the global floor (queue.heartbeat.stale_threshold_seconds) lifts every
 // threshold — huge makes the stale-check inert; a missing or invalid value means no floor.
 func TestStaleCheck_GlobalFloor(t *testing.T) {
 	t.Parallel()
@@ -253,7 +253,7 @@ func TestStaleCheck_GlobalFloor(t *testing.T) {
 	}
 }
 
-// Spec 5: two stale-checks running at once never emit twice. Eight sessions, each on its own
+// Rule: two stale-checks running at once never emit twice. Eight sessions, each on its own
 // connection, start together behind a barrier over 40 stale executors: exactly 40 alerts.
 func TestStaleCheck_ConcurrentChecksNeverEmitTwice(t *testing.T) {
 	t.Parallel()
@@ -297,7 +297,7 @@ func TestStaleCheck_ConcurrentChecksNeverEmitTwice(t *testing.T) {
 	}
 }
 
-// Spec 5: a check holding its transaction open does not make a second check wait or
+// Rule: a check holding its transaction open does not make a second check wait or
 // duplicate: the second skips the locked rows at once; after the commit it suppresses.
 func TestStaleCheck_OpenTransactionBlocksNobody(t *testing.T) {
 	t.Parallel()
@@ -332,7 +332,7 @@ func TestStaleCheck_OpenTransactionBlocksNobody(t *testing.T) {
 	}
 }
 
-// Spec 5 (issue): the check is fast on the common path: <= 100 ms over 10,000 fresh
+// Rule: the check is fast on the common path: <= 100 ms over 10,000 fresh
 // executors (best of five, so a busy CI neighbour does not decide it).
 func TestStaleCheck_FastOver10kFreshExecutors(t *testing.T) {
 	t.Parallel()

@@ -16,7 +16,7 @@ func attemptCount(t testing.TB, db *pgtest.DB, eventID string) int {
 	return scalar(t, db, `SELECT count(*) FROM iu_route_attempt WHERE event_ref = $1`, eventID)
 }
 
-// Rule 5, late commits are never skipped (spec 4.3): session A inserts an iu event with
+// Rule 5, late commits are never skipped: session A inserts an iu event with
 // an early created_at and stays open; session B inserts and commits one; a run routes B's
 // event at once while A is open; A commits; the next run routes A's event too. A keyset on
 // (created_at, id) would skip A's row, because the cursor already moved past its created_at.
@@ -56,7 +56,7 @@ func TestCursor_LateCommitIsNeverSkipped(t *testing.T) {
 	requireExactlyOnce(t, db, b.worker)
 }
 
-// Rule 5, a long transaction holds back only its own events (spec 4.3): session C takes
+// Rule 5, a long transaction holds back only its own events: session C takes
 // a transaction id and stays open; events committed meanwhile are routed at once (an xmin
 // cut-off would stall them all behind C), the run summary and health name C's pid as what
 // holds the window open, and when C finally commits an iu event it is routed too.
@@ -194,7 +194,7 @@ func TestCursor_ConcurrentWritersExactlyOnce(t *testing.T) {
 	}
 }
 
-// Rule 7 (spec 4.3): one run per worker at a time. Session A runs the worker inside an
+// Rule 7: one run per worker at a time. Session A runs the worker inside an
 // open transaction (holding the cursor row); session B's run returns busy:true at once —
 // under a 2 s lock_timeout/statement_timeout, so it provably did not wait — and after A
 // commits every event has exactly one attempt: no duplicate, no gap.
@@ -243,7 +243,7 @@ func TestCursor_SecondRunIsBusyAndNeverWaits(t *testing.T) {
 	}
 }
 
-// Rule 6 (spec 4.3, cursor sanity): a cursor recorded in another cluster (system_identifier
+// Rule 6 (cursor sanity): a cursor recorded in another cluster (system_identifier
 // differs, or its snapshots lie ahead of this cluster's transaction ids) is refused with
 // SQLSTATE IU002 and a HINT naming the fix; fn_iu_route_worker_reset_cursor re-anchors it
 // and the re-scan writes no duplicates.

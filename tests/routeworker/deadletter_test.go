@@ -27,7 +27,7 @@ func replay(t *testing.T, q querier, id string) map[string]any {
 	return m
 }
 
-// Rule 11 (spec 4.2 replay): a replay re-resolves the route as it is now and writes a fresh
+// Rule 11 (replay): a replay re-resolves the route as it is now and writes a fresh
 // attempt with the same idempotency key and attempt_no = max + 1. Still failing →
 // failed_attempts + 1 and last_failed_at moves, the row stays open; after the route is
 // switched to dry_run the replay resolves the row (resolved_at, resolution, resolved_by =
@@ -102,7 +102,7 @@ func TestReplay_UnknownIDIsNoDataFound(t *testing.T) {
 	}
 }
 
-// Rule 11 (spec 2, 4.1): dead letters are never deleted — DELETE and TRUNCATE are rejected
+// Rule 11: dead letters are never deleted — DELETE and TRUNCATE are rejected
 // with IU001; they are resolved instead.
 func TestDeadLetter_DeleteIsRejected(t *testing.T) {
 	t.Parallel()
@@ -117,7 +117,7 @@ func TestDeadLetter_DeleteIsRejected(t *testing.T) {
 	}
 }
 
-// Spec 4.2: the delivery seam is unbuilt on purpose and fails closed with 0A000.
+// Rule: the delivery seam is unbuilt on purpose and fails closed with 0A000.
 func TestDeliver_FailsClosed(t *testing.T) {
 	t.Parallel()
 	db, _ := setup(t)

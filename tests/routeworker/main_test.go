@@ -1,5 +1,5 @@
 // Package routeworker holds the integration tests of the route worker (migrations 008 and
-// 009) against a real PostgreSQL: one test per rule of spec 4.2 and 4.3, each named in a
+// 009) against a real PostgreSQL: one test per rule of the route worker and its cursor, each named in a
 // comment, and each written so that it fails when its rule breaks.
 package routeworker
 

@@ -9,7 +9,7 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// Spec 4.2 health and views: per worker the gates, last run and its age, the backlog
+// Rule, health and views: per worker the gates, last run and its age, the backlog
 // (committed events waiting after the cursor, including the unconsumed rest of an open
 // window) and the age of the oldest of them, and open dead letters; the status view shows
 // the same backlog, the attempt summary counts by worker and status, and the open dead
@@ -85,7 +85,7 @@ func TestHealth_BacklogOldestAndViews(t *testing.T) {
 	}
 }
 
-// Spec 9: grants. dot_executor runs the worker and nothing else of 009; workflow_admin
+// Rule, grants: dot_executor runs the worker and nothing else of 009; workflow_admin
 // registers, resets, replays, reads health and the three views; PUBLIC executes nothing.
 func TestGrants_ExecutorRunsAdminOperates(t *testing.T) {
 	t.Parallel()
@@ -160,7 +160,7 @@ func TestGrants_ExecutorRunsAdminOperates(t *testing.T) {
 	}
 }
 
-// routeFunctions is the grant matrix of every fn_iu_route_* function (spec 9): who may
+// routeFunctions is the grant matrix of every fn_iu_route_* function: who may
 // execute it besides its owner. Internal helpers are executed by nobody but the owner
 // (through the SECURITY DEFINER entry points); fn_iu_route_worker_pending is readable by
 // workflow_admin because the status view and v_queue_health call it.
@@ -196,7 +196,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_dead_letter_no_delete()":                       nil,                                // 008 trigger
 }
 
-// Spec 9: the grant matrix of the route worker's functions holds exactly, PUBLIC executes
+// Rule: the grant matrix of the route worker's functions holds exactly, PUBLIC executes
 // none, every SECURITY DEFINER one pins search_path = public, pg_temp, and no fn_iu_route_*
 // function exists outside the matrix.
 func TestGrants_RouteWorkerMatrixAndPinnedSearchPath(t *testing.T) {

@@ -92,7 +92,7 @@ func checkClaimPlan(t *testing.T, raw []byte, limit int) (buffers int, root plan
 	return root.SharedHit + root.SharedRead, root
 }
 
-// Rule 8 (spec 4.3): claim cost does not grow with the log. The outbox is shared and
+// Rule 8: claim cost does not grow with the log. The outbox is shared and
 // mostly other domains; the claim is an index range scan on (event_domain, txid, id), so
 // the buffers one page reads stay flat when other-domain rows grow tenfold (20k -> 200k).
 func TestClaim_IndexRangeScanCostIsFlat(t *testing.T) {
@@ -118,7 +118,7 @@ func TestClaim_IndexRangeScanCostIsFlat(t *testing.T) {
 	requireCounts(t, run(t, db.Pool, b.worker, 200), map[string]int{"claimed": 200, "dry_run": 200})
 }
 
-// Rule 9 (spec 4.3): no subtransaction per event on the common path. A batch of 1000
+// Rule 9: no subtransaction per event on the common path. A batch of 1000
 // dry-run decisions is one set-based statement: measured as transaction ids consumed,
 // read with pg_current_xact_id() from separate transactions before and after the run.
 // Expected: before = N, the run's own xid N+1, its one page block N+2, after = N+3 (one

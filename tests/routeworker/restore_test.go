@@ -8,7 +8,7 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// Spec 4.3 (late commits are never skipped), the caller's own transaction: a run inside a
+// Rule (late commits are never skipped), the caller's own transaction: a run inside a
 // transaction that inserted events, with a newer transaction completing meanwhile, must
 // not treat its own still-uncommitted transaction as done. Events it inserted before and
 // after the run are routed exactly once after it commits. (pg_current_snapshot() leaves
@@ -39,7 +39,7 @@ func TestCursor_OwnTransactionEventsAreNeverSkipped(t *testing.T) {
 	}
 }
 
-// Spec 4.3 (cursor sanity): event rows restored from another cluster carry transaction ids
+// Rule (cursor sanity): event rows restored from another cluster carry transaction ids
 // at or beyond this cluster's next xid, so no window would ever see them. They must be
 // detected and reported (IU002 with the fix in the HINT; health says cursor_ok false), not
 // silently stall; the documented fix re-stamps only their txid, after which they are

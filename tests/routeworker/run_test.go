@@ -9,7 +9,7 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// Rule 1 (spec 4.2 step 1, 4.2 step 6): the dual fail-closed gate. Either gate closed (all
+// Rule 1: the dual fail-closed gate. Either gate closed (all
 // three closed combinations) is a clean no-op — gated:true with a reason, nothing claimed,
 // no attempt, the cursor row unchanged — and the heartbeat is still ticked, with the reason
 // in its payload.
@@ -64,7 +64,7 @@ func TestRun_DualGateFailsClosedButTicksHeartbeat(t *testing.T) {
 	}
 }
 
-// Rule 2 (spec 4.2 step 4, idempotency key): exactly one iu_route_attempt per event, with
+// Rule 2 (idempotency key): exactly one iu_route_attempt per event, with
 // the status the route decides — dry_run, disabled, skipped (key uses "none"), failed
 // (the delivery seam raised: a dead letter with the whole event row and the SQLSTATE) —
 // and the key iu_wrk:{worker}:{route_key}:{event_id}. Other domains are not touched.
@@ -160,7 +160,7 @@ func TestRun_ResetRescanWritesNoDuplicates(t *testing.T) {
 	requireExactlyOnce(t, db, b.worker)
 }
 
-// Rule 3 (spec 4.2 step 5): one failing event never aborts the batch — failing events
+// Rule 3: one failing event never aborts the batch — failing events
 // (delivery seam) interleaved with good ones: the good ones are audited, the bad ones
 // become failed attempts plus dead letters, and the cursor moves past all of them.
 func TestRun_FailingEventsDoNotAbortTheBatch(t *testing.T) {
@@ -224,7 +224,7 @@ func TestRun_PageStatementFailureFallsBackPerEvent(t *testing.T) {
 	requireExactlyOnce(t, db, b.worker)
 }
 
-// Rule 4 (spec 4.2 step 6): the cursor advances in the same transaction as the attempts —
+// Rule 4: the cursor advances in the same transaction as the attempts —
 // a run rolled back leaves neither attempts nor a moved cursor — and the counters
 // (events_seen, attempts_written, dead_lettered, runs_total, last_run_at,
 // last_run_summary, last_created_at/last_event_id) follow the runs.
@@ -328,7 +328,7 @@ func TestRun_BeatsHeartbeatWhenDue(t *testing.T) {
 	}
 }
 
-// Spec 2 and 4.2: bad arguments are refused with the function name first and the right
+// Rule: bad arguments are refused with the function name first and the right
 // SQLSTATE — NULL/empty worker or a batch outside 1..10000 → 22023; an unknown worker →
 // P0002 with a HINT to register it.
 func TestRun_BadArguments(t *testing.T) {
@@ -380,7 +380,7 @@ func TestRun_BadArguments(t *testing.T) {
 	}
 }
 
-// Spec 4.2 register: the cursor starts at the start of the stream, the call is idempotent
+// Rule, register: the cursor starts at the start of the stream, the call is idempotent
 // (a second call changes nothing and keeps the heartbeat's history), system_identifier is
 // recorded, and a PG_worker heartbeat row with a cadence and threshold is registered.
 func TestRegister_IdempotentWithHeartbeat(t *testing.T) {
@@ -455,7 +455,7 @@ func TestRun_DifferentlyNamedWorkersAreIndependent(t *testing.T) {
 	requireExactlyOnce(t, db, "w2")
 }
 
-// Rule 2 + spec 4.2 (delivery seam): with a working seam (a stub standing in for a future
+// Rule 2 (delivery seam): with a working seam (a stub standing in for a future
 // fn_iu_route_deliver) an enabled, dry_run = false route writes a "sent" attempt carrying
 // the seam's answer; after a cursor reset the re-scan never hands the event to the seam a
 // second time (the idempotency key guards delivery, not only the audit row).

@@ -180,6 +180,14 @@ func TestRunRecoversAfterBackendsTerminated(t *testing.T) {
 	db := setup(t, true, true)
 	p := startRun(t, db, "--poll-interval", "60s")
 	p.waitMetric(t, "iu_runner_listener_up ", 10*time.Second, func(v float64) bool { return v == 1 })
+	// The listener may be up before the startup pass's pool session has connected: wait
+	// until both kinds of session exist, so the kill below really hits both.
+	waitFor(t, 10*time.Second, "the LISTEN session and a pool session", func() (bool, string) {
+		var n int
+		db.QueryRow(t, `SELECT count(*) FROM pg_stat_activity
+		                 WHERE application_name = 'iu-runner' AND datname = current_database()`, nil, &n)
+		return n >= 2, fmt.Sprintf("%d runner sessions", n)
+	})
 	var killed int
 	db.QueryRow(t, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
 	                 WHERE application_name = 'iu-runner' AND datname = current_database()`, nil, &killed)

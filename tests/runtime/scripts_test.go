@@ -20,7 +20,7 @@ const (
 	workerKey = "iu_core.route_worker_enabled"
 )
 
-// Spec 10 / layout: the three scripts exist on disk and are embedded in the runner
+// Rule: the three scripts exist on disk and are embedded in the runner
 // binary (sqlfiles.Runtime), so the runner and psql run the same text.
 func TestScripts_EmbeddedAndOnDisk(t *testing.T) {
 	t.Parallel()
@@ -35,7 +35,7 @@ func TestScripts_EmbeddedAndOnDisk(t *testing.T) {
 	}
 }
 
-// Spec 10: 060 registers iu_outbound_default (cursor on 'iu' + heartbeat row), leaves the
+// Rule: 060 registers iu_outbound_default (cursor on 'iu' + heartbeat row), leaves the
 // worker gate 'false', and is idempotent: a second run succeeds and changes nothing —
 // same cursor row, same gate row (not even its updated_at).
 func TestActivate_RegistersAndIsIdempotent(t *testing.T) {
@@ -84,7 +84,7 @@ func TestActivate_RegistersAndIsIdempotent(t *testing.T) {
 	}
 }
 
-// Spec 10: activation never opens a gate by itself — a missing worker key is created as
+// Rule: activation never opens a gate by itself — a missing worker key is created as
 // 'false', an opened worker gate is closed again, the master gate is not touched, and
 // with the gates as activation leaves them the worker is a gated no-op.
 func TestActivate_NeverOpensAGate(t *testing.T) {
@@ -120,7 +120,7 @@ func TestActivate_NeverOpensAGate(t *testing.T) {
 	})
 }
 
-// Spec 10: 070 runs inside a READ ONLY transaction (here also under
+// Rule: 070 runs inside a READ ONLY transaction (here also under
 // default_transaction_read_only=on, so any write would fail) and all nine checks W1–W9
 // pass on an activated database — before and after the worker has done real work
 // (attempts of every kind, a dead letter from the fail-closed seam).
@@ -172,7 +172,7 @@ func TestVerify_AllNinePassReadOnly(t *testing.T) {
 	}
 }
 
-// Spec 10: each check fails when its rule is broken, the failing row says why, the other
+// Rule: each check fails when its rule is broken, the failing row says why, the other
 // rows still print, and psql exits non-zero (so cron or CI notices).
 func TestVerify_EachCheckFailsWhenItsRuleBreaks(t *testing.T) {
 	t.Parallel()
@@ -255,7 +255,7 @@ func TestVerify_EachCheckFailsWhenItsRuleBreaks(t *testing.T) {
 	}
 }
 
-// Spec 10: 080 closes the worker gate (creating the key when missing), reports the state,
+// Rule: 080 closes the worker gate (creating the key when missing), reports the state,
 // is idempotent, leaves the master gate alone, and the next worker run is a gated no-op
 // that claims nothing and keeps the cursor where it was.
 func TestDisable_ClosesTheWorkerGate(t *testing.T) {

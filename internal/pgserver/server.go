@@ -1,4 +1,4 @@
-package pgtest
+package pgserver
 
 import (
 	"bytes"
@@ -12,10 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/testcontainers/testcontainers-go"
-	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 )
 
 // Kind says where a Server came from.
@@ -27,7 +23,7 @@ const (
 	KindLocal     Kind = "local-binaries"
 )
 
-// Server is a running PostgreSQL the harness may create databases on.
+// Server is a running PostgreSQL a caller may create databases on.
 type Server struct {
 	Kind Kind
 	// AdminURL connects to a maintenance database with a role that may create databases.
@@ -51,7 +47,7 @@ func (s *Server) CanRestart() bool { return s.restart != nil }
 // Restart stops and starts the server (fast shutdown), for tests of reconnect behaviour.
 func (s *Server) Restart(ctx context.Context) error {
 	if s.restart == nil {
-		return fmt.Errorf("pgtest: restart is only supported for a %s server, this one is %s", KindLocal, s.Kind)
+		return fmt.Errorf("pgserver: restart is only supported for a %s server, this one is %s", KindLocal, s.Kind)
 	}
 	return s.restart(ctx)
 }
@@ -60,15 +56,25 @@ func (s *Server) Restart(ctx context.Context) error {
 func (s *Server) DBURL(dbname string) string { return withDatabase(s.AdminURL, dbname) }
 
 // ErrNoServer means no PostgreSQL could be found or started.
-var ErrNoServer = errors.New("pgtest: no PostgreSQL available")
+var ErrNoServer = errors.New("no PostgreSQL available")
 
-// Options tune Start; the zero value is what the test suites use.
+// Options tune Start.
 type Options struct {
 	// Env looks up environment variables (default os.Getenv); tests of the harness
 	// itself swap it to prove the order of sources.
 	Env func(string) string
-	// SkipContainer disables the testcontainers source.
+	// SkipContainer disables the container source.
 	SkipContainer bool
+	// Container, when set, is tried after TEST_DATABASE_URL and before the local
+	// binaries. It is a hook because the one implementation (testcontainers, in the test
+	// harness) links the testing package, which a shipped binary must not.
+	Container func(ctx context.Context) (*Server, error)
+}
+
+// NewServer wraps a server started elsewhere (the test harness's container); stop
+// tears it down and may be nil.
+func NewServer(kind Kind, adminURL string, stop func(context.Context) error) *Server {
+	return &Server{Kind: kind, AdminURL: adminURL, stop: stop}
 }
 
 // Start finds or starts a server, in the order described in the package doc.
@@ -81,8 +87,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return &Server{Kind: KindEnv, AdminURL: u}, nil
 	}
 	var reasons []string
-	if !opts.SkipContainer {
-		s, err := startContainer(ctx)
+	if !opts.SkipContainer && opts.Container != nil {
+		s, err := opts.Container(ctx)
 		if err == nil {
 			return s, nil
 		}
@@ -93,45 +99,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return s, nil
 	}
 	reasons = append(reasons, "local binaries: "+err.Error())
-	return nil, fmt.Errorf("%w (set TEST_DATABASE_URL, start a Docker daemon, or install the PostgreSQL server binaries, e.g. apt-get install postgresql):\n  %s",
-		ErrNoServer, strings.Join(reasons, "\n  "))
-}
-
-func startContainer(ctx context.Context) (*Server, error) {
-	if os.Getenv("DOCKER_HOST") == "" {
-		if _, err := os.Stat("/var/run/docker.sock"); err != nil {
-			return nil, errors.New("no DOCKER_HOST and no /var/run/docker.sock")
-		}
+	hint := "set TEST_DATABASE_URL or install"
+	if opts.Container != nil && !opts.SkipContainer {
+		hint = "set TEST_DATABASE_URL, start a Docker daemon, or install"
 	}
-	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	p, err := testcontainers.NewDockerProvider()
-	if err != nil {
-		return nil, fmt.Errorf("creating docker provider: %w", err)
-	}
-	if err := p.Health(hctx); err != nil {
-		return nil, fmt.Errorf("docker daemon does not answer: %w", err)
-	}
-	c, err := tcpostgres.Run(ctx, "postgres:15-alpine",
-		tcpostgres.WithDatabase("postgres"),
-		tcpostgres.WithUsername("postgres"),
-		tcpostgres.WithPassword("postgres"),
-		tcpostgres.BasicWaitStrategies(),
-		testcontainers.WithCmdArgs("-c", "fsync=off", "-c", "max_connections=300"),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("starting postgres container: %w", err)
-	}
-	u, err := c.ConnectionString(ctx, "sslmode=disable")
-	if err != nil {
-		_ = testcontainers.TerminateContainer(c)
-		return nil, fmt.Errorf("reading container connection string: %w", err)
-	}
-	return &Server{
-		Kind:     KindContainer,
-		AdminURL: u,
-		stop:     func(context.Context) error { return testcontainers.TerminateContainer(c) },
-	}, nil
+	return nil, fmt.Errorf("%w (%s the PostgreSQL server binaries, e.g. apt-get install postgresql):\n  %s",
+		ErrNoServer, hint, strings.Join(reasons, "\n  "))
 }
 
 // StartLocal starts a throwaway cluster from the local PostgreSQL binaries.

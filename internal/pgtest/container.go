@@ -1,0 +1,82 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+
+	"github.com/iu-core/event-worker/internal/pgserver"
+)
+
+// The server itself lives in internal/pgserver, which does not link the testing package
+// (cmd/iu-demo uses it too). The harness adds the one source that does: a testcontainers
+// PostgreSQL, tried when a Docker daemon answers.
+
+// Kind says where a Server came from.
+type Kind = pgserver.Kind
+
+const (
+	KindEnv       = pgserver.KindEnv
+	KindContainer = pgserver.KindContainer
+	KindLocal     = pgserver.KindLocal
+)
+
+// Server is a running PostgreSQL the harness may create databases on.
+type Server = pgserver.Server
+
+// ErrNoServer means no PostgreSQL could be found or started.
+var ErrNoServer = pgserver.ErrNoServer
+
+// Options tune Start; the zero value is what the test suites use (Container defaults to
+// the testcontainers source).
+type Options = pgserver.Options
+
+// Start finds or starts a server, in the order described in the package doc.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Container == nil {
+		opts.Container = startContainer
+	}
+	return pgserver.Start(ctx, opts)
+}
+
+// StartLocal starts a throwaway cluster from the local PostgreSQL binaries.
+func StartLocal(ctx context.Context) (*Server, error) { return pgserver.StartLocal(ctx) }
+
+func startContainer(ctx context.Context) (*Server, error) {
+	if os.Getenv("DOCKER_HOST") == "" {
+		if _, err := os.Stat("/var/run/docker.sock"); err != nil {
+			return nil, errors.New("no DOCKER_HOST and no /var/run/docker.sock")
+		}
+	}
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return nil, fmt.Errorf("creating docker provider: %w", err)
+	}
+	if err := p.Health(hctx); err != nil {
+		return nil, fmt.Errorf("docker daemon does not answer: %w", err)
+	}
+	c, err := tcpostgres.Run(ctx, "postgres:15-alpine",
+		tcpostgres.WithDatabase("postgres"),
+		tcpostgres.WithUsername("postgres"),
+		tcpostgres.WithPassword("postgres"),
+		tcpostgres.BasicWaitStrategies(),
+		testcontainers.WithCmdArgs("-c", "fsync=off", "-c", "max_connections=300"),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("starting postgres container: %w", err)
+	}
+	u, err := c.ConnectionString(ctx, "sslmode=disable")
+	if err != nil {
+		_ = testcontainers.TerminateContainer(c)
+		return nil, fmt.Errorf("reading container connection string: %w", err)
+	}
+	return pgserver.NewServer(KindContainer, u,
+		func(context.Context) error { return testcontainers.TerminateContainer(c) }), nil
+}

@@ -1,0 +1,229 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// The contract tests run the real SQL and decode what it returns strictly into the
+// structs of this package: a key the SQL emits that a struct does not declare fails, and
+// so does a key a struct requires that the SQL does not emit. When one fails after a SQL
+// change, the fix is one field (or one tag) in worker_run.go, stale_check.go, reap.go or
+// queue_health.go.
+
+// contractDB is a migrated database with a route worker registered, routes for each
+// outcome and both gates open.
+func contractDB(t *testing.T) *pgtest.DB {
+	t.Helper()
+	db := pgtest.NewDB(t)
+	db.Exec(t, `
+		INSERT INTO event_type_registry (event_domain, event_type) VALUES ('iu', 'dry'), ('iu', 'live'), ('iu', 'none');
+		INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, enabled, dry_run) VALUES
+			('iu', 'dry',  's', 'r_dry',  true, true),
+			('iu', 'live', 's', 'r_live', true, false);
+		UPDATE dot_config SET value = 'true' WHERE key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled');`)
+	db.Exec(t, `SELECT fn_iu_route_worker_register('w')`)
+	return db
+}
+
+// callJSON runs a statement returning one jsonb value and returns it as text.
+func callJSON(t *testing.T, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, sql string, args ...any) []byte {
+	t.Helper()
+	var raw string
+	if err := q.QueryRow(pgtest.Ctx(t), sql, args...).Scan(&raw); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return []byte(raw)
+}
+
+const runSQL = `SELECT fn_iu_route_worker_run('w', 100)::text`
+
+// Contract: every shape of the fn_iu_route_worker_run summary (ran, with a transaction
+// holding the window open and a dead letter; gated; busy) decodes strictly into WorkerRun.
+func TestContract_WorkerRunSummary(t *testing.T) {
+	t.Parallel()
+	db := contractDB(t)
+	ctx := pgtest.Ctx(t)
+
+	// A transaction with a transaction id stays open: the run's window is held open by it.
+	holder := db.Conn(t)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream)
+	            SELECT 'iu', t, 's' FROM unnest(ARRAY['dry', 'dry', 'live', 'none']) t`)
+
+	ran, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict)
+	if err != nil {
+		t.Fatalf("ran: %v", err)
+	}
+	if ran.Claimed != 4 || ran.DryRun != 2 || ran.Failed != 1 || ran.Skipped != 1 || ran.DeadLettered != 1 ||
+		ran.EventDomain != "iu" || ran.BatchLimit != 100 || ran.RunAt.IsZero() {
+		t.Fatalf("ran: decoded %+v from %s", ran, ran.Raw)
+	}
+	if ran.HeldOpenCount < 1 || len(ran.HeldOpenBy) < 1 || ran.HeldOpenBy[0].PID == nil || ran.HeldOpenBy[0].TxID == "" {
+		t.Fatalf("ran: the open transaction is not named as holding the window: %s", ran.Raw)
+	}
+
+	// The cursor keeps the same document as its last_run_summary.
+	stored, err := parseWorkerRun(callJSON(t, db.Pool, `SELECT last_run_summary::text FROM iu_route_worker_cursor WHERE worker_name = 'w'`), strict)
+	if err != nil || stored.Claimed != 4 {
+		t.Fatalf("last_run_summary: %+v %v", stored, err)
+	}
+
+	// busy: another session holds the worker's cursor row.
+	other := db.Conn(t)
+	otx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := otx.Exec(ctx, `SELECT 1 FROM iu_route_worker_cursor WHERE worker_name = 'w' FOR NO KEY UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict)
+	_ = otx.Rollback(ctx)
+	if err != nil || !busy.Busy || busy.Reason == "" {
+		t.Fatalf("busy: %+v %v", busy, err)
+	}
+
+	db.Exec(t, `UPDATE dot_config SET value = 'false' WHERE key = 'iu_core.route_worker_enabled'`)
+	gated, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict)
+	if err != nil || !gated.Gated || gated.Gates == nil || !gated.Gates.RoutesEnabled || gated.Gates.RouteWorkerEnabled {
+		t.Fatalf("gated: %+v %v", gated, err)
+	}
+}
+
+// Contract: fn_queue_stale_check decodes strictly into StaleCheck, with a silent alert
+// entry (a stale executor) and a recovery entry (the executor beats again).
+func TestContract_StaleCheck(t *testing.T) {
+	t.Parallel()
+	db := contractDB(t)
+	db.Exec(t, `SELECT fn_queue_heartbeat_register('ex', 'external_worker', ARRAY['iu'], 60, 180)`)
+	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = 'ex'`)
+
+	first, err := parseStaleCheck(callJSON(t, db.Pool, `SELECT fn_queue_stale_check()::text`), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Stale != 1 || first.Emitted != 1 || len(first.Alerts) != 1 || first.Alerts[0].Alert != "first" ||
+		first.Alerts[0].Severity != "critical" || first.Alerts[0].EventID == "" || first.CheckedAt.IsZero() {
+		t.Fatalf("silent alert: decoded %+v from %s", first, first.Raw)
+	}
+
+	db.Exec(t, `SELECT fn_queue_heartbeat_tick('ex', 'external_worker', 'ok', '{}')`)
+	again, err := parseStaleCheck(callJSON(t, db.Pool, `SELECT fn_queue_stale_check()::text`), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Recovered != 1 || len(again.Alerts) != 1 || !again.Alerts[0].Recovered || again.Alerts[0].Severity != "info" {
+		t.Fatalf("recovery: decoded %+v from %s", again, again.Raw)
+	}
+}
+
+// Contract: fn_job_reap_expired_leases decodes strictly into Reap, with one job requeued
+// and one dead-lettered.
+func TestContract_Reap(t *testing.T) {
+	t.Parallel()
+	db := contractDB(t)
+	db.Exec(t, `SELECT fn_job_enqueue('again', 'iu', '{}', now(), NULL, 5)`)
+	db.Exec(t, `SELECT fn_job_enqueue('once', 'iu', '{}', now(), NULL, 1)`)
+	db.Exec(t, `SELECT count(*) FROM fn_job_claim('w1', '{again,once}', 2, 60)`)
+	db.Exec(t, `UPDATE job_queue SET lease_expires_at = now() - interval '1 second' WHERE status = 'running'`)
+	r, err := parseReap(callJSON(t, db.Pool, `SELECT fn_job_reap_expired_leases()::text`), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Reaped != 2 || r.Requeued != 1 || r.DeadLettered != 1 {
+		t.Fatalf("decoded %+v from %s", r, r.Raw)
+	}
+}
+
+// Contract: v_queue_health scans by column name into QueueHealthRow, with a row of every
+// source the view has.
+func TestContract_QueueHealth(t *testing.T) {
+	t.Parallel()
+	db := contractDB(t)
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'live', 's')`)
+	// one route dead letter, then one event left as backlog
+	callJSON(t, db.Pool, runSQL)
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'dry', 's')`)
+	db.Exec(t, `SELECT fn_queue_heartbeat_register('ex', 'external_worker', ARRAY['iu'], 60, 180)`)
+	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = 'ex'`)
+	db.Exec(t, `SELECT fn_job_enqueue('queued', 'iu')`)
+	db.Exec(t, `SELECT fn_job_enqueue('once', 'iu', '{}', now(), NULL, 1)`)
+	db.Exec(t, `SELECT count(*) FROM fn_job_claim('w1', '{once}', 1, 60)`)
+	db.Exec(t, `UPDATE job_queue SET lease_expires_at = now() - interval '1 second' WHERE status = 'running'`)
+	db.Exec(t, `SELECT fn_job_reap_expired_leases()`) // one job dead letter
+
+	rows, err := LoadQueueHealth(pgtest.Ctx(t), db.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]QueueHealthRow{}
+	for _, r := range rows {
+		seen[r.Source+"/"+r.Subject] = r
+	}
+	cur, hb, dle, dlj, q := seen["cursor/w"], seen["heartbeat/ex"], seen["dead_letter_event/iu"], seen["dead_letter_job/once"], seen["backlog_job_queue/queued"]
+	switch {
+	case cur.Backlog == nil || *cur.Backlog != 1 || cur.StatusHint != "backlog":
+		t.Fatalf("cursor row: %+v", cur)
+	case hb.StatusHint != "stale" || hb.Severity == nil || *hb.Severity != "critical" || hb.GapRatio == nil || hb.StaleThresholdSeconds == nil:
+		t.Fatalf("heartbeat row: %+v", hb)
+	case dle.DeadLettered == nil || *dle.DeadLettered != 1 || dle.StatusHint != "open":
+		t.Fatalf("dead_letter_event row: %+v", dle)
+	case dlj.DeadLettered == nil || *dlj.DeadLettered != 1 || dlj.StatusHint != "open":
+		t.Fatalf("dead_letter_job row: %+v", dlj)
+	case q.Backlog == nil || *q.Backlog != 1 || q.StatusHint != "queued" || len(q.Detail) == 0:
+		t.Fatalf("backlog_job_queue row: %+v", q)
+	}
+}
+
+// Contract: a key the SQL renames fails the decode, in every document; the proof edits the
+// installed function (CREATE OR REPLACE with one key renamed) or the view (a column
+// renamed) in this test's own database and reads them again.
+func TestContract_SQLRenameIsCaught(t *testing.T) {
+	t.Parallel()
+	db := contractDB(t)
+	rename := func(fn, key string) {
+		t.Helper()
+		var def string
+		db.QueryRow(t, `SELECT pg_get_functiondef($1::regprocedure)`, []any{fn}, &def)
+		if !strings.Contains(def, "'"+key+"'") {
+			t.Fatalf("%s does not emit %q", fn, key)
+		}
+		db.Exec(t, strings.ReplaceAll(def, "'"+key+"'", "'"+key+"_renamed'"))
+	}
+
+	rename("fn_job_reap_expired_leases()", "requeued")
+	if _, err := parseReap(callJSON(t, db.Pool, `SELECT fn_job_reap_expired_leases()::text`), strict); err == nil || !strings.Contains(err.Error(), "requeued") {
+		t.Errorf("reap with requeued renamed: err = %v", err)
+	}
+	rename("fn_queue_stale_check()", "skipped_locked")
+	if _, err := parseStaleCheck(callJSON(t, db.Pool, `SELECT fn_queue_stale_check()::text`), strict); err == nil || !strings.Contains(err.Error(), "skipped_locked") {
+		t.Errorf("stale-check with skipped_locked renamed: err = %v", err)
+	}
+	// even the lenient runner fails on a renamed key: it is missing
+	if _, err := ParseStaleCheck(callJSON(t, db.Pool, `SELECT fn_queue_stale_check()::text`)); err == nil {
+		t.Error("the runner read a stale-check whose skipped_locked was renamed")
+	}
+	rename("fn_iu_route_worker_run(text,integer)", "already_attempted")
+	if _, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict); err == nil || !strings.Contains(err.Error(), "already_attempted") {
+		t.Errorf("run with already_attempted renamed: err = %v", err)
+	}
+	db.Exec(t, `ALTER VIEW v_queue_health RENAME COLUMN backlog TO backlog_events`)
+	if _, err := LoadQueueHealth(pgtest.Ctx(t), db.Pool); err == nil || !strings.Contains(err.Error(), "backlog") {
+		t.Errorf("v_queue_health with backlog renamed: err = %v", err)
+	}
+}
