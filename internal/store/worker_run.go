@@ -40,6 +40,7 @@ type WorkerRun struct {
 	WindowsOpened    int64            `json:"windows_opened,omitempty" contract:"ran"`
 	WindowsClosed    int64            `json:"windows_closed,omitempty" contract:"ran"`
 	Fallback         bool             `json:"fallback,omitempty" contract:"ran"`        // the page failed and events were decided one by one
+	Idle             bool             `json:"idle,omitempty" contract:"ran"`            // nothing claimed, no window open: the run wrote nothing but a due beat
 	FallbackError    string           `json:"fallback_error,omitempty"`                 // only when fallback: why the page failed
 	HeldOpenCount    int              `json:"held_open_count,omitempty" contract:"ran"` // transactions holding the window open
 	HeldOpenBy       []WindowHolder   `json:"held_open_by,omitempty" contract:"ran"`
