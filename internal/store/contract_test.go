@@ -83,13 +83,13 @@ func TestContract_WorkerRunSummary(t *testing.T) {
 		t.Fatalf("last_run_summary: %+v %v", stored, err)
 	}
 
-	// busy: another session holds the worker's cursor row.
+	// busy: another session runs the worker in an open transaction (holding its lock).
 	other := db.Conn(t)
 	otx, err := other.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := otx.Exec(ctx, `SELECT 1 FROM iu_route_worker_cursor WHERE worker_name = 'w' FOR NO KEY UPDATE`); err != nil {
+	if _, err := otx.Exec(ctx, runSQL); err != nil {
 		t.Fatal(err)
 	}
 	busy, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict)

@@ -7,7 +7,7 @@ import (
 
 const ranSummary = `{"worker":"w","event_domain":"iu","gated":false,"busy":false,"batch_limit":500,
  "claimed":500,"attempts_written":500,"dead_lettered":2,"dry_run":490,"disabled":0,"skipped":8,"failed":2,"sent":0,
- "already_attempted":0,"caught_up":false,"window_open":true,"windows_opened":1,"windows_closed":0,"fallback":false,
+ "already_attempted":0,"caught_up":false,"window_open":true,"windows_opened":1,"windows_closed":0,"fallback":false,"idle":false,
  "held_open_count":1,"held_open_by":[{"txid":"7","pid":42,"usename":"u","application_name":"a","state":"idle in transaction",
  "xact_start":"2026-01-01T00:00:00Z","xact_age_seconds":1.5,"prepared_gid":null}],"run_at":"2026-01-01T00:00:01Z"}`
 
