@@ -29,7 +29,7 @@ demo: ## Show the product end to end on a throwaway database
 	$(GO) run ./cmd/iu-demo
 
 build: ## Build bin/iu-runner
-	$(GO) build -o $(BIN)/iu-runner ./cmd/iu-runner
+	$(GO) build -buildvcs=auto -o $(BIN)/iu-runner ./cmd/iu-runner
 
 lint: ## go vet, gofmt check, staticcheck
 	$(GO) vet ./...

@@ -17,9 +17,21 @@ type Info struct {
 	GoVersion string // the toolchain that built it
 }
 
+// Set with -ldflags "-X github.com/iu-core/event-worker/internal/buildinfo.version=v1.2.3
+// -X ...buildinfo.revision=<commit>" where the toolchain cannot stamp them (an image build
+// whose context has no .git: deploy/Dockerfile passes them as build arguments). What the
+// toolchain stamped wins.
+var version, revision string
+
 // Read returns the running binary's build information.
 func Read() Info {
 	info := Info{Version: "unknown", Revision: "unknown", Time: "unknown", GoVersion: runtime.Version()}
+	if version != "" {
+		info.Version = version
+	}
+	if revision != "" {
+		info.Revision = revision
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return info
@@ -28,7 +40,7 @@ func Read() Info {
 }
 
 func fromBuildInfo(bi *debug.BuildInfo, info Info) Info {
-	if v := bi.Main.Version; v != "" {
+	if v := bi.Main.Version; v != "" && (v != "(devel)" || info.Version == "unknown") {
 		info.Version = v
 	}
 	if bi.GoVersion != "" {
