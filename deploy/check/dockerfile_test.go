@@ -71,7 +71,6 @@ func contextFiles(t *testing.T, root, dst string) int {
 			}
 			return nil
 		}
-		//lint:ignore SA1019 the matcher docker build itself uses for a file's parents
 		skip, err := pm.MatchesOrParentMatches(filepath.ToSlash(rel))
 		if err != nil || skip || !d.Type().IsRegular() {
 			return err

@@ -126,9 +126,7 @@ func TestReferencedMetricsExist(t *testing.T) {
 			exprs = append(exprs, r.Expr)
 		}
 	}
-	for _, p := range dashboardExprs(t) {
-		exprs = append(exprs, p)
-	}
+	exprs = append(exprs, dashboardExprs(t)...)
 	missing := map[string]bool{}
 	for _, e := range exprs {
 		for _, name := range metricName.FindAllString(e, -1) {
