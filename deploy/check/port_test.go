@@ -12,7 +12,7 @@ import (
 	"github.com/iu-core/event-worker/internal/config"
 )
 
-var httpAddrFlag = regexp.MustCompile(`--http-addr[ =]([^\s"',\]]+)`)
+var httpAddrFlag = regexp.MustCompile("--http-addr[ =]([^\\s\"',\\]`)]+)")
 
 // Rule: every artifact that sets --http-addr uses the runner's default port (7432), and
 // none scrapes or publishes 9187, postgres_exporter's port (the old default, which made
