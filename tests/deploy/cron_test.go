@@ -224,7 +224,15 @@ func TestCrontabMailsFailuresAndIsSilentWhenHealthy(t *testing.T) {
 	if len(ct.jobs) < 2 {
 		t.Fatalf("deploy/cron/iu-runner: %d job lines, want the tick and the health line", len(ct.jobs))
 	}
-	bin := runnerBin.Path(t)
+	// The crontab's /usr/local/bin/iu-runner is a wrapper that records the environment the
+	// job hands the runner, then runs the real binary: DATABASE_URL must arrive whole (its
+	// & included) and PGPASSFILE must arrive at all.
+	dumps := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "iu-runner")
+	wrapper := "#!/bin/sh\nenv > " + dumps + "/env.$$\nexec " + runnerBin.Path(t) + " \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	home := t.TempDir()
 	passfile := filepath.Join(home, "pgpass")
 	if err := os.WriteFile(passfile, nil, 0o600); err != nil {
@@ -238,7 +246,27 @@ func TestCrontabMailsFailuresAndIsSilentWhenHealthy(t *testing.T) {
 			if !strings.Contains(j.command, "/usr/local/bin/iu-runner") {
 				t.Fatalf("line %d does not run /usr/local/bin/iu-runner: %q", j.line, j.command)
 			}
-			each(j, runJob(t, ct, j, home, subst))
+			mail := runJob(t, ct, j, home, subst)
+			got := map[string]string{}
+			seen := 0
+			files, _ := filepath.Glob(filepath.Join(dumps, "env.*"))
+			for _, f := range files {
+				data, _ := os.ReadFile(f)
+				for _, kv := range strings.Split(string(data), "\n") {
+					if k, v, ok := strings.Cut(kv, "="); ok && (k == "DATABASE_URL" || k == "PGPASSFILE") {
+						got[k] = v
+					}
+				}
+				os.Remove(f)
+				seen++
+			}
+			if seen == 0 {
+				t.Errorf("line %d never ran iu-runner", j.line)
+			} else if got["DATABASE_URL"] != dbURL || got["PGPASSFILE"] != passfile {
+				t.Errorf("line %d hands iu-runner DATABASE_URL=%q PGPASSFILE=%q; want %q and %q (unquoted & in the env file? not exported?)",
+					j.line, got["DATABASE_URL"], got["PGPASSFILE"], dbURL, passfile)
+			}
+			each(j, mail)
 		}
 	}
 
