@@ -14,7 +14,7 @@ STATICCHECK  := $(BIN)/staticcheck
 MIGRATIONS   := sql/iu-core
 
 .DEFAULT_GOAL := help
-.PHONY: help test demo build lint bench goose validate schema clean
+.PHONY: help test demo build lint bench goose validate schema clean deploy-check
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,7 +32,7 @@ demo: ## Show the product end to end on a throwaway database
 	$(GO) run ./cmd/iu-demo
 
 build: ## Build bin/iu-runner
-	$(GO) build -o $(BIN)/iu-runner ./cmd/iu-runner
+	$(GO) build -buildvcs=auto -o $(BIN)/iu-runner ./cmd/iu-runner
 
 lint: ## go mod tidy check, go vet, gofmt check, staticcheck
 	@# go.mod must say exactly what the code imports (direct requirements unmarked, the rest
@@ -43,6 +43,14 @@ lint: ## go mod tidy check, go vet, gofmt check, staticcheck
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@if [ -x $(STATICCHECK) ] || GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2 2>/dev/null; then \
 	  $(STATICCHECK) ./...; else echo "staticcheck unavailable (module proxy unreachable?): skipped"; fi
+
+deploy-check: build ## Check deploy/ with promtool, systemd-analyze and the deploy/check module
+	@command -v promtool >/dev/null || { echo "deploy-check: promtool not found (apt-get install prometheus; .ci/run does)"; exit 1; }
+	@command -v systemd-analyze >/dev/null || { echo "deploy-check: systemd-analyze not found (apt-get install systemd; .ci/run does)"; exit 1; }
+	promtool check rules deploy/prometheus/iu-runner.rules.yml
+	promtool test rules deploy/prometheus/iu-runner.rules.test.yml
+	deploy/check/systemd.sh $(BIN)/iu-runner deploy/systemd/*.service deploy/systemd/*.timer
+	cd deploy/check && $(GO) vet ./... && { [ ! -x $(STATICCHECK) ] || $(STATICCHECK) ./...; } && $(GO) test -count=1 ./...
 
 bench: ## Run the benchmarks once each (figures as ratios against same-run baselines)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench/...

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/iu-core/event-worker/internal/buildinfo"
 	"github.com/iu-core/event-worker/internal/config"
 	"github.com/iu-core/event-worker/internal/store"
 )
@@ -45,15 +47,29 @@ Usage:
   iu-runner <command> [flags]
 
 Commands:
-  migrate up|down|status|version   apply or inspect the embedded goose migrations
+  migrate up|down|status|check|version
+                                   apply or inspect the embedded goose migrations
+                                   (status and check exit 3 while migrations are pending)
   tick                             one pass for cron: route, stale-check, reap; one JSON summary
   run                              long-running loop: NOTIFY wake-ups + fallback poll, /metrics
   health                           print v_queue_health; exit 3 when anything needs attention
+  version                          print the build: module version, VCS revision, Go version
+  help [command]                   this text, or a command's flags
 
 Database: --database-url, else DATABASE_URL, else the libpq PG* variables.
-Exit codes: 0 ok (gated no-op included), 1 failure, 2 usage error, 3 health problem.
-Run 'iu-runner <command> --help' for a command's flags.
+Exit codes: 0 ok (gated no-op included), 1 failure, 2 usage error, 3 health problem
+(health) or migrations pending (migrate status, migrate check).
+Run 'iu-runner help <command>' or 'iu-runner <command> --help' for a command's flags.
 `
+
+// commands are the subcommands; help <command> runs one with --help.
+var commands = map[string]func(context.Context, []string, Env) int{
+	"migrate": runMigrate,
+	"tick":    runTick,
+	"run":     runRun,
+	"health":  runHealth,
+	"version": runVersion,
+}
 
 // Main runs one command line (args without the program name) and returns the exit code.
 func Main(ctx context.Context, args []string, env Env) int {
@@ -65,16 +81,25 @@ func Main(ctx context.Context, args []string, env Env) int {
 		fmt.Fprint(env.Stderr, usage)
 		return ExitUsage
 	}
+	if cmd, ok := commands[args[0]]; ok {
+		return cmd(ctx, args[1:], env)
+	}
 	switch args[0] {
-	case "migrate":
-		return runMigrate(ctx, args[1:], env)
-	case "tick":
-		return runTick(ctx, args[1:], env)
-	case "run":
-		return runRun(ctx, args[1:], env)
-	case "health":
-		return runHealth(ctx, args[1:], env)
+	case "--version", "-version", "-v":
+		return runVersion(ctx, args[1:], env)
 	case "help", "-h", "-help", "--help":
+		if len(args) > 2 {
+			return usageErr(env, "help", "unexpected argument %q", args[2])
+		}
+		if len(args) == 2 {
+			cmd, ok := commands[args[1]]
+			if !ok {
+				errLogger(env).Error("iu-runner help: usage error", "error", fmt.Sprintf("unknown command %q", args[1]), "exit_code", ExitUsage)
+				fmt.Fprint(env.Stderr, usage)
+				return ExitUsage
+			}
+			return cmd(ctx, []string{"--help"}, env)
+		}
 		fmt.Fprint(env.Stdout, usage)
 		return ExitOK
 	default:
@@ -205,3 +230,31 @@ func (s *stringList) Set(v string) error {
 }
 
 func validBatch(n int) bool { return n >= 1 && n <= 10000 }
+
+// runVersion prints the build: "iu-runner <version> (revision <rev>[, modified], <go>)",
+// or the fields as JSON with --json.
+func runVersion(_ context.Context, args []string, env Env) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the build information as one JSON object")
+	synopsis := "iu-runner version [--json]   (also: iu-runner --version)\n\n" +
+		"Prints the module version and the VCS revision the binary was built from."
+	if code, done := parse(fs, args, env, synopsis); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(env, "version", "unexpected argument %q", fs.Arg(0))
+	}
+	bi := buildinfo.Read()
+	if *asJSON {
+		b, _ := json.Marshal(map[string]any{"version": bi.Version, "revision": bi.Revision, "time": bi.Time,
+			"modified": bi.Modified, "go_version": bi.GoVersion})
+		fmt.Fprintln(env.Stdout, string(b))
+		return ExitOK
+	}
+	mod := ""
+	if bi.Modified {
+		mod = ", modified"
+	}
+	fmt.Fprintf(env.Stdout, "iu-runner %s (revision %s%s, %s)\n", bi.Version, bi.Revision, mod, bi.GoVersion)
+	return ExitOK
+}

@@ -126,3 +126,40 @@ func TestMigrateConnectTimeout(t *testing.T) {
 		}
 	}
 }
+
+// Rule: `iu-runner version` and `iu-runner --version` print the build (module version and
+// VCS revision) and exit 0; --json gives the same as one object.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, errOut, code := call(args...)
+		if code != ExitOK || !strings.HasPrefix(out, "iu-runner ") || !strings.Contains(out, "revision ") || errOut != "" {
+			t.Errorf("%v: exit %d stdout %q stderr %q", args, code, out, errOut)
+		}
+	}
+	out, _, code := call("version", "--json")
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != ExitOK || v["version"] == "" || v["revision"] == "" {
+		t.Fatalf("version --json: exit %d %q (%v)", code, out, err)
+	}
+	if _, _, code := call("version", "extra"); code != ExitUsage {
+		t.Errorf("version extra: exit %d, want 2", code)
+	}
+}
+
+// Rule: `iu-runner help <command>` prints that command's usage on stdout and exits 0, like
+// `<command> --help`; an unknown command is a usage error.
+func TestHelpCommand(t *testing.T) {
+	for _, cmd := range []string{"tick", "run", "health", "migrate", "version"} {
+		out, _, code := call("help", cmd)
+		want, _, _ := call(cmd, "--help")
+		if code != ExitOK || !strings.HasPrefix(out, "Usage: iu-runner "+cmd) || out != want {
+			t.Errorf("help %s: exit %d\n%s", cmd, code, out)
+		}
+	}
+	if _, errOut, code := call("help", "frobnicate"); code != ExitUsage || errOut == "" {
+		t.Errorf("help frobnicate: exit %d", code)
+	}
+	if out, _, _ := call("help"); !strings.Contains(out, "migrate up|down|status|check|version") {
+		t.Errorf("help does not list migrate check:\n%s", out)
+	}
+}

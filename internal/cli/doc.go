@@ -2,17 +2,20 @@
 // binary's main is a one-liner around Main, and the demo (cmd/iu-demo) calls Main
 // in-process, so what the demo shows is exactly what operators run.
 //
-//	iu-runner migrate up|down|status|version   goose over the embedded sql/iu-core
+//	iu-runner migrate up|down|status|check|version   goose over the embedded sql/iu-core
 //	iu-runner tick                              one pass, one JSON summary on stdout (cron)
 //	iu-runner run                               the long-running loop (systemd, Kubernetes)
 //	iu-runner health                            v_queue_health as a table or --json
+//	iu-runner version (or --version)            module version and VCS revision (package buildinfo)
+//	iu-runner help [command]                    the usage, or a command's flags
 //
 // Exit codes, for every subcommand:
 //
 //	0  success (a gated no-op and a busy worker are success)
 //	1  failure: the database is unreachable, a SQL call failed (one JSON error record on stderr)
 //	2  usage error: unknown subcommand or flag, bad flag value
-//	3  health only: something is stale, critical or has open dead letters
+//	3  health: something is stale, critical or has open dead letters;
+//	   migrate status and migrate check: migrations are pending (a deploy can gate on it)
 //
 // Every subcommand takes --help, and the connection flags of package config
 // (--database-url over DATABASE_URL over PG*; --connect-timeout; for tick, run and health

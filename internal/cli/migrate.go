@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pressly/goose/v3"
 
 	"github.com/iu-core/event-worker/internal/config"
 	"github.com/iu-core/event-worker/internal/migrate"
@@ -17,13 +18,15 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	var c common
 	c.register(fs, "warn", false)
 	to := fs.Int64("to", -1, "down: roll back to this version (0 undoes everything) instead of one step")
-	synopsis := "iu-runner migrate up|down|status|version [flags]\n\n" +
+	synopsis := "iu-runner migrate up|down|status|check|version [flags]\n\n" +
 		"Applies the migrations embedded in the binary (the same files as sql/iu-core) with goose,\n" +
 		"holding goose's PostgreSQL session lock, so two deploys never migrate at once.\n" +
 		"  up       apply every pending migration\n" +
 		"  down     roll back the newest migration (or to --to N)\n" +
-		"  status   list migrations and whether each is applied\n" +
-		"  version  print the database's current version"
+		"  status   list migrations and whether each is applied; exit 3 while any is pending\n" +
+		"  check    one line: up to date (exit 0) or how many are pending (exit 3); gates a deploy\n" +
+		"  version  print the database's current version\n" +
+		"Exit codes: 0 ok, 1 failure, 2 usage error, 3 migrations pending (status, check)."
 	// the action may come before or after the flags
 	var action string
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
@@ -38,11 +41,11 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 		return usageErr(env, "migrate", "unexpected argument %q", fs.Arg(0))
 	}
 	switch action {
-	case "up", "down", "status", "version":
+	case "up", "down", "status", "check", "version":
 	case "":
-		return usageErr(env, "migrate", "missing action: up, down, status or version")
+		return usageErr(env, "migrate", "missing action: up, down, status, check or version")
 	default:
-		return usageErr(env, "migrate", "unknown action %q: want up, down, status or version", action)
+		return usageErr(env, "migrate", "unknown action %q: want up, down, status, check or version", action)
 	}
 	if err := c.db.Validate(); err != nil {
 		return usageErr(env, "migrate", "%v", err)
@@ -115,6 +118,24 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.Source.Version, s.State, at, s.Source.Path)
 		}
 		tw.Flush()
+		if n := pending(st); n > 0 {
+			fmt.Fprintf(env.Stdout, "%d migration(s) pending: run iu-runner migrate up\n", n)
+			return ExitProblem
+		}
+	case "check":
+		st, err := m.Status(ctx)
+		if err != nil {
+			return fail(env, "migrate", err)
+		}
+		v, err := m.Version(ctx)
+		if err != nil {
+			return fail(env, "migrate", err)
+		}
+		if n := pending(st); n > 0 {
+			fmt.Fprintf(env.Stdout, "database at version %d: %d migration(s) pending (latest %d): run iu-runner migrate up\n", v, n, latest(st))
+			return ExitProblem
+		}
+		fmt.Fprintf(env.Stdout, "database at version %d: up to date\n", v)
 	case "version":
 		v, err := m.Version(ctx)
 		if err != nil {
@@ -123,4 +144,24 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stdout, v)
 	}
 	return ExitOK
+}
+
+// pending counts the embedded migrations the database has not applied.
+func pending(st []*goose.MigrationStatus) int {
+	n := 0
+	for _, s := range st {
+		if s.State == goose.StatePending {
+			n++
+		}
+	}
+	return n
+}
+
+// latest is the newest embedded migration's version.
+func latest(st []*goose.MigrationStatus) int64 {
+	var v int64
+	for _, s := range st {
+		v = max(v, s.Source.Version)
+	}
+	return v
 }

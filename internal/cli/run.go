@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/iu-core/event-worker/internal/config"
 	"github.com/iu-core/event-worker/internal/metrics"
 	"github.com/iu-core/event-worker/internal/notifier"
 	"github.com/iu-core/event-worker/internal/service"
@@ -26,7 +27,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 	passBudget := fs.Duration("pass-budget", 10*time.Second, "longest drain before housekeeping gets a turn (the drain then continues at once)")
 	grace := fs.Duration("shutdown-grace", 15*time.Second, "on SIGINT/SIGTERM, how long the call in flight may run before it is cancelled and rolled back")
 	checkEvery := fs.Duration("notify-check-interval", 15*time.Second, "NOTIFY round-trip check of the LISTEN connection")
-	httpAddr := fs.String("http-addr", "127.0.0.1:9187", "address serving /metrics, /healthz and /readyz (port 0 picks a free one; the bound address is logged as http_addr)")
+	httpAddr := fs.String("http-addr", config.DefaultHTTPAddr, "address serving /metrics, /healthz and /readyz (loopback by default; port 0 picks a free one; the bound address is logged as http_addr)")
 	host, _ := os.Hostname()
 	executorID := fs.String("executor-id", "iu-runner:"+host, "the runner's own heartbeat row (fn_queue_heartbeat_tick, kind external_worker; empty disables)")
 	synopsis := "iu-runner run [flags]\n\n" +

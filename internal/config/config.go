@@ -264,3 +264,30 @@ func statementTimeoutOption(cc *pgx.ConnConfig) string {
 	v, _ := optionsStatementTimeout(cc.RuntimeParams["options"])
 	return v
 }
+
+// DefaultHTTPPort is the port iu-runner run serves /metrics, /healthz and /readyz on by
+// default. Why 7432: the Prometheus project's list of exporter ports has handed out every
+// port from 9100 to 9999 (9187, the old default, is postgres_exporter's, which often runs
+// on the very hosts the runner runs on), and the ports it lists outside that range
+// (10001 and up, 8080, 9001, ...) are taken too; 7432 is on neither list, is not a
+// default of the tools found next to PostgreSQL (5432 the server, 6432 PgBouncer,
+// 8008 Patroni, 8432 pgBackRest, 9127 pgbouncer_exporter, 9898/9999 Pgpool-II), not a
+// Kubernetes component port (10248-10260), and lies below the Linux ephemeral range
+// (32768-60999), so an outgoing connection never holds it. "PostgreSQL's 5432, two up".
+const DefaultHTTPPort = 7432
+
+// DefaultHTTPAddr is --http-addr's default: loopback only, so the metrics are not exposed
+// to the network unless the operator says so (containers set 0.0.0.0:7432 explicitly).
+const DefaultHTTPAddr = "127.0.0.1:7432"
+
+// TakenPorts are default ports of common exporters and neighbours of PostgreSQL that the
+// runner's default must never collide with (the test keeps DefaultHTTPPort off it).
+var TakenPorts = map[int]string{
+	9090: "Prometheus", 9091: "Pushgateway", 9093: "Alertmanager", 9094: "Alertmanager clustering",
+	9100: "node_exporter", 9104: "mysqld_exporter", 9115: "blackbox_exporter", 9121: "redis_exporter",
+	9127: "pgbouncer_exporter", 9187: "postgres_exporter", 9188: "postgres_exporter (alternate)",
+	9464: "OpenTelemetry Prometheus exporter", 9854: "pgBackRest exporter", 9890: "pgSCV", 9933: "Patroni exporter",
+	5432: "PostgreSQL", 6432: "PgBouncer", 8008: "Patroni REST API", 8432: "pgBackRest TLS server",
+	9898: "Pgpool-II PCP", 9999: "Pgpool-II", 8080: "cAdvisor", 3000: "Grafana", 3100: "Loki", 4317: "OTLP gRPC", 4318: "OTLP HTTP",
+	10250: "kubelet", 10249: "kube-proxy metrics", 10256: "kube-proxy health", 10257: "kube-controller-manager", 10259: "kube-scheduler",
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -193,5 +195,27 @@ func TestRedactErrKeepsOtherErrors(t *testing.T) {
 	wrapped := fmt.Errorf("connecting: %w", errors.New("auth for pw123 failed"))
 	if got := RedactErr(wrapped, "host=h password=pw123").Error(); strings.Contains(got, "pw123") {
 		t.Fatalf("password left in %q", got)
+// Rule: the default --http-addr is loopback and its port is no common exporter's (9187 is
+// postgres_exporter's: on a database host running it, the runner could not start), nor in
+// the 9100-9999 range the Prometheus exporter list has given out, nor ephemeral.
+func TestDefaultHTTPAddr(t *testing.T) {
+	host, port, err := net.SplitHostPort(DefaultHTTPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		t.Errorf("default --http-addr host %q is not a loopback address", host)
+	}
+	if port != strconv.Itoa(DefaultHTTPPort) {
+		t.Errorf("DefaultHTTPAddr %s does not use DefaultHTTPPort %d", DefaultHTTPAddr, DefaultHTTPPort)
+	}
+	if who, ok := TakenPorts[DefaultHTTPPort]; ok {
+		t.Errorf("default port %d is %s's", DefaultHTTPPort, who)
+	}
+	if DefaultHTTPPort >= 9090 && DefaultHTTPPort <= 9999 {
+		t.Errorf("default port %d is inside the Prometheus exporter allocation range 9090-9999", DefaultHTTPPort)
+	}
+	if DefaultHTTPPort >= 32768 {
+		t.Errorf("default port %d is in the ephemeral range", DefaultHTTPPort)
 	}
 }

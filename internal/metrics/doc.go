@@ -15,6 +15,7 @@
 //	iu_runner_last_pass_timestamp_seconds           unix time of the last completed pass
 //	iu_runner_mode{mode}                            1 for the --mode in use (poll, notify, hybrid)
 //	iu_runner_stale_check_interval_too_long         1 when --stale-check-interval >= half the smallest stale threshold
+//	iu_runner_build_info{version,revision,goversion,modified}   always 1: which build runs
 //
 // The single pane, v_queue_health, mirrored as gauges (refreshed on the stale-check cadence;
 // rows that disappear from the view disappear from the gauges). A refresh builds the whole
@@ -27,6 +28,12 @@
 //	iu_queue_health_open_dead_letters{source,subject,domain}
 //	iu_queue_health_stale_executors
 //	iu_queue_health_problem{source,subject,domain,status_hint}   1 per stale/critical/open row
+//	iu_queue_health_executor_stale{executor}                     1 per stale executor (its id as a label)
+//	iu_queue_health_last_refresh_timestamp_seconds               when the figures were last read
+//
+// The last-refresh gauge is part of the snapshot: it is absent until a refresh succeeds,
+// and while the database is unreachable it stays at the time of the last good read, so
+// frozen figures say how old they are (alerts: IuQueueHealthFiguresStale).
 //
 // Go runtime and process collectors are registered too (process_resident_memory_bytes...).
 package metrics

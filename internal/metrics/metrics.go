@@ -3,11 +3,15 @@ package metrics
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/iu-core/event-worker/internal/buildinfo"
 )
 
 // Metrics holds the runner's collectors and their registry.
@@ -30,6 +34,9 @@ type Metrics struct {
 	// stale threshold in v_queue_health (silences would be noticed late).
 	StaleCheckTooLong prometheus.Gauge
 
+	// BuildInfo is iu_runner_build_info{version,revision,goversion,modified} = 1.
+	BuildInfo *prometheus.GaugeVec
+
 	// health holds the iu_queue_health_* rows; SetHealth swaps them in one step.
 	health *healthCollector
 }
@@ -45,6 +52,10 @@ type HealthRow struct {
 type Health struct {
 	Rows           []HealthRow
 	StaleExecutors int
+	// RefreshedAt is when the snapshot was read (zero: now). It is exported as
+	// iu_queue_health_last_refresh_timestamp_seconds with the snapshot, so the gauge exists
+	// only once a refresh has succeeded and says how old frozen figures are.
+	RefreshedAt time.Time
 }
 
 var (
@@ -55,6 +66,10 @@ var (
 	descHealthStale  = prometheus.NewDesc("iu_queue_health_stale_executors", "Heartbeat rows of v_queue_health with status_hint = stale.", nil, nil)
 	descHealthProbl  = prometheus.NewDesc("iu_queue_health_problem", "1 per v_queue_health row that is stale, critical or an open dead letter.",
 		append(append([]string{}, healthLabels...), "status_hint"), nil)
+	descExecStale = prometheus.NewDesc("iu_queue_health_executor_stale",
+		"1 per executor (queue_heartbeat row) that v_queue_health reports stale; the label is the executor id.", []string{"executor"}, nil)
+	descRefreshed = prometheus.NewDesc("iu_queue_health_last_refresh_timestamp_seconds",
+		"Unix time of the last successful read of v_queue_health (absent until the first one): how old the iu_queue_health_* figures are.", nil, nil)
 )
 
 // healthCollector exports the latest snapshot; a scrape sees the old rows or the new
@@ -65,7 +80,7 @@ type healthCollector struct {
 }
 
 func (c *healthCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl} {
+	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl, descExecStale, descRefreshed} {
 		ch <- d
 	}
 }
@@ -105,8 +120,16 @@ func (m *Metrics) SetHealth(h Health) {
 		if r.Problem {
 			add(descHealthProbl, 1, r.Source, r.Subject, r.Domain, r.StatusHint)
 		}
+		if r.Source == "heartbeat" && r.StatusHint == "stale" {
+			add(descExecStale, 1, r.Subject)
+		}
 	}
 	add(descHealthStale, float64(h.StaleExecutors))
+	at := h.RefreshedAt
+	if at.IsZero() {
+		at = time.Now()
+	}
+	add(descRefreshed, float64(at.UnixNano())/1e9)
 	m.health.mu.Lock()
 	m.health.metrics = out
 	m.health.mu.Unlock()
@@ -155,12 +178,18 @@ func New() *Metrics {
 			Name: "iu_runner_stale_check_interval_too_long",
 			Help: "1 when --stale-check-interval is not under half the smallest stale threshold of v_queue_health.",
 		}),
+		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "iu_runner_build_info",
+			Help: "Always 1; the labels say which build runs: module version, VCS revision, Go version, modified work tree.",
+		}, []string{"version", "revision", "goversion", "modified"}),
 		health: &healthCollector{},
 	}
 	r.MustRegister(m.EventsRouted, m.DeadLetters, m.WorkerRuns, m.RunDuration, m.Wakeups, m.DBErrors,
 		m.ListenerUp, m.ListenerReconnects, m.Draining, m.LastPass, m.Mode,
-		m.StaleCheckTooLong, m.health,
+		m.StaleCheckTooLong, m.BuildInfo, m.health,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	bi := buildinfo.Read()
+	m.BuildInfo.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion, strconv.FormatBool(bi.Modified)).Set(1)
 	for _, s := range []string{"notify", "poll", "full_batch", "reconnect", "retry", "startup"} {
 		m.Wakeups.WithLabelValues(s) // present from the start, so rate() works at once
 	}
