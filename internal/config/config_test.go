@@ -195,6 +195,9 @@ func TestRedactErrKeepsOtherErrors(t *testing.T) {
 	wrapped := fmt.Errorf("connecting: %w", errors.New("auth for pw123 failed"))
 	if got := RedactErr(wrapped, "host=h password=pw123").Error(); strings.Contains(got, "pw123") {
 		t.Fatalf("password left in %q", got)
+	}
+}
+
 // Rule: the default --http-addr is loopback and its port is no common exporter's (9187 is
 // postgres_exporter's: on a database host running it, the runner could not start), nor in
 // the 9100-9999 range the Prometheus exporter list has given out, nor ephemeral.
