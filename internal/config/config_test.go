@@ -3,9 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
