@@ -44,7 +44,9 @@ LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
+    -- The writable-schema guard first (see fn_iu_require_trusted_search_path): AND is
+    -- evaluated left to right here, so a refusal comes before anything else runs.
+    SELECT fn_iu_require_trusted_search_path('fn_iu_core_routes_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
 $$;
 -- +goose StatementEnd
 
@@ -55,7 +57,9 @@ LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
+    -- The writable-schema guard first (see fn_iu_require_trusted_search_path): AND is
+    -- evaluated left to right here, so a refusal comes before anything else runs.
+    SELECT fn_iu_require_trusted_search_path('fn_iu_route_worker_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
 $$;
 -- +goose StatementEnd
 

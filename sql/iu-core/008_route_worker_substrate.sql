@@ -40,14 +40,13 @@ CREATE TABLE queue_heartbeat (
     stale_threshold_seconds  integer     NOT NULL CHECK (stale_threshold_seconds > 0),
     registered_at            timestamptz NOT NULL DEFAULT now(),
     registered_by            text        NOT NULL DEFAULT current_user,
+    -- The login that really registered it: *_by columns hold the actor a caller claims
+    -- (p_actor, app.actor), the *_session_user twin what PostgreSQL authenticated.
+    registered_session_user  text        NOT NULL DEFAULT session_user,
     -- planned maintenance: a paused executor raises no alert (fn_queue_heartbeat_pause/resume)
     paused_at                timestamptz,
     paused_reason            text,
     paused_by                text,
-    -- stale-check bookkeeping: the open silence, if any, and the last alert sent for it
-    silent_since             timestamptz,
-    alerted_at               timestamptz,
-    alerted_severity         text CHECK (alerted_severity IN ('warning', 'critical')),
     CONSTRAINT queue_heartbeat_payload_object CHECK (jsonb_typeof(last_beat_payload) = 'object'),
     CONSTRAINT queue_heartbeat_payload_hygiene CHECK (fn_iu_payload_is_clean(last_beat_payload))
 );
@@ -83,8 +82,10 @@ CREATE TABLE iu_route_worker_cursor (
     last_run_summary  jsonb       NOT NULL DEFAULT '{}'::jsonb,
     registered_at     timestamptz NOT NULL DEFAULT now(),
     registered_by     text        NOT NULL DEFAULT current_user,
+    registered_session_user text  NOT NULL DEFAULT session_user,
     reset_at          timestamptz,
-    reset_by          text
+    reset_by          text,
+    reset_session_user text
 );
 
 COMMENT ON TABLE iu_route_worker_cursor IS
@@ -108,6 +109,7 @@ CREATE TABLE iu_route_dead_letter (
     resolved_at      timestamptz,
     resolution       text,
     resolved_by      text,
+    resolved_session_user text,
     CONSTRAINT iu_route_dead_letter_resolution_ck CHECK ((resolved_at IS NULL) = (resolution IS NULL))
 );
 
@@ -131,6 +133,59 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_dead_letter_immutable()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    -- A dead letter is evidence: the event it kept (event_snapshot), its identity (id,
+    -- event_id, idempotency_key, worker, domain, type, stream, route_key) and when it first
+    -- failed never change, for the owner too. What may change is what a replay or an
+    -- operator records about it: the resolution (resolved_at, resolution, resolved_by) and
+    -- the failure counters a failed replay moves (failed_attempts, last_failed_at,
+    -- error_code, error_message). The login that resolved it is stamped here, so a spoofed
+    -- resolved_by (app.actor) is visible next to it.
+    IF (to_jsonb(NEW) - ARRAY['resolved_at', 'resolution', 'resolved_by', 'resolved_session_user',
+                              'failed_attempts', 'last_failed_at', 'error_code', 'error_message'])
+       IS DISTINCT FROM
+       (to_jsonb(OLD) - ARRAY['resolved_at', 'resolution', 'resolved_by', 'resolved_session_user',
+                              'failed_attempts', 'last_failed_at', 'error_code', 'error_message']) THEN
+        RAISE EXCEPTION 'fn_iu_route_dead_letter_immutable: only the resolution and failure counters of a dead letter may change'
+            USING ERRCODE = 'IU001',
+                  HINT = 'Resolve it (resolved_at, resolution, resolved_by) or replay it (fn_iu_route_dead_letter_replay); the event it kept stays as it was.';
+    END IF;
+    IF (NEW.resolved_at, NEW.resolution, NEW.resolved_by) IS DISTINCT FROM (OLD.resolved_at, OLD.resolution, OLD.resolved_by) THEN
+        NEW.resolved_session_user := session_user;
+    ELSE
+        NEW.resolved_session_user := OLD.resolved_session_user;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_cursor_stamp_reset()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    -- reset_by holds the actor a caller claims; the login that really reset the cursor is
+    -- stamped next to it. Fires only for updates that name reset_by (a reset), never for a
+    -- run's position updates.
+    NEW.reset_session_user := session_user;
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER trg_iu_route_worker_cursor_stamp_reset
+    BEFORE UPDATE OF reset_by ON iu_route_worker_cursor
+    FOR EACH ROW EXECUTE FUNCTION fn_iu_route_worker_cursor_stamp_reset();
+CREATE TRIGGER trg_iu_route_dead_letter_immutable
+    BEFORE UPDATE ON iu_route_dead_letter
+    FOR EACH ROW EXECUTE FUNCTION fn_iu_route_dead_letter_immutable();
 CREATE TRIGGER trg_iu_route_dead_letter_no_delete
     BEFORE DELETE ON iu_route_dead_letter
     FOR EACH ROW EXECUTE FUNCTION fn_iu_route_dead_letter_no_delete();
@@ -139,10 +194,14 @@ CREATE TRIGGER trg_iu_route_dead_letter_no_truncate
     FOR EACH STATEMENT EXECUTE FUNCTION fn_iu_route_dead_letter_no_delete();
 
 REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_no_delete() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_immutable() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_stamp_reset() FROM PUBLIC;
 
 -- +goose Down
 DROP TABLE iu_route_dead_letter;
 DROP FUNCTION fn_iu_route_dead_letter_no_delete();
+DROP FUNCTION fn_iu_route_dead_letter_immutable();
 DROP TABLE iu_route_worker_cursor;
+DROP FUNCTION fn_iu_route_worker_cursor_stamp_reset();
 DROP TABLE queue_heartbeat;
 DROP FUNCTION fn_queue_executor_kinds();

@@ -182,6 +182,8 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_enabled()":                                             {"dot_executor", "workflow_admin"}, // 005
 	"fn_iu_route_attempt_immutable()":                                          nil,                                // 002 trigger
 	"fn_iu_route_dead_letter_no_delete()":                                      nil,                                // 008 trigger
+	"fn_iu_route_dead_letter_immutable()":                                      nil,                                // 008 trigger
+	"fn_iu_route_worker_cursor_stamp_reset()":                                  nil,                                // 008 trigger
 }
 
 // Spec 9: the grant matrix of the route worker's functions holds exactly, PUBLIC executes
