@@ -105,6 +105,26 @@ func (d *DB) Conn(t testing.TB) *pgx.Conn {
 	return c
 }
 
+// ConnAs opens a session that logs in as role (with password, for servers that check one),
+// closed at test end. Unlike SET ROLE on the harness's superuser session, session_user is
+// role: what a real executor or producer login looks like to the package.
+func (d *DB) ConnAs(t testing.TB, role, password string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(d.URL)
+	if err != nil {
+		t.Fatalf("pgtest: parsing %s: %v", d.Name, err)
+	}
+	cfg.User, cfg.Password = role, password
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgtest: connecting to %s as %s: %v", d.Name, role, err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
 // Exec runs statements on the pool and fails the test on error.
 func (d *DB) Exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
