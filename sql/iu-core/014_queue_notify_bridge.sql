@@ -36,6 +36,8 @@ INSERT INTO dot_config (key, value, description) VALUES
      'NOTIFY wake-up bridge on event_outbox and job_queue inserts (channel queue_wake_<domain>). Only ''true'' opens it.')
 ON CONFLICT (key) DO NOTHING;
 
+-- Starts with the writable-schema guard (fn_iu_require_trusted_search_path, 001); AND is
+-- evaluated left to right here, so a refusal comes first.
 -- +goose StatementBegin
 CREATE FUNCTION fn_queue_notify_enabled()
 RETURNS boolean
@@ -43,8 +45,6 @@ LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-    -- The writable-schema guard first (see fn_iu_require_trusted_search_path): AND is
-    -- evaluated left to right here, so a refusal comes before anything else runs.
     SELECT fn_iu_require_trusted_search_path('fn_queue_notify_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'queue.notify.bridge_enabled'), false)
 $$;
 -- +goose StatementEnd
