@@ -42,19 +42,31 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE FUNCTION fn_iu_role_is_trusted(p_role oid)
-RETURNS boolean
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
+CREATE FUNCTION fn_iu_untrusted_roles(p_roles oid[])
+RETURNS TABLE (role oid)
+LANGUAGE sql STABLE
 AS $$
-    -- p_role 0 is PUBLIC: everyone, so never trusted. pg_database_owner is read as the
-    -- database's owner. A role that no longer exists is not trusted.
-    SELECT CASE WHEN p_role = 0 THEN false ELSE coalesce((
-        SELECT r.rolsuper OR pg_catalog.pg_has_role(r.oid, public.fn_iu_package_owner(), 'MEMBER')
-          FROM pg_catalog.pg_roles r
-         WHERE r.oid = CASE WHEN p_role = (SELECT o.oid FROM pg_catalog.pg_roles o WHERE o.rolname = 'pg_database_owner')
-                            THEN (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
-                            ELSE p_role END), false) END
+    -- The trust rule, in one place: which of p_roles are untrusted. 0 is PUBLIC (everyone):
+    -- never trusted. pg_database_owner is read as the database's owner. A role that no
+    -- longer exists is not trusted. Written to be inlined (no SET, everything
+    -- pg_catalog-qualified, one SELECT) so the per-call guard pays for one cached plan, not
+    -- for a function call per role; it is only ever inlined into queries of functions that
+    -- pin search_path = pg_catalog.
+    SELECT g.role
+      FROM pg_catalog.unnest(p_roles) AS g(role)
+     WHERE g.role = 0
+        OR NOT EXISTS (
+               SELECT 1
+                 FROM pg_catalog.pg_roles r
+                WHERE r.oid = CASE WHEN g.role = (SELECT o.oid FROM pg_catalog.pg_roles o WHERE o.rolname = 'pg_database_owner')
+                                   THEN (SELECT d.datdba FROM pg_catalog.pg_database d
+                                          WHERE d.datname = pg_catalog.current_database())
+                                   ELSE g.role END
+                  AND (r.rolsuper
+                       OR pg_catalog.pg_has_role(r.oid,
+                              (SELECT p.proowner FROM pg_catalog.pg_proc p
+                                WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure),
+                              'MEMBER')))
 $$;
 -- +goose StatementEnd
 
@@ -62,13 +74,12 @@ $$;
 CREATE FUNCTION fn_iu_search_path_create_threats()
 RETURNS TABLE (threat text, object text, holder text, fix text)
 LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
     -- The cheap half, checked on every SECURITY DEFINER call: who may CREATE in public.
     -- An untrusted holder of CREATE (PUBLIC, a login role, a group an untrusted role may act
     -- as) could plant an overload at any moment. The schema's owner holds CREATE implicitly:
-    -- a NULL ACL means the default one (owner only).
-    SELECT 'create_on_schema', 'schema public',
+    -- a NULL ACL means the default one (owner only). Inlinable like fn_iu_untrusted_roles.
+    SELECT 'create_on_schema'::text, 'schema public'::text,
            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::pg_catalog.regrole::text END,
            CASE WHEN a.grantee = n.nspowner
                 THEN pg_catalog.format('ALTER SCHEMA public OWNER TO %s;', public.fn_iu_package_owner()::pg_catalog.regrole)
@@ -78,7 +89,7 @@ AS $$
      CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) a
      WHERE n.nspname = 'public'
        AND a.privilege_type = 'CREATE'
-       AND NOT public.fn_iu_role_is_trusted(a.grantee)
+       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[a.grantee]))
 $$;
 -- +goose StatementEnd
 
@@ -98,13 +109,13 @@ AS $$
                              p.oid::pg_catalog.regprocedure)
       FROM pg_catalog.pg_proc p
      WHERE p.pronamespace = 'public'::pg_catalog.regnamespace
-       AND NOT public.fn_iu_role_is_trusted(p.proowner)
+       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[p.proowner]))
     UNION ALL
     SELECT 'operator', o.oid::pg_catalog.regoperator::text, o.oprowner::pg_catalog.regrole::text,
            pg_catalog.format('DROP OPERATOR %s;', o.oid::pg_catalog.regoperator)
       FROM pg_catalog.pg_operator o
      WHERE o.oprnamespace = 'public'::pg_catalog.regnamespace
-       AND NOT public.fn_iu_role_is_trusted(o.oprowner)
+       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[o.oprowner]))
 $$;
 -- +goose StatementEnd
 
@@ -118,7 +129,8 @@ AS $$
     -- (p_full false: the ACL of public only, a few catalog probes per call) and of the
     -- install (p_full true: also every function and operator in public). Returns true, or
     -- raises 42501 naming the threats, with the statements that remove them in the HINT.
-    -- Runs with search_path = pg_catalog only, so nothing it calls can be hijacked.
+    -- Runs with search_path = pg_catalog only, so nothing it calls can be hijacked, and the
+    -- inlined threat query is planned once per session (plpgsql caches it).
 DECLARE
     v_what text;
     v_fix  text;
@@ -144,7 +156,7 @@ $$;
 -- +goose StatementEnd
 
 REVOKE ALL ON FUNCTION fn_iu_package_owner() FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_iu_role_is_trusted(oid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_untrusted_roles(oid[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_search_path_create_threats() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_search_path_threats() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_require_trusted_search_path(text, boolean) FROM PUBLIC;
@@ -158,20 +170,31 @@ CREATE FUNCTION fn_iu_payload_is_clean(p_payload jsonb)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    -- `.**` visits every level (objects and array elements, nested arrays too); the filter
-    -- keeps the objects and `.keyvalue()` lists their members, so a key anywhere is found.
-    -- (Without the type filter .keyvalue() errs on a scalar and @? answers NULL, which a
-    -- CHECK would read as "passes".) Keys match case-insensitively: Token and PASSWORD carry the
-    -- same secret as token and password. Anchored, so "tokenizer" or "body_length" pass.
+    -- Keys match case-insensitively: Token and PASSWORD carry the same secret as token and
+    -- password. Two steps, so a clean payload (the common case) pays for one regex over its
+    -- text and no jsonpath walk:
+    --   1. a prefilter over the payload's text: a denylisted key, in any case, always
+    --      appears there as "key": (jsonb prints every key that way, and a quote inside a
+    --      string is escaped), so no match means clean. A match may be a false alarm (a
+    --      string value quoting such a text), so it only decides whether to look closer;
+    --   2. the exact test: `.**` visits every level (objects and array elements, nested
+    --      arrays too), the type filter keeps the objects and `.keyvalue()` lists their
+    --      members; a key is denied when it equals a listed word, anchored ("tokenizer" and
+    --      "body_length" pass). Without the type filter .keyvalue() errs on a scalar and @?
+    --      answers NULL, which a CHECK would read as "passes".
     --
     -- Everything is pg_catalog-qualified on purpose. This function is inlined into the
     -- table CHECK and into callers' queries (no SET search_path, which would stop the
     -- inlining and cost a function call per row), and an inlined body is resolved in the
-    -- CALLER's search_path: an unqualified `@?` or jsonpath could pick an operator or type a
-    -- producer created in its own schema (before or after public) and switch hygiene off.
-    SELECT p_payload IS NULL OR NOT (p_payload OPERATOR(pg_catalog.@?) CAST(
-        '$.** ? (@.type() == "object").keyvalue() ? (@.key like_regex "^(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)$" flag "i")'
-        AS pg_catalog.jsonpath))
+    -- CALLER's search_path: an unqualified `@?`, `~*` or jsonpath could pick an operator or
+    -- type a producer created in its own schema (before or after public) and switch
+    -- hygiene off.
+    SELECT p_payload IS NULL
+        OR NOT (CAST(p_payload AS pg_catalog.text) OPERATOR(pg_catalog.~*)
+                    CAST('"(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)": ' AS pg_catalog.text)
+                AND p_payload OPERATOR(pg_catalog.@?) CAST(
+                    '$.** ? (@.type() == "object").keyvalue() ? (@.key like_regex "^(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)$" flag "i")'
+                    AS pg_catalog.jsonpath))
 $$;
 -- +goose StatementEnd
 
@@ -363,5 +386,5 @@ DROP FUNCTION fn_iu_payload_is_clean(jsonb);
 DROP FUNCTION fn_iu_require_trusted_search_path(text, boolean);
 DROP FUNCTION fn_iu_search_path_threats();
 DROP FUNCTION fn_iu_search_path_create_threats();
-DROP FUNCTION fn_iu_role_is_trusted(oid);
+DROP FUNCTION fn_iu_untrusted_roles(oid[]);
 DROP FUNCTION fn_iu_package_owner();
