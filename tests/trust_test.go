@@ -150,16 +150,40 @@ func TestTrust_RouteDeadLetterIsImmutableExceptResolution(t *testing.T) {
 	}
 	db.Exec(t, `UPDATE iu_route_dead_letter SET failed_attempts = failed_attempts + 1, last_failed_at = now(),
 	                                            error_code = 'E2', error_message = 'again' WHERE id = $1`, id)
-	db.Exec(t, `SET app.actor = 'claimed-ops'`)
 	db.Exec(t, `UPDATE iu_route_dead_letter SET resolved_at = now(), resolution = 'manual', resolved_by = 'claimed-ops' WHERE id = $1`, id)
 	var snapshot, resolvedBy, stamped string
 	var attempts int
 	db.QueryRow(t, `SELECT event_snapshot::text, failed_attempts, resolved_by, coalesce(resolved_session_user, '')
 	                  FROM iu_route_dead_letter WHERE id = $1`, []any{id}, &snapshot, &attempts, &resolvedBy, &stamped)
-	if snapshot != `{"id": 1}` || attempts != 2 || resolvedBy != "claimed-ops" || stamped != "postgres" && stamped == "" {
-		t.Fatalf("after allowed updates: snapshot %s attempts %d resolved_by %s session %q", snapshot, attempts, resolvedBy, stamped)
+	var me string
+	db.QueryRow(t, `SELECT session_user::text`, nil, &me)
+	if snapshot != `{"id": 1}` || attempts != 2 || resolvedBy != "claimed-ops" || stamped != me {
+		t.Fatalf("after allowed updates: snapshot %s attempts %d resolved_by %s resolved_session_user %q (want the login %q)",
+			snapshot, attempts, resolvedBy, stamped, me)
 	}
-	if stamped == "forged" {
-		t.Fatal("resolved_session_user must be the resolving login, not what the statement set")
+}
+
+// Rule 2 (audit): a cursor reset keeps the actor the caller claims (reset_by) and records
+// the login that really did it (reset_session_user), so a spoofed app.actor is visible.
+func TestTrust_CursorResetRecordsTheLogin(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	role := "ta_" + db.Name
+	id := pgx.Identifier{role}.Sanitize()
+	db.Exec(t, `CREATE ROLE `+id+` LOGIN PASSWORD 'pw' IN ROLE workflow_admin`)
+	t.Cleanup(func() { _, _ = db.Pool.Exec(context.Background(), `DROP ROLE IF EXISTS `+id) })
+	admin := db.ConnAs(t, role, "pw")
+	for _, stmt := range []string{`SELECT fn_iu_route_worker_register('w_audit')`, `SET app.actor = 'someone-else'`,
+		`SELECT fn_iu_route_worker_reset_cursor('w_audit')`} {
+		if _, err := admin.Exec(ctx(t), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	var regSession, resetBy, resetSession string
+	db.QueryRow(t, `SELECT registered_session_user, coalesce(reset_by, ''), coalesce(reset_session_user, '')
+	                  FROM iu_route_worker_cursor WHERE worker_name = 'w_audit'`, nil, &regSession, &resetBy, &resetSession)
+	if regSession != role || resetBy != "someone-else" || resetSession != role {
+		t.Fatalf("registered_session_user %q, reset_by %q, reset_session_user %q; want %q, the claim, %q",
+			regSession, resetBy, resetSession, role, role)
 	}
 }
