@@ -72,8 +72,8 @@ END $f$;`
 
 // The writable-schema guard on every SECURITY DEFINER call: its cost per call against an
 // empty function with the same call shape (plpgsql, SET search_path), and against a whole
-// gated fn_iu_route_worker_run (which calls it three times: its two gate readers, and the
-// lead's guard at its top).
+// gated fn_iu_route_worker_run (which pays for it through its two gate readers, plus once
+// more when the run itself starts with the guard).
 func BenchmarkSearchPathGuardPerCall(b *testing.B) {
 	db := pgtest.NewDB(b)
 	db.Exec(b, loopFn)
