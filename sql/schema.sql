@@ -38,20 +38,23 @@ CREATE FUNCTION public.fn_cut_heartbeat_ping(p_executor_name text, p_executor_ki
 DECLARE
     v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
 BEGIN
-    IF coalesce(btrim(p_executor_name), '') = '' THEN
+    PERFORM fn_iu_require_trusted_search_path('fn_cut_heartbeat_ping');
+    IF p_executor_name IS NULL OR btrim(p_executor_name, E' \t\r\n\f\x0B') = '' THEN
         RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_name required' USING ERRCODE = '22023',
             HINT = 'Name the executor, e.g. cut_pipeline_operator_<scope>, so one stale row cannot silence another.';
     END IF;
+    PERFORM fn_iu_require_name('fn_cut_heartbeat_ping', 'p_executor_name', p_executor_name);
+    -- The same refusal fn_queue_heartbeat_tick and fn_queue_heartbeat_write return.
     IF fn_queue_heartbeat_is_protected(p_executor_name) THEN
-        RETURN jsonb_build_object('refused', true, 'reason', 'protected_legacy_silent_passive');
+        RETURN fn_queue_heartbeat_refusal(p_executor_name);
     END IF;
     IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (fn_queue_executor_kinds()) THEN
         RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_kind % not in 7-vocab (%)',
-            coalesce(quote_literal(p_executor_kind), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
+            coalesce(quote_literal(left(p_executor_kind, 60)), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
     IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
         RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_status % not in {ok,warn,error}',
-            coalesce(quote_literal(p_status), 'NULL') USING ERRCODE = '22023';
+            coalesce(quote_literal(left(p_status, 60)), 'NULL') USING ERRCODE = '22023';
     END IF;
     IF NOT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'queue.heartbeat.enabled'), false) THEN
         RETURN jsonb_build_object('skipped', true);
@@ -90,7 +93,7 @@ CREATE FUNCTION public.fn_iu_core_routes_enabled() RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
+    SELECT fn_iu_require_trusted_search_path('fn_iu_core_routes_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
 $$;
 
 --
@@ -104,14 +107,30 @@ CREATE FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, 
 DECLARE
     v_id uuid;
 BEGIN
-    IF coalesce(p_event_domain, '') = '' THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: p_event_domain required' USING ERRCODE = '22023';
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_emit_event');
+    PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_domain', p_event_domain);
+    PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_type', p_event_type);
+    PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_stream', p_event_stream);
+    -- Optional subject: blank is the same as none (stored as NULL); when given, bounded
+    -- like a name.
+    IF btrim(p_event_subject_table, E' \t\r\n\f\x0B') = '' THEN
+        p_event_subject_table := NULL;
+    ELSIF p_event_subject_table IS NOT NULL THEN
+        PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_table', p_event_subject_table);
     END IF;
-    IF coalesce(p_event_type, '') = '' THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: p_event_type required' USING ERRCODE = '22023';
+    IF btrim(p_event_subject_ref, E' \t\r\n\f\x0B') = '' THEN
+        p_event_subject_ref := NULL;
+    ELSIF p_event_subject_ref IS NOT NULL THEN
+        PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_ref', p_event_subject_ref, 1000);
     END IF;
-    IF coalesce(p_event_stream, '') = '' THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: p_event_stream required' USING ERRCODE = '22023';
+    -- The stale-check's alerts are the package's own voice: a caller who could emit a
+    -- "silent" or "recovered" for another executor could page people falsely or, worse,
+    -- make a real silence look handled. fn_queue_stale_check writes them itself.
+    IF p_event_domain = 'system' AND p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
+        RAISE EXCEPTION 'fn_iu_emit_event: %/% events are written only by the package (fn_queue_stale_check)',
+            p_event_domain, p_event_type
+            USING ERRCODE = '42501',
+                  HINT = 'Register and emit your own event type; executor silence is reported by fn_queue_stale_check.';
     END IF;
     IF p_delivery_lane IS NULL OR p_delivery_lane NOT IN ('immediate', 'standard', 'batch') THEN
         RAISE EXCEPTION 'fn_iu_emit_event: p_delivery_lane % is not one of immediate, standard, batch',
@@ -161,6 +180,32 @@ END;
 $$;
 
 --
+-- Name: fn_iu_event_outbox_package_only(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_event_outbox_package_only() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    -- system/queue_worker_silent and system/queue_worker_recovered are the package's own
+    -- alerts (fn_queue_stale_check writes them as the package owner). A producer with INSERT
+    -- on event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
+    -- people paged by them. The trigger's WHEN clause limits the call to those two types, so
+    -- every other insert pays nothing. The owner is read from the catalog (this function's
+    -- own owner): the inserting role needs no grant for the test to run.
+    IF pg_catalog.pg_has_role(current_user,
+                              (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid = 'public.fn_iu_event_outbox_package_only()'::pg_catalog.regprocedure),
+                              'MEMBER') THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'fn_iu_event_outbox_package_only: %/% events are written only by the package (fn_queue_stale_check)',
+        NEW.event_domain, NEW.event_type
+        USING ERRCODE = '42501',
+              HINT = 'Register your own event type for your own alerts; executor silence is reported by fn_queue_stale_check.';
+END;
+$$;
+
+--
 -- Name: fn_iu_event_outbox_rebase_foreign_txids(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -169,10 +214,12 @@ CREATE FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids() RETURNS jsonb
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
-    v_me   xid8 := pg_current_xact_id();
+    v_me   xid8;
     v_rows bigint;
     v_doms jsonb;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_event_outbox_rebase_foreign_txids');
+    v_me := pg_current_xact_id();
     PERFORM set_config('iu.rebase_txid', 'on', true);
     WITH moved AS (
         UPDATE event_outbox o
@@ -203,6 +250,19 @@ CREATE FUNCTION public.fn_iu_is_blank(p_value text) RETURNS boolean
 $$;
 
 --
+-- Name: fn_iu_package_owner(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_package_owner() RETURNS oid
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- The package owner: whoever owns this function (the role that ran the migrations).
+    SELECT p.proowner FROM pg_catalog.pg_proc p
+     WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure
+$$;
+
+--
 -- Name: fn_iu_payload_denied_paths(jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -228,8 +288,8 @@ CREATE FUNCTION public.fn_iu_payload_denied_paths(p_payload jsonb) RETURNS text[
     SELECT coalesce(array_agg(path ORDER BY path), '{}')
       FROM walk
      WHERE path <> '$'
-       AND regexp_replace(path, '^.*[.]', '') IN ('body','content','raw','vector','embedding',
-                                                   'secret','token','password','ssn','personal_data')
+       AND lower(regexp_replace(path, '^.*[.]', '')) IN ('body','content','raw','vector','embedding',
+                                                          'secret','token','password','ssn','personal_data')
 $_$;
 
 --
@@ -239,11 +299,31 @@ $_$;
 CREATE FUNCTION public.fn_iu_payload_is_clean(p_payload jsonb) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
-    -- `.**` visits every level (objects and array elements); in lax mode a member
-    -- accessor on an array looks inside its elements, so a key anywhere is found.
-    SELECT p_payload IS NULL OR NOT (p_payload @? '$.** ? (exists(@."body") || exists(@."content")
-        || exists(@."raw") || exists(@."vector") || exists(@."embedding") || exists(@."secret")
-        || exists(@."token") || exists(@."password") || exists(@."ssn") || exists(@."personal_data"))')
+    -- Keys match case-insensitively: Token and PASSWORD carry the same secret as token and
+    -- password. Two steps, so a clean payload (the common case) pays for one regex over its
+    -- text and no jsonpath walk:
+    --   1. a prefilter over the payload's text: a denylisted key, in any case, always
+    --      appears there as "key": (jsonb prints every key that way, and a quote inside a
+    --      string is escaped), so no match means clean. A match may be a false alarm (a
+    --      string value quoting such a text), so it only decides whether to look closer;
+    --   2. the exact test: `.**` visits every level (objects and array elements, nested
+    --      arrays too), the type filter keeps the objects and `.keyvalue()` lists their
+    --      members; a key is denied when it equals a listed word, anchored ("tokenizer" and
+    --      "body_length" pass). Without the type filter .keyvalue() errs on a scalar and @?
+    --      answers NULL, which a CHECK would read as "passes".
+    --
+    -- Everything is pg_catalog-qualified on purpose. This function is inlined into the
+    -- table CHECK and into callers' queries (no SET search_path, which would stop the
+    -- inlining and cost a function call per row), and an inlined body is resolved in the
+    -- CALLER's search_path: an unqualified `@?`, `~*` or jsonpath could pick an operator or
+    -- type a producer created in its own schema (before or after public) and switch
+    -- hygiene off.
+    SELECT p_payload IS NULL
+        OR NOT (CAST(p_payload AS pg_catalog.text) OPERATOR(pg_catalog.~*)
+                    CAST('"(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)": ' AS pg_catalog.text)
+                AND p_payload OPERATOR(pg_catalog.@?) CAST(
+                    '$.** ? (@.type() == "object").keyvalue() ? (@.key like_regex "^(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)$" flag "i")'
+                    AS pg_catalog.jsonpath))
 $_$;
 
 --
@@ -263,7 +343,7 @@ BEGIN
         RAISE EXCEPTION '%: % carries denylisted keys at %', p_caller, p_param,
             array_to_string(fn_iu_payload_denied_paths(p_payload), ', ')
             USING ERRCODE = '22023',
-                  HINT = 'Payloads are signals, never data: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data are refused at any depth.';
+                  HINT = 'Payloads are signals, never data: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data (in any letter case) are refused at any depth.';
     END IF;
 END;
 $$;
@@ -291,6 +371,43 @@ BEGIN
             octet_length(p_value), p_max_bytes
             USING ERRCODE = '22023', HINT = 'Use a shorter name.';
     END IF;
+END;
+$$;
+
+--
+-- Name: fn_iu_require_trusted_search_path(text, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_require_trusted_search_path(p_caller text, p_full boolean DEFAULT false) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- The guard: the first statement of every SECURITY DEFINER function of the package
+    -- (p_full false: the ACL of public only, a few catalog probes per call) and of the
+    -- install (p_full true: also every function and operator in public). Returns true, or
+    -- raises 42501 naming the threats, with the statements that remove them in the HINT.
+    -- Runs with search_path = pg_catalog only, so nothing it calls can be hijacked, and the
+    -- inlined threat query is planned once per session (plpgsql caches it).
+DECLARE
+    v_what text;
+    v_fix  text;
+BEGIN
+    IF p_full THEN
+        SELECT pg_catalog.string_agg(pg_catalog.format('%s %s (%s)', t.threat, t.object, t.holder), '; '),
+               pg_catalog.string_agg(t.fix, ' ')
+          INTO v_what, v_fix FROM public.fn_iu_search_path_threats() t;
+    ELSE
+        SELECT pg_catalog.string_agg(pg_catalog.format('%s %s (%s)', t.threat, t.object, t.holder), '; '),
+               pg_catalog.string_agg(t.fix, ' ')
+          INTO v_what, v_fix FROM public.fn_iu_search_path_create_threats() t;
+    END IF;
+    IF v_what IS NOT NULL THEN
+        RAISE EXCEPTION '%: refused: an untrusted role can plant functions or operators on the package''s search_path: %',
+            p_caller, v_what
+            USING ERRCODE = '42501',
+                  HINT = 'A superuser runs: ' || v_fix || ' Only superusers, the package owner and its members may create in schema public.';
+    END IF;
+    RETURN true;
 END;
 $$;
 
@@ -325,6 +442,39 @@ CREATE FUNCTION public.fn_iu_route_attempt_tally_add(p_worker_name text, p_statu
 $$;
 
 --
+-- Name: fn_iu_route_dead_letter_immutable(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_dead_letter_immutable() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    -- A dead letter is evidence: the event it kept (event_snapshot), its identity (id,
+    -- event_id, idempotency_key, worker, domain, type, stream, route_key) and when it first
+    -- failed never change, for the owner too. What may change is what a replay or an
+    -- operator records about it: the resolution (resolved_at, resolution, resolved_by) and
+    -- the failure counters a failed replay moves (failed_attempts, last_failed_at,
+    -- error_code, error_message). The login that resolved it is stamped here, so a spoofed
+    -- resolved_by (app.actor) is visible next to it.
+    IF (to_jsonb(NEW) - ARRAY['resolved_at', 'resolution', 'resolved_by', 'resolved_session_user',
+                              'failed_attempts', 'last_failed_at', 'error_code', 'error_message'])
+       IS DISTINCT FROM
+       (to_jsonb(OLD) - ARRAY['resolved_at', 'resolution', 'resolved_by', 'resolved_session_user',
+                              'failed_attempts', 'last_failed_at', 'error_code', 'error_message']) THEN
+        RAISE EXCEPTION 'fn_iu_route_dead_letter_immutable: only the resolution and failure counters of a dead letter may change'
+            USING ERRCODE = 'IU001',
+                  HINT = 'Resolve it (resolved_at, resolution, resolved_by) or replay it (fn_iu_route_dead_letter_replay); the event it kept stays as it was.';
+    END IF;
+    IF (NEW.resolved_at, NEW.resolution, NEW.resolved_by) IS DISTINCT FROM (OLD.resolved_at, OLD.resolution, OLD.resolved_by) THEN
+        NEW.resolved_session_user := session_user;
+    ELSE
+        NEW.resolved_session_user := OLD.resolved_session_user;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+--
 -- Name: fn_iu_route_dead_letter_no_delete(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -355,6 +505,7 @@ DECLARE
     v_state    text;
     v_msg      text;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_dead_letter_replay');
     IF p_dead_letter_id IS NULL THEN
         RAISE EXCEPTION 'fn_iu_route_dead_letter_replay: p_dead_letter_id required' USING ERRCODE = '22023';
     END IF;
@@ -399,7 +550,7 @@ BEGIN
 
     IF v_status IN ('dry_run', 'sent') THEN
         UPDATE iu_route_dead_letter d
-           SET resolved_at = now(), resolution = 'replayed_' || v_status, resolved_by = fn_queue_actor()
+           SET resolved_at = now(), resolution = 'replayed_' || v_status, resolved_by = fn_queue_actor(NULL, 'fn_iu_route_dead_letter_replay')
          WHERE d.id = dl.id
         RETURNING * INTO dl;
     ELSIF v_status = 'failed' THEN
@@ -621,8 +772,10 @@ CREATE TABLE public.iu_route_worker_cursor (
     last_run_summary jsonb DEFAULT '{}'::jsonb NOT NULL,
     registered_at timestamp with time zone DEFAULT now() NOT NULL,
     registered_by text DEFAULT CURRENT_USER NOT NULL,
+    registered_session_user text DEFAULT SESSION_USER NOT NULL,
     reset_at timestamp with time zone,
     reset_by text,
+    reset_session_user text,
     CONSTRAINT iu_route_worker_cursor_event_domain_check CHECK ((event_domain <> ''::text)),
     CONSTRAINT iu_route_worker_cursor_worker_name_check CHECK ((worker_name <> ''::text))
 );
@@ -644,9 +797,12 @@ CREATE FUNCTION public.fn_iu_route_worker_cursor_problem(p_cursor public.iu_rout
 -- PL/pgSQL rather than SQL: its expressions are prepared once per session, where a
 -- non-inlined SQL function would be planned again on every run.
 DECLARE
-    v_sysid bigint := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_xmax  xid8   := pg_snapshot_xmax(pg_current_snapshot());
+    v_sysid bigint;
+    v_xmax  xid8;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_cursor_problem');
+    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_xmax  := pg_snapshot_xmax(pg_current_snapshot());
     IF p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> v_sysid THEN
         RETURN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
                       quote_literal(p_cursor.worker_name), p_cursor.system_identifier, v_sysid);
@@ -659,6 +815,22 @@ BEGIN
                       coalesce(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot)), v_xmax);
     END IF;
     RETURN NULL;
+END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_cursor_stamp_reset(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_cursor_stamp_reset() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    -- reset_by holds the actor a caller claims; the login that really reset the cursor is
+    -- stamped next to it. Fires only for updates that name reset_by (a reset), never for a
+    -- run's position updates.
+    NEW.reset_session_user := session_user;
+    RETURN NEW;
 END;
 $$;
 
@@ -842,7 +1014,7 @@ CREATE FUNCTION public.fn_iu_route_worker_enabled() RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
+    SELECT fn_iu_require_trusted_search_path('fn_iu_route_worker_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
 $$;
 
 --
@@ -892,10 +1064,12 @@ CREATE FUNCTION public.fn_iu_route_worker_foreign_txids(p_event_domain text) RET
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-    SELECT EXISTS (SELECT 1 FROM event_outbox o
+    -- The guard first (a CASE evaluates it before the probe; a WHERE clause would not promise that).
+    SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_iu_route_worker_foreign_txids') THEN
+           EXISTS (SELECT 1 FROM event_outbox o
                     WHERE o.event_domain = p_event_domain
                       AND o.txid >= pg_snapshot_xmax(pg_current_snapshot())
-                      AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned())
+                      AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned()) END
 $$;
 
 --
@@ -907,11 +1081,14 @@ CREATE FUNCTION public.fn_iu_route_worker_health(p_worker_name text DEFAULT NULL
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
-    v_routes_on boolean := fn_iu_core_routes_enabled() IS TRUE;
-    v_worker_on boolean := fn_iu_route_worker_enabled() IS TRUE;
+    v_routes_on boolean;
+    v_worker_on boolean;
     v_gates     jsonb;
     v_workers   jsonb;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_health');
+    v_routes_on := fn_iu_core_routes_enabled() IS TRUE;
+    v_worker_on := fn_iu_route_worker_enabled() IS TRUE;
     IF p_worker_name IS NOT NULL THEN
         PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_health', p_worker_name);
         IF NOT EXISTS (SELECT 1 FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name) THEN
@@ -1065,6 +1242,7 @@ CREATE FUNCTION public.fn_iu_route_worker_pending(p_event_domain text, p_done pg
     SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_pending');
     RETURN QUERY
     WITH cand AS (
         SELECT o.id, o.txid, o.created_at
@@ -1099,12 +1277,15 @@ CREATE FUNCTION public.fn_iu_route_worker_register(p_worker_name text, p_event_d
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
-    v_sysid   bigint := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_actor   text   := fn_queue_actor();
+    v_sysid   bigint;
+    v_actor   text;
     v_created integer;
     v_hb      integer;
     c         iu_route_worker_cursor%ROWTYPE;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_register');
+    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_actor := fn_queue_actor(NULL, 'fn_iu_route_worker_register');
     PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_register', p_worker_name);
     PERFORM fn_iu_require_name('fn_iu_route_worker_register', 'p_event_domain', p_event_domain);
 
@@ -1171,9 +1352,12 @@ CREATE FUNCTION public.fn_iu_route_worker_reset_cursor(p_worker_name text) RETUR
     AS $$
 DECLARE
     c       iu_route_worker_cursor%ROWTYPE;
-    v_sysid bigint := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_actor text   := fn_queue_actor();
+    v_sysid bigint;
+    v_actor text;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_reset_cursor');
+    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_actor := fn_queue_actor(NULL, 'fn_iu_route_worker_reset_cursor');
     PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
     PERFORM fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
     SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
@@ -1232,6 +1416,7 @@ DECLARE
     v_holders      jsonb;
     v_summary      jsonb;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_run');
     PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
     IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
@@ -1393,6 +1578,87 @@ BEGIN
             || (SELECT string_agg(x.xip::text, ',' ORDER BY x.xip)
                   FROM (SELECT pg_snapshot_xip(v_snap) AS xip UNION SELECT v_self) x))::pg_snapshot;
 END;
+$$;
+
+--
+-- Name: fn_iu_search_path_create_threats(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_search_path_create_threats() RETURNS TABLE(threat text, object text, holder text, fix text)
+    LANGUAGE sql STABLE
+    AS $$
+    -- The cheap half, checked on every SECURITY DEFINER call: who may CREATE in public.
+    -- An untrusted holder of CREATE (PUBLIC, a login role, a group an untrusted role may act
+    -- as) could plant an overload at any moment. The schema's owner holds CREATE implicitly:
+    -- a NULL ACL means the default one (owner only). Inlinable like fn_iu_untrusted_roles.
+    SELECT 'create_on_schema'::text, 'schema public'::text,
+           CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::pg_catalog.regrole::text END,
+           CASE WHEN a.grantee = n.nspowner
+                THEN pg_catalog.format('ALTER SCHEMA public OWNER TO %s;', public.fn_iu_package_owner()::pg_catalog.regrole)
+                ELSE pg_catalog.format('REVOKE CREATE ON SCHEMA public FROM %s;',
+                                       CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::pg_catalog.regrole::text END) END
+      FROM pg_catalog.pg_namespace n
+     CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) a
+     WHERE n.nspname = 'public'
+       AND a.privilege_type = 'CREATE'
+       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[a.grantee]))
+$$;
+
+--
+-- Name: fn_iu_search_path_threats(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_search_path_threats() RETURNS TABLE(threat text, object text, holder text, fix text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- The full scan (install and the runtime verification W10): who may CREATE in public,
+    -- and which functions and operators in public belong to an untrusted role (an overload
+    -- planted while the schema was open stays dangerous after CREATE is revoked).
+    SELECT * FROM public.fn_iu_search_path_create_threats()
+    UNION ALL
+    SELECT 'function', p.oid::pg_catalog.regprocedure::text, p.proowner::pg_catalog.regrole::text,
+           pg_catalog.format('DROP %s %s;', CASE p.prokind WHEN 'a' THEN 'AGGREGATE' WHEN 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END,
+                             p.oid::pg_catalog.regprocedure)
+      FROM pg_catalog.pg_proc p
+     WHERE p.pronamespace = 'public'::pg_catalog.regnamespace
+       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[p.proowner]))
+    UNION ALL
+    SELECT 'operator', o.oid::pg_catalog.regoperator::text, o.oprowner::pg_catalog.regrole::text,
+           pg_catalog.format('DROP OPERATOR %s;', o.oid::pg_catalog.regoperator)
+      FROM pg_catalog.pg_operator o
+     WHERE o.oprnamespace = 'public'::pg_catalog.regnamespace
+       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[o.oprowner]))
+$$;
+
+--
+-- Name: fn_iu_untrusted_roles(oid[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_untrusted_roles(p_roles oid[]) RETURNS TABLE(role oid)
+    LANGUAGE sql STABLE
+    AS $$
+    -- The trust rule, in one place: which of p_roles are untrusted. 0 is PUBLIC (everyone):
+    -- never trusted. pg_database_owner is read as the database's owner. A role that no
+    -- longer exists is not trusted. Written to be inlined (no SET, everything
+    -- pg_catalog-qualified, one SELECT) so the per-call guard pays for one cached plan, not
+    -- for a function call per role; it is only ever inlined into queries of functions that
+    -- pin search_path = pg_catalog.
+    SELECT g.role
+      FROM pg_catalog.unnest(p_roles) AS g(role)
+     WHERE g.role = 0
+        OR NOT EXISTS (
+               SELECT 1
+                 FROM pg_catalog.pg_roles r
+                WHERE r.oid = CASE WHEN g.role = (SELECT o.oid FROM pg_catalog.pg_roles o WHERE o.rolname = 'pg_database_owner')
+                                   THEN (SELECT d.datdba FROM pg_catalog.pg_database d
+                                          WHERE d.datname = pg_catalog.current_database())
+                                   ELSE g.role END
+                  AND (r.rolsuper
+                       OR pg_catalog.pg_has_role(r.oid,
+                              (SELECT p.proowner FROM pg_catalog.pg_proc p
+                                WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure),
+                              'MEMBER')))
 $$;
 
 --
@@ -1776,18 +2042,52 @@ END;
 $$;
 
 --
--- Name: fn_queue_actor(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_actor(text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_actor(p_actor text DEFAULT NULL::text) RETURNS text
-    LANGUAGE sql STABLE
+CREATE FUNCTION public.fn_queue_actor(p_actor text DEFAULT NULL::text, p_caller text DEFAULT 'fn_queue_actor'::text) RETURNS text
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'public', 'pg_temp'
     AS $$
-    -- Who is acting, for every audit column of the package (registered_by, last_beat_by,
-    -- paused_by, reset_by, resolved_by): the explicit argument, else the session's
-    -- app.actor setting, else the session user. Blank counts as absent. session_user and
-    -- not current_user: inside a SECURITY DEFINER function current_user is the owner.
-    SELECT coalesce(nullif(btrim(p_actor), ''), nullif(btrim(current_setting('app.actor', true)), ''), session_user::text)
+    -- Who the caller says is acting, for every *_by audit column of the package
+    -- (registered_by, last_beat_by, paused_by, reset_by, resolved_by): the explicit
+    -- argument, else the session's app.actor setting, else the login (session_user, not
+    -- current_user, which inside a SECURITY DEFINER function is the owner). Blank counts as
+    -- absent. A claim, not an identity: the *_session_user audit columns record the login
+    -- next to it. Bounded like a name (200 bytes) so an audit column cannot store data.
+DECLARE
+    v_actor text := coalesce(nullif(btrim(p_actor), ''), nullif(btrim(current_setting('app.actor', true)), ''),
+                             session_user::text);
+BEGIN
+    IF octet_length(v_actor) > 200 THEN
+        RAISE EXCEPTION '%: p_actor (or app.actor) is % bytes long, at most 200 allowed', p_caller, octet_length(v_actor)
+            USING ERRCODE = '22023', HINT = 'Name the actor, e.g. ''ops:alice'' or ''agent:codex-7''.';
+    END IF;
+    RETURN v_actor;
+END;
+$$;
+
+--
+-- Name: fn_queue_alert_emit(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_alert_emit(p_event_type text, p_severity text, p_executor_id text, p_payload jsonb) RETURNS uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    -- Internal (granted to no one; runs as the package owner inside fn_queue_stale_check):
+    -- writes one system alert row. The envelope is fixed: domain system, stream alert, lane
+    -- immediate, subject queue_heartbeat / the executor id. The payload is the package's
+    -- own and still passes the table's hygiene CHECK.
+DECLARE
+    v_id uuid;
+BEGIN
+    INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
+                              event_subject_table, event_subject_ref, safe_payload)
+    VALUES ('system', p_event_type, 'alert', 'immediate', p_severity, 'queue_heartbeat', p_executor_id, p_payload)
+    RETURNING id INTO v_id;
+    RETURN v_id;
+END;
 $$;
 
 --
@@ -1832,15 +2132,14 @@ CREATE TABLE public.queue_heartbeat (
     stale_threshold_seconds integer NOT NULL,
     registered_at timestamp with time zone DEFAULT now() NOT NULL,
     registered_by text DEFAULT CURRENT_USER NOT NULL,
+    registered_session_user text DEFAULT SESSION_USER NOT NULL,
     paused_at timestamp with time zone,
     paused_reason text,
     paused_by text,
-    silent_since timestamp with time zone,
-    alerted_at timestamp with time zone,
-    alerted_severity text,
     last_beat_by text,
-    alerted_beat_at timestamp with time zone,
-    CONSTRAINT queue_heartbeat_alerted_severity_check CHECK ((alerted_severity = ANY (ARRAY['warning'::text, 'critical'::text]))),
+    last_beat_session_user text,
+    paused_session_user text,
+    owner_role text,
     CONSTRAINT queue_heartbeat_executor_id_check CHECK ((executor_id <> ''::text)),
     CONSTRAINT queue_heartbeat_executor_kind_check CHECK ((executor_kind = ANY (public.fn_queue_executor_kinds()))),
     CONSTRAINT queue_heartbeat_expected_cadence_seconds_check CHECK ((expected_cadence_seconds > 0)),
@@ -1878,13 +2177,25 @@ COMMENT ON COLUMN public.queue_heartbeat.last_beat_payload IS 'Also called metad
 -- Name: COLUMN queue_heartbeat.last_beat_by; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON COLUMN public.queue_heartbeat.last_beat_by IS 'Actor of the last beat (p_actor, app.actor or the session user).';
+COMMENT ON COLUMN public.queue_heartbeat.last_beat_by IS 'Actor of the last beat as the caller claims it (p_actor, app.actor or the login).';
 
 --
--- Name: COLUMN queue_heartbeat.alerted_beat_at; Type: COMMENT; Schema: public; Owner: -
+-- Name: COLUMN queue_heartbeat.last_beat_session_user; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON COLUMN public.queue_heartbeat.alerted_beat_at IS 'Stale-check bookkeeping: last_beat_at as it was when the open silence was alerted; a later beat is a recovery.';
+COMMENT ON COLUMN public.queue_heartbeat.last_beat_session_user IS 'Login (session_user) that wrote the last beat: what PostgreSQL authenticated.';
+
+--
+-- Name: COLUMN queue_heartbeat.paused_session_user; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.queue_heartbeat.paused_session_user IS 'Login (session_user) that paused the executor.';
+
+--
+-- Name: COLUMN queue_heartbeat.owner_role; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.queue_heartbeat.owner_role IS 'Owning role (fn_queue_heartbeat_register p_owner_role): only its members'' sessions may beat the executor. NULL: any dot_executor.';
 
 --
 -- Name: fn_queue_heartbeat_describe(public.queue_heartbeat); Type: FUNCTION; Schema: public; Owner: -
@@ -1902,8 +2213,12 @@ CREATE FUNCTION public.fn_queue_heartbeat_describe(p_row public.queue_heartbeat)
         'stale_threshold_seconds',  p_row.stale_threshold_seconds,
         'ticks_total',              p_row.ticks_total,
         'last_beat_at',             p_row.last_beat_at,
+        'last_beat_by',             p_row.last_beat_by,
+        'last_beat_session_user',   p_row.last_beat_session_user,
         'registered_at',            p_row.registered_at,
         'registered_by',            p_row.registered_by,
+        'registered_session_user',  p_row.registered_session_user,
+        'owner_role',               p_row.owner_role,
         'paused',                   p_row.paused_at IS NOT NULL)
 $$;
 
@@ -1921,8 +2236,9 @@ CREATE FUNCTION public.fn_queue_heartbeat_floor_seconds() RETURNS integer
     -- stale-check is inert" holds for any number of digits. A missing, empty or non-integer
     -- value ('abc', '-5', '1e3', '1.5') means no floor (0), so every executor's own threshold
     -- still applies; the floor can only make alerts rarer. SECURITY DEFINER: readers of
-    -- v_queue_health (workflow_admin) need not read dot_config themselves.
-    SELECT coalesce((
+    -- v_queue_health (workflow_admin) need not read dot_config themselves. The
+    -- writable-schema guard runs first (the CASE evaluates its condition before the rest).
+    SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_queue_heartbeat_floor_seconds') THEN coalesce((
         SELECT CASE WHEN length(v.digits) > 10 THEN 2147483647
                     ELSE least(v.digits::bigint, 2147483647)::integer END
           FROM dot_config c
@@ -1930,7 +2246,7 @@ CREATE FUNCTION public.fn_queue_heartbeat_floor_seconds() RETURNS integer
                SELECT coalesce(nullif(ltrim(regexp_replace(c.value, '^[[:space:]]+|[[:space:]]+$', '', 'g'), '0'), ''), '0')
                ) AS v(digits)
          WHERE c.key = 'queue.heartbeat.stale_threshold_seconds'
-           AND c.value ~ '^[[:space:]]*[0-9]+[[:space:]]*$'), 0)
+           AND c.value ~ '^[[:space:]]*[0-9]+[[:space:]]*$'), 0) END
 $_$;
 
 --
@@ -1941,11 +2257,31 @@ CREATE FUNCTION public.fn_queue_heartbeat_is_protected(p_executor_id text) RETUR
     LANGUAGE sql STABLE
     SET search_path TO 'public', 'pg_temp'
     AS $$
+    -- The protected set, in one place: iu_outbound_default always, plus the ids listed in
+    -- queue.heartbeat.protected_executors.
     SELECT p_executor_id = 'iu_outbound_default'
         OR EXISTS (SELECT 1 FROM dot_config c
                     CROSS JOIN LATERAL regexp_split_to_table(c.value, '[\s,]+') AS x(id)
                     WHERE c.key = 'queue.heartbeat.protected_executors'
                       AND x.id <> '' AND x.id = p_executor_id)
+$$;
+
+--
+-- Name: fn_queue_heartbeat_may_beat(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_may_beat(p_owner_role text) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    -- The binding rule: an unbound executor (NULL) may be beaten by any caller of the beat
+    -- functions; a bound one only by a session whose login is a member of the owning role
+    -- (directly or through other roles). session_user, not current_user: inside these
+    -- SECURITY DEFINER functions current_user is the package owner, and SET ROLE must not
+    -- lend one login another's executors. A dropped owning role binds to nobody.
+    SELECT p_owner_role IS NULL
+        OR (EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = p_owner_role)
+            AND pg_catalog.pg_has_role(session_user, p_owner_role, 'MEMBER'))
 $$;
 
 --
@@ -1959,13 +2295,13 @@ CREATE FUNCTION public.fn_queue_heartbeat_pause(p_executor_id text, p_reason tex
 DECLARE
     v_row queue_heartbeat;
 BEGIN
-    IF coalesce(btrim(p_executor_id), '') = '' THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_pause: p_executor_id required' USING ERRCODE = '22023';
-    END IF;
-    IF coalesce(btrim(p_reason), '') = '' THEN
+    PERFORM fn_iu_require_trusted_search_path('fn_queue_heartbeat_pause');
+    PERFORM fn_iu_require_name('fn_queue_heartbeat_pause', 'p_executor_id', p_executor_id);
+    IF p_reason IS NULL OR btrim(p_reason, E' \t\r\n\f\x0B') = '' THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_pause: p_reason required' USING ERRCODE = '22023',
             HINT = 'Say why, e.g. ''planned maintenance, ticket OPS-123'': v_queue_health shows it.';
     END IF;
+    PERFORM fn_iu_require_name('fn_queue_heartbeat_pause', 'p_reason', p_reason, 1000);
     SELECT * INTO v_row FROM queue_heartbeat WHERE executor_id = p_executor_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_pause: executor % is not registered', quote_literal(p_executor_id)
@@ -1977,40 +2313,85 @@ BEGIN
                                   'paused_by', v_row.paused_by);
     END IF;
     UPDATE queue_heartbeat
-       SET paused_at = now(), paused_reason = p_reason, paused_by = fn_queue_actor(p_actor)
+       SET paused_at = now(), paused_reason = p_reason, paused_by = fn_queue_actor(p_actor, 'fn_queue_heartbeat_pause'),
+           paused_session_user = session_user
      WHERE executor_id = p_executor_id
     RETURNING * INTO v_row;
     RETURN jsonb_build_object('executor_id', p_executor_id, 'paused', true, 'already_paused', false,
                               'paused_at', v_row.paused_at, 'paused_reason', v_row.paused_reason,
-                              'paused_by', v_row.paused_by);
+                              'paused_by', v_row.paused_by, 'paused_session_user', v_row.paused_session_user);
 END;
 $$;
 
 --
--- Name: fn_queue_heartbeat_register(text, text, text[], integer, integer, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_refusal(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text DEFAULT NULL::text) RETURNS jsonb
+CREATE FUNCTION public.fn_queue_heartbeat_refusal(p_executor_id text) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    -- The one refusal every caller-facing beat returns for a protected executor (ping, tick,
+    -- write), or NULL when the executor may be beaten. A refusal is JSON, not an exception:
+    -- the caller sees the reason, and nothing was written.
+    SELECT CASE WHEN fn_queue_heartbeat_is_protected(p_executor_id)
+                THEN jsonb_build_object('refused', true, 'reason', 'protected_legacy_silent_passive') END
+$$;
+
+--
+-- Name: fn_queue_heartbeat_refuse_foreign(text, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_refuse_foreign(p_caller text, p_executor_id text, p_owner_role text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION '%: executor % is bound to role %; login % is not a member of it', p_caller,
+        quote_literal(p_executor_id), quote_ident(p_owner_role), quote_ident(session_user)
+        USING ERRCODE = '42501',
+              HINT = format('Beat it from a login of that role, or an operator grants it: GRANT %I TO %I;',
+                            p_owner_role, session_user);
+END;
+$$;
+
+--
+-- Name: fn_queue_heartbeat_register(text, text, text[], integer, integer, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text DEFAULT NULL::text, p_owner_role text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
+-- p_owner_role (optional, last so existing positional calls keep working): bind the
+-- executor to a role; NULL or blank leaves it unbound. It is configuration like the
+-- cadence: a re-registration stores what it is given (NULL unbinds).
 DECLARE
     v_row     queue_heartbeat;
     v_id      text;
     v_created boolean;
-    v_actor   text := fn_queue_actor(p_actor);
+    v_actor   text;
+    v_owner   text;
+    v_dom     text;
 BEGIN
-    IF coalesce(btrim(p_executor_id), '') = '' THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_executor_id required' USING ERRCODE = '22023';
-    END IF;
+    PERFORM fn_iu_require_trusted_search_path('fn_queue_heartbeat_register');
+    v_actor := fn_queue_actor(p_actor, 'fn_queue_heartbeat_register');
+    PERFORM fn_iu_require_name('fn_queue_heartbeat_register', 'p_executor_id', p_executor_id);
     IF p_kind IS NULL OR NOT p_kind = ANY (fn_queue_executor_kinds()) THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_kind % is not one of %',
-            coalesce(quote_literal(p_kind), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
+            coalesce(quote_literal(left(p_kind, 60)), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
-    IF p_domain_scope IS NULL OR array_position(p_domain_scope, NULL) IS NOT NULL OR '' = ANY (p_domain_scope) THEN
+    IF p_domain_scope IS NULL OR array_position(p_domain_scope, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope must be an array of non-empty domains (it may be empty: ''{}'')'
             USING ERRCODE = '22023';
     END IF;
+    IF cardinality(p_domain_scope) > 100 THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope has % domains, at most 100 allowed', cardinality(p_domain_scope)
+            USING ERRCODE = '22023';
+    END IF;
+    FOREACH v_dom IN ARRAY p_domain_scope LOOP
+        PERFORM fn_iu_require_name('fn_queue_heartbeat_register', 'p_domain_scope element', v_dom);
+    END LOOP;
     IF p_expected_cadence_seconds IS NULL OR p_expected_cadence_seconds <= 0 THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_expected_cadence_seconds must be > 0, got %',
             coalesce(p_expected_cadence_seconds::text, 'NULL') USING ERRCODE = '22023';
@@ -2020,21 +2401,31 @@ BEGIN
             coalesce(p_stale_threshold_seconds::text, 'NULL') USING ERRCODE = '22023',
             HINT = 'A threshold of about three times the expected cadence tolerates two missed beats.';
     END IF;
+    v_owner := nullif(btrim(p_owner_role, E' \t\r\n\f\x0B'), '');
+    IF v_owner IS NOT NULL THEN
+        PERFORM fn_iu_require_name('fn_queue_heartbeat_register', 'p_owner_role', v_owner, 63);
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = v_owner) THEN
+            RAISE EXCEPTION 'fn_queue_heartbeat_register: p_owner_role % is not a role', quote_ident(v_owner)
+                USING ERRCODE = '22023', HINT = 'Name an existing role (the executor''s login or a group of logins), exactly as in pg_roles.';
+        END IF;
+    END IF;
 
     -- Idempotent: a second registration with the same values changes nothing; different
     -- values update the executor's configuration (never its beat history).
     INSERT INTO queue_heartbeat AS h (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
-                                      stale_threshold_seconds, registered_by, last_beat_by)
+                                      stale_threshold_seconds, registered_by, last_beat_by, last_beat_session_user,
+                                      owner_role)
     VALUES (p_executor_id, p_kind, p_domain_scope, p_expected_cadence_seconds, p_stale_threshold_seconds,
-            v_actor, v_actor)
+            v_actor, v_actor, session_user, v_owner)
     ON CONFLICT (executor_id) DO UPDATE
        SET executor_kind            = EXCLUDED.executor_kind,
            domain_scope             = EXCLUDED.domain_scope,
            expected_cadence_seconds = EXCLUDED.expected_cadence_seconds,
-           stale_threshold_seconds  = EXCLUDED.stale_threshold_seconds
-     WHERE (h.executor_kind, h.domain_scope, h.expected_cadence_seconds, h.stale_threshold_seconds)
+           stale_threshold_seconds  = EXCLUDED.stale_threshold_seconds,
+           owner_role               = EXCLUDED.owner_role
+     WHERE (h.executor_kind, h.domain_scope, h.expected_cadence_seconds, h.stale_threshold_seconds, h.owner_role)
            IS DISTINCT FROM (EXCLUDED.executor_kind, EXCLUDED.domain_scope, EXCLUDED.expected_cadence_seconds,
-                             EXCLUDED.stale_threshold_seconds)
+                             EXCLUDED.stale_threshold_seconds, EXCLUDED.owner_role)
     RETURNING h.executor_id, (h.xmax = 0) INTO v_id, v_created;
 
     SELECT * INTO v_row FROM queue_heartbeat WHERE executor_id = p_executor_id;
@@ -2058,14 +2449,14 @@ CREATE FUNCTION public.fn_queue_heartbeat_resume(p_executor_id text, p_actor tex
 -- Resuming restarts the executor's clock (last_beat_at = now(), ticks_total unchanged), so
 -- the maintenance window is not read as a silent gap. An alert still open from before the
 -- pause is closed with it: the silence was superseded by the maintenance, and no
--- queue_worker_recovered is emitted for it (that would be a false heal: nothing beat).
+-- queue_worker_recovered is emitted for it (that would be a false heal: nothing beat). The
+-- window memory (last alert per severity) is kept: resuming never makes an alert repeat.
 DECLARE
     v_row         queue_heartbeat;
     v_had_alert   boolean;
 BEGIN
-    IF coalesce(btrim(p_executor_id), '') = '' THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_resume: p_executor_id required' USING ERRCODE = '22023';
-    END IF;
+    PERFORM fn_iu_require_trusted_search_path('fn_queue_heartbeat_resume');
+    PERFORM fn_iu_require_name('fn_queue_heartbeat_resume', 'p_executor_id', p_executor_id);
     SELECT * INTO v_row FROM queue_heartbeat WHERE executor_id = p_executor_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_resume: executor % is not registered', quote_literal(p_executor_id)
@@ -2074,17 +2465,21 @@ BEGIN
     IF v_row.paused_at IS NULL THEN
         RETURN jsonb_build_object('executor_id', p_executor_id, 'resumed', false, 'reason', 'not_paused');
     END IF;
-    v_had_alert := v_row.alerted_at IS NOT NULL;
+    UPDATE queue_stale_alert a
+       SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
+     WHERE a.executor_id = p_executor_id AND a.alerted_at IS NOT NULL;
+    v_had_alert := FOUND;
     UPDATE queue_heartbeat
-       SET paused_at = NULL, paused_reason = NULL, paused_by = NULL,
-           last_beat_at = now(), last_beat_by = fn_queue_actor(p_actor),
-           silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
+       SET paused_at = NULL, paused_reason = NULL, paused_by = NULL, paused_session_user = NULL,
+           last_beat_at = now(), last_beat_by = fn_queue_actor(p_actor, 'fn_queue_heartbeat_resume'),
+           last_beat_session_user = session_user
      WHERE executor_id = p_executor_id
     RETURNING * INTO v_row;
     RETURN jsonb_build_object('executor_id', p_executor_id, 'resumed', true,
                               'clock_restarted_at', v_row.last_beat_at,
                               'open_alert_closed', v_had_alert,
-                              'resumed_by', v_row.last_beat_by);
+                              'resumed_by', v_row.last_beat_by,
+                              'resumed_session_user', v_row.last_beat_session_user);
 END;
 $$;
 
@@ -2098,38 +2493,52 @@ CREATE FUNCTION public.fn_queue_heartbeat_tick(p_executor_name text, p_executor_
     AS $$
 -- The permissive primitive: a generic UPSERT. An unknown executor is registered with the
 -- documented defaults (cadence 60 s, threshold 180 s); a known one keeps its registered kind
--- and timings, and gets the beat, the status and the metadata.
+-- and timings, and gets the beat, the status and the metadata. A protected executor is
+-- refused (JSON, no write); a bound one is beaten only by its owning role's logins.
 DECLARE
     v_row      queue_heartbeat;
     v_id       text;
     v_created  boolean;
     v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
-    v_actor    text := fn_queue_actor(NULL);
+    v_actor    text;
+    v_owner    text;
 BEGIN
-    IF coalesce(btrim(p_executor_name), '') = '' THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_executor_name required' USING ERRCODE = '22023';
+    PERFORM fn_iu_require_trusted_search_path('fn_queue_heartbeat_tick');
+    PERFORM fn_iu_require_name('fn_queue_heartbeat_tick', 'p_executor_name', p_executor_name);
+    IF fn_queue_heartbeat_is_protected(p_executor_name) THEN
+        RETURN fn_queue_heartbeat_refusal(p_executor_name);
     END IF;
     IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (fn_queue_executor_kinds()) THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_executor_kind % is not one of %',
-            coalesce(quote_literal(p_executor_kind), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
+            coalesce(quote_literal(left(p_executor_kind, 60)), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
     IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_status % is not one of ok, warn, error',
-            coalesce(quote_literal(p_status), 'NULL') USING ERRCODE = '22023';
+            coalesce(quote_literal(left(p_status, 60)), 'NULL') USING ERRCODE = '22023';
     END IF;
+    v_actor := fn_queue_actor(NULL, 'fn_queue_heartbeat_tick');
     PERFORM fn_iu_payload_require_clean('fn_queue_heartbeat_tick', 'p_metadata', v_metadata);
 
     INSERT INTO queue_heartbeat AS h (executor_id, executor_kind, status, last_beat_at, last_beat_payload,
                                       ticks_total, expected_cadence_seconds, stale_threshold_seconds,
-                                      registered_by, last_beat_by)
-    VALUES (p_executor_name, p_executor_kind, p_status, now(), v_metadata, 1, 60, 180, v_actor, v_actor)
+                                      registered_by, last_beat_by, last_beat_session_user)
+    SELECT p_executor_name, p_executor_kind, p_status, now(), v_metadata, 1,
+           d.expected_cadence_seconds, d.stale_threshold_seconds, v_actor, v_actor, session_user
+      FROM fn_queue_heartbeat_defaults(p_executor_kind) d
     ON CONFLICT (executor_id) DO UPDATE
-       SET status            = EXCLUDED.status,
-           last_beat_at      = EXCLUDED.last_beat_at,
-           last_beat_payload = EXCLUDED.last_beat_payload,
-           last_beat_by      = EXCLUDED.last_beat_by,
-           ticks_total       = h.ticks_total + 1
+       SET status                 = EXCLUDED.status,
+           last_beat_at           = EXCLUDED.last_beat_at,
+           last_beat_payload      = EXCLUDED.last_beat_payload,
+           last_beat_by           = EXCLUDED.last_beat_by,
+           last_beat_session_user = EXCLUDED.last_beat_session_user,
+           ticks_total            = h.ticks_total + 1
+     WHERE fn_queue_heartbeat_may_beat(h.owner_role)
     RETURNING h.executor_id, (h.xmax = 0) INTO v_id, v_created;
+    IF v_id IS NULL THEN
+        -- The row exists and is bound to a role this login is not a member of.
+        SELECT h.owner_role INTO v_owner FROM queue_heartbeat h WHERE h.executor_id = p_executor_name;
+        PERFORM fn_queue_heartbeat_refuse_foreign('fn_queue_heartbeat_tick', p_executor_name, v_owner);
+    END IF;
     SELECT * INTO v_row FROM queue_heartbeat WHERE executor_id = v_id;
 
     RETURN jsonb_build_object('executor_id', v_row.executor_id, 'executor_name', v_row.executor_id,
@@ -2149,20 +2558,33 @@ CREATE FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payload js
 DECLARE
     v_row     queue_heartbeat;
     v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
+    v_actor   text;
+    v_owner   text;
 BEGIN
-    IF coalesce(btrim(p_executor_id), '') = '' THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_write: p_executor_id required' USING ERRCODE = '22023';
+    PERFORM fn_iu_require_trusted_search_path('fn_queue_heartbeat_write');
+    PERFORM fn_iu_require_name('fn_queue_heartbeat_write', 'p_executor_id', p_executor_id);
+    IF fn_queue_heartbeat_is_protected(p_executor_id) THEN
+        RETURN fn_queue_heartbeat_refusal(p_executor_id);
     END IF;
+    v_actor := fn_queue_actor(p_actor, 'fn_queue_heartbeat_write');
     PERFORM fn_iu_payload_require_clean('fn_queue_heartbeat_write', 'p_payload', v_payload);
 
-    UPDATE queue_heartbeat
-       SET last_beat_at      = now(),
-           last_beat_payload = v_payload,
-           last_beat_by      = fn_queue_actor(p_actor),
-           ticks_total       = ticks_total + 1
-     WHERE executor_id = p_executor_id
+    -- The binding is tested in the UPDATE itself, on the row version it changes, so a
+    -- concurrent re-registration cannot slip a beat past it.
+    UPDATE queue_heartbeat h
+       SET last_beat_at           = now(),
+           last_beat_payload      = v_payload,
+           last_beat_by           = v_actor,
+           last_beat_session_user = session_user,
+           ticks_total            = h.ticks_total + 1
+     WHERE h.executor_id = p_executor_id
+       AND fn_queue_heartbeat_may_beat(h.owner_role)
     RETURNING * INTO v_row;
     IF NOT FOUND THEN
+        SELECT h.owner_role INTO v_owner FROM queue_heartbeat h WHERE h.executor_id = p_executor_id;
+        IF FOUND THEN
+            PERFORM fn_queue_heartbeat_refuse_foreign('fn_queue_heartbeat_write', p_executor_id, v_owner);
+        END IF;
         RAISE EXCEPTION 'fn_queue_heartbeat_write: executor % is not registered', quote_literal(p_executor_id)
             USING ERRCODE = 'P0002',
                   HINT = format('An operator registers it once: SELECT fn_queue_heartbeat_register(%L, ''external_worker'', ''{}'', 60, 180, ''me'');', p_executor_id);
@@ -2179,7 +2601,23 @@ CREATE FUNCTION public.fn_queue_notify_enabled() RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'queue.notify.bridge_enabled'), false)
+    SELECT fn_iu_require_trusted_search_path('fn_queue_notify_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'queue.notify.bridge_enabled'), false)
+$$;
+
+--
+-- Name: fn_queue_stale_alert_row(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_stale_alert_row() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    -- Every heartbeat row gets its alert-state row in the same transaction, whoever created
+    -- it (the register, tick and route-worker paths alike), so the stale-check always has
+    -- a row to lock. Kept when the heartbeat row goes: the window memory outlives it.
+    INSERT INTO queue_stale_alert (executor_id) VALUES (NEW.executor_id) ON CONFLICT (executor_id) DO NOTHING;
+    RETURN NULL;
+END;
 $$;
 
 --
@@ -2191,7 +2629,7 @@ CREATE FUNCTION public.fn_queue_stale_check() RETURNS jsonb
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
-    v_floor      integer := fn_queue_heartbeat_floor_seconds();
+    v_floor      integer;
     v_now        timestamptz := now();
     v_checked    bigint;
     v_paused     bigint;
@@ -2215,24 +2653,31 @@ DECLARE
     v_open       boolean;
     v_kind       text;
 BEGIN
-    -- The fresh path: one aggregate, no per-row calls.
+    PERFORM fn_iu_require_trusted_search_path('fn_queue_stale_check');
+    v_floor := fn_queue_heartbeat_floor_seconds();
+
+    -- The fresh path: one aggregate, no per-row calls. Plain reads: the committed beats.
     SELECT count(*) FILTER (WHERE h.paused_at IS NULL),
            count(*) FILTER (WHERE h.paused_at IS NOT NULL),
            count(*) FILTER (WHERE h.paused_at IS NULL
-                              AND (h.alerted_at IS NOT NULL
+                              AND (a.alerted_at IS NOT NULL
                                    OR h.last_beat_at < v_now - make_interval(secs => greatest(h.stale_threshold_seconds, v_floor))))
       INTO v_checked, v_paused, v_candidates
-      FROM queue_heartbeat h;
+      FROM queue_heartbeat h
+      LEFT JOIN queue_stale_alert a ON a.executor_id = h.executor_id;
 
     IF v_candidates > 0 THEN
         FOR r IN
-            SELECT h.*
-              FROM queue_heartbeat h
+            SELECT h.executor_id, h.executor_kind, h.last_beat_at, h.expected_cadence_seconds,
+                   h.stale_threshold_seconds, a.silent_since, a.alerted_at, a.alerted_severity,
+                   a.alerted_beat_at, a.last_warning_at, a.last_critical_at
+              FROM queue_stale_alert a
+              JOIN queue_heartbeat h ON h.executor_id = a.executor_id
              WHERE h.paused_at IS NULL
-               AND (h.alerted_at IS NOT NULL
+               AND (a.alerted_at IS NOT NULL
                     OR h.last_beat_at < v_now - make_interval(secs => greatest(h.stale_threshold_seconds, v_floor)))
-             ORDER BY h.executor_id
-               FOR UPDATE SKIP LOCKED
+             ORDER BY a.executor_id
+               FOR UPDATE OF a SKIP LOCKED
         LOOP
             v_locked    := v_locked + 1;
             v_threshold := greatest(r.stale_threshold_seconds, v_floor);
@@ -2246,9 +2691,7 @@ BEGIN
                 -- (report it, once) and this is a NEW silence with its own silent_since.
                 v_open := r.alerted_at IS NOT NULL;
                 IF v_open AND r.alerted_beat_at IS NOT NULL AND r.last_beat_at > r.alerted_beat_at THEN
-                    v_event := fn_iu_emit_event(
-                        'system', 'queue_worker_recovered', 'alert', 'immediate', 'info',
-                        'queue_heartbeat', r.executor_id,
+                    v_event := fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                         jsonb_build_object(
                             'executor_id',              r.executor_id,
                             'executor_kind',            r.executor_kind,
@@ -2261,7 +2704,7 @@ BEGIN
                             'last_alerted_severity',    r.alerted_severity,
                             'expected_cadence_seconds', r.expected_cadence_seconds,
                             'silent_again',             true));
-                    UPDATE queue_heartbeat
+                    UPDATE queue_stale_alert
                        SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
                      WHERE executor_id = r.executor_id;
                     v_recovered := v_recovered + 1;
@@ -2276,22 +2719,11 @@ BEGIN
                 v_severity := CASE WHEN v_ratio < 10 THEN 'warning' ELSE 'critical' END;
                 v_since    := r.last_beat_at + make_interval(secs => v_threshold);
 
-                -- The literal window rule (spec 5): no system/queue_worker_silent for this executor
-                -- in the last 2 x threshold, whatever happened since (resume, recovery, re-register).
-                -- Shaped for the partial index event_outbox_alert_subject_idx
-                -- (event_subject_ref, created_at) WHERE event_domain = 'system' AND event_type = 'queue_worker_silent'.
-                -- The most severe such event decides; an escalation (warning -> critical) still goes out.
-                SELECT o.event_severity INTO v_window_sev
-                  FROM event_outbox o
-                 WHERE o.event_domain = 'system'
-                   AND o.event_type = 'queue_worker_silent'
-                   AND o.event_subject_ref = r.executor_id
-                   AND o.created_at > v_now - v_window
-                 ORDER BY (o.event_severity = 'critical') DESC
-                 LIMIT 1;
-                IF NOT FOUND THEN
-                    v_window_sev := NULL;
-                END IF;
+                -- The window rule: no silent alert for this executor in the last 2 x threshold,
+                -- whatever happened since (resume, recovery, re-register). The most severe alert
+                -- inside the window decides; an escalation (warning -> critical) still goes out.
+                v_window_sev := CASE WHEN r.last_critical_at > v_now - v_window THEN 'critical'
+                                     WHEN r.last_warning_at  > v_now - v_window THEN 'warning' END;
 
                 v_kind := CASE WHEN v_severity = 'critical'
                                     AND ((v_open AND r.alerted_severity = 'warning') OR v_window_sev = 'warning')
@@ -2301,9 +2733,7 @@ BEGIN
                                ELSE 'first' END;
 
                 IF v_kind IS NOT NULL THEN
-                    v_event := fn_iu_emit_event(
-                        'system', 'queue_worker_silent', 'alert', 'immediate', v_severity,
-                        'queue_heartbeat', r.executor_id,
+                    v_event := fn_queue_alert_emit('queue_worker_silent', v_severity, r.executor_id,
                         jsonb_build_object(
                             'executor_id',              r.executor_id,
                             'executor_kind',            r.executor_kind,
@@ -2317,9 +2747,11 @@ BEGIN
                     IF v_kind = 'escalation' THEN
                         v_escalated := v_escalated + 1;
                     END IF;
-                    UPDATE queue_heartbeat
+                    UPDATE queue_stale_alert
                        SET silent_since = v_since, alerted_at = v_now, alerted_severity = v_severity,
-                           alerted_beat_at = r.last_beat_at
+                           alerted_beat_at = r.last_beat_at,
+                           last_warning_at  = CASE WHEN v_severity = 'warning'  THEN v_now ELSE last_warning_at END,
+                           last_critical_at = CASE WHEN v_severity = 'critical' THEN v_now ELSE last_critical_at END
                      WHERE executor_id = r.executor_id;
                     v_emitted := v_emitted + 1;
                     v_alerts  := v_alerts || jsonb_build_object('executor_id', r.executor_id, 'severity', v_severity,
@@ -2330,9 +2762,7 @@ BEGIN
             ELSIF r.alerted_at IS NOT NULL THEN
                 -- No longer stale: report the silence as ended, once. reason 'beat' when it beat
                 -- since the alert; otherwise its threshold (or the floor) was raised past its age.
-                v_event := fn_iu_emit_event(
-                    'system', 'queue_worker_recovered', 'alert', 'immediate', 'info',
-                    'queue_heartbeat', r.executor_id,
+                v_event := fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                     jsonb_build_object(
                         'executor_id',              r.executor_id,
                         'executor_kind',            r.executor_kind,
@@ -2348,7 +2778,7 @@ BEGIN
                         'last_alerted_at',          r.alerted_at,
                         'last_alerted_severity',    r.alerted_severity,
                         'expected_cadence_seconds', r.expected_cadence_seconds));
-                UPDATE queue_heartbeat
+                UPDATE queue_stale_alert
                    SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
                  WHERE executor_id = r.executor_id;
                 v_recovered := v_recovered + 1;
@@ -2386,9 +2816,12 @@ DECLARE
     e record;
     v_payload text;
 BEGIN
+    -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
+    -- statement; nothing before the guard can resolve to a planted overload.
     IF NOT fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;
+    PERFORM fn_iu_require_trusted_search_path(TG_NAME);
     -- One pass over the statement's rows: cheap aggregates only (no sorts, no collations).
     FOR r IN
         SELECT n.event_domain,
@@ -2441,9 +2874,12 @@ DECLARE
     r         record;
     v_payload text;
 BEGIN
+    -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
+    -- statement; nothing before the guard can resolve to a planted overload.
     IF NOT fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;
+    PERFORM fn_iu_require_trusted_search_path(TG_NAME);
     FOR r IN
         SELECT n.event_domain,
                count(*)                        AS cnt,
@@ -2676,6 +3112,7 @@ CREATE TABLE public.iu_route_dead_letter (
     resolved_at timestamp with time zone,
     resolution text,
     resolved_by text,
+    resolved_session_user text,
     CONSTRAINT iu_route_dead_letter_failed_attempts_check CHECK ((failed_attempts > 0)),
     CONSTRAINT iu_route_dead_letter_resolution_ck CHECK (((resolved_at IS NULL) = (resolution IS NULL)))
 );
@@ -2724,6 +3161,27 @@ CREATE TABLE public.job_dead_letter (
 --
 
 COMMENT ON TABLE public.job_dead_letter IS 'Dead jobs (out of attempts) with the whole job row. Replay (fn_job_dead_letter_replay) or resolve (fn_job_dead_letter_resolve); never deleted.';
+
+--
+-- Name: queue_stale_alert; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.queue_stale_alert (
+    executor_id text NOT NULL,
+    silent_since timestamp with time zone,
+    alerted_at timestamp with time zone,
+    alerted_severity text,
+    alerted_beat_at timestamp with time zone,
+    last_warning_at timestamp with time zone,
+    last_critical_at timestamp with time zone,
+    CONSTRAINT queue_stale_alert_alerted_severity_check CHECK ((alerted_severity = ANY (ARRAY['warning'::text, 'critical'::text])))
+);
+
+--
+-- Name: TABLE queue_stale_alert; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.queue_stale_alert IS 'fn_queue_stale_check''s own alert state, one row per executor. Written only by the package; no grants.';
 
 --
 -- Name: v_iu_route_attempt_summary; Type: VIEW; Schema: public; Owner: -
@@ -2901,10 +3359,11 @@ UNION ALL
     GREATEST(h.stale_threshold_seconds, cfg.floor_seconds) AS stale_threshold_seconds,
     h.executor_kind,
         CASE
-            WHEN ((h.paused_at IS NOT NULL) OR (h.alerted_at IS NOT NULL) OR (h.status <> 'ok'::text)) THEN jsonb_build_object('status', h.status, 'expected_cadence_seconds', h.expected_cadence_seconds, 'own_stale_threshold_seconds', h.stale_threshold_seconds, 'paused_at', h.paused_at, 'paused_reason', h.paused_reason, 'paused_by', h.paused_by, 'silent_since', h.silent_since, 'alerted_at', h.alerted_at, 'alerted_severity', h.alerted_severity)
+            WHEN ((h.paused_at IS NOT NULL) OR (sa.alerted_at IS NOT NULL) OR (h.status <> 'ok'::text)) THEN jsonb_build_object('status', h.status, 'expected_cadence_seconds', h.expected_cadence_seconds, 'own_stale_threshold_seconds', h.stale_threshold_seconds, 'paused_at', h.paused_at, 'paused_reason', h.paused_reason, 'paused_by', h.paused_by, 'silent_since', sa.silent_since, 'alerted_at', sa.alerted_at, 'alerted_severity', sa.alerted_severity)
             ELSE NULL::jsonb
         END AS detail
-   FROM ((public.queue_heartbeat h
+   FROM (((public.queue_heartbeat h
+     LEFT JOIN public.queue_stale_alert sa ON ((sa.executor_id = h.executor_id)))
      CROSS JOIN cfg)
      CROSS JOIN LATERAL ( SELECT a.age_seconds,
             trunc(((a.age_seconds)::numeric / (h.expected_cadence_seconds)::numeric), 2) AS gap_ratio
@@ -2998,6 +3457,13 @@ ALTER TABLE ONLY public.dot_config
 
 ALTER TABLE ONLY public.event_outbox
     ADD CONSTRAINT event_outbox_pkey PRIMARY KEY (id);
+
+--
+-- Name: event_outbox event_outbox_txid_is_inserter; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE public.event_outbox
+    ADD CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id())) NOT VALID;
 
 --
 -- Name: event_type_registry event_type_registry_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3098,10 +3564,11 @@ ALTER TABLE ONLY public.queue_heartbeat
     ADD CONSTRAINT queue_heartbeat_pkey PRIMARY KEY (executor_id);
 
 --
--- Name: event_outbox_alert_subject_idx; Type: INDEX; Schema: public; Owner: -
+-- Name: queue_stale_alert queue_stale_alert_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
-CREATE INDEX event_outbox_alert_subject_idx ON public.event_outbox USING btree (event_subject_ref, created_at) WHERE ((event_domain = 'system'::text) AND (event_type = 'queue_worker_silent'::text));
+ALTER TABLE ONLY public.queue_stale_alert
+    ADD CONSTRAINT queue_stale_alert_pkey PRIMARY KEY (executor_id);
 
 --
 -- Name: event_outbox_domain_txid_idx; Type: INDEX; Schema: public; Owner: -
@@ -3170,6 +3637,12 @@ CREATE TRIGGER trg_event_outbox_append_only BEFORE DELETE OR UPDATE ON public.ev
 CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
 
 --
+-- Name: event_outbox trg_event_outbox_package_only; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_event_outbox_package_only BEFORE INSERT ON public.event_outbox FOR EACH ROW WHEN (((new.event_domain = 'system'::text) AND (new.event_type = ANY (ARRAY['queue_worker_silent'::text, 'queue_worker_recovered'::text])))) EXECUTE FUNCTION public.fn_iu_event_outbox_package_only();
+
+--
 -- Name: event_outbox trg_event_outbox_wake_notify; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -3188,6 +3661,12 @@ CREATE TRIGGER trg_iu_route_attempt_immutable BEFORE DELETE OR UPDATE ON public.
 CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_attempt_immutable();
 
 --
+-- Name: iu_route_dead_letter trg_iu_route_dead_letter_immutable; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_iu_route_dead_letter_immutable BEFORE UPDATE ON public.iu_route_dead_letter FOR EACH ROW EXECUTE FUNCTION public.fn_iu_route_dead_letter_immutable();
+
+--
 -- Name: iu_route_dead_letter trg_iu_route_dead_letter_no_delete; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -3198,6 +3677,12 @@ CREATE TRIGGER trg_iu_route_dead_letter_no_delete BEFORE DELETE ON public.iu_rou
 --
 
 CREATE TRIGGER trg_iu_route_dead_letter_no_truncate BEFORE TRUNCATE ON public.iu_route_dead_letter FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_dead_letter_no_delete();
+
+--
+-- Name: iu_route_worker_cursor trg_iu_route_worker_cursor_stamp_reset; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_iu_route_worker_cursor_stamp_reset BEFORE UPDATE OF reset_by ON public.iu_route_worker_cursor FOR EACH ROW EXECUTE FUNCTION public.fn_iu_route_worker_cursor_stamp_reset();
 
 --
 -- Name: job_dead_letter trg_job_dead_letter_guard; Type: TRIGGER; Schema: public; Owner: -
@@ -3216,6 +3701,12 @@ CREATE TRIGGER trg_job_dead_letter_no_truncate BEFORE TRUNCATE ON public.job_dea
 --
 
 CREATE TRIGGER trg_job_queue_wake_notify AFTER INSERT ON public.job_queue REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_job_queue();
+
+--
+-- Name: queue_heartbeat trg_queue_stale_alert_row; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_queue_stale_alert_row AFTER INSERT ON public.queue_heartbeat FOR EACH ROW EXECUTE FUNCTION public.fn_queue_stale_alert_row();
 
 --
 -- Name: FUNCTION fn_cut_heartbeat_ping(p_executor_name text, p_executor_kind text, p_status text, p_metadata jsonb); Type: ACL; Schema: public; Owner: -
@@ -3253,6 +3744,12 @@ GRANT ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type 
 REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_append_only() FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_event_outbox_package_only(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_package_only() FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_event_outbox_rebase_foreign_txids(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3264,6 +3761,12 @@ GRANT ALL ON FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids() TO workfl
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_is_blank(p_value text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_package_owner(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_package_owner() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_payload_denied_paths(p_payload jsonb); Type: ACL; Schema: public; Owner: -
@@ -3290,6 +3793,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_payload_require_clean(p_caller text, p_param
 REVOKE ALL ON FUNCTION public.fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_require_trusted_search_path(p_caller text, p_full boolean); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_require_trusted_search_path(p_caller text, p_full boolean) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_route_attempt_immutable(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3300,6 +3809,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_attempt_immutable() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_dead_letter_immutable(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_dead_letter_immutable() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_dead_letter_no_delete(); Type: ACL; Schema: public; Owner: -
@@ -3356,6 +3871,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_worker_claim(p_event_domain text, p_do
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_cursor_stamp_reset(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_cursor_stamp_reset() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_decide_each(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: public; Owner: -
@@ -3463,6 +3984,24 @@ GRANT ALL ON FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_snapshot() FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_search_path_create_threats(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_search_path_create_threats() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_search_path_threats(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_search_path_threats() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_untrusted_roles(p_roles oid[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_untrusted_roles(p_roles oid[]) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_job_claim(p_worker text, p_job_kinds text[], p_limit integer, p_lease_seconds integer); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3530,10 +4069,16 @@ REVOKE ALL ON FUNCTION public.fn_job_reap_expired_leases() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_job_reap_expired_leases() TO workflow_admin;
 
 --
--- Name: FUNCTION fn_queue_actor(p_actor text); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION fn_queue_actor(p_actor text, p_caller text); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.fn_queue_actor(p_actor text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.fn_queue_actor(p_actor text, p_caller text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_alert_emit(p_event_type text, p_severity text, p_executor_id text, p_payload jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_alert_emit(p_event_type text, p_severity text, p_executor_id text, p_payload jsonb) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_queue_executor_kinds(); Type: ACL; Schema: public; Owner: -
@@ -3567,6 +4112,12 @@ GRANT ALL ON FUNCTION public.fn_queue_heartbeat_floor_seconds() TO workflow_admi
 REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_is_protected(p_executor_id text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_queue_heartbeat_may_beat(p_owner_role text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_may_beat(p_owner_role text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_queue_heartbeat_pause(p_executor_id text, p_reason text, p_actor text); Type: ACL; Schema: public; Owner: -
 --
 
@@ -3574,11 +4125,23 @@ REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_pause(p_executor_id text, p_rea
 GRANT ALL ON FUNCTION public.fn_queue_heartbeat_pause(p_executor_id text, p_reason text, p_actor text) TO workflow_admin;
 
 --
--- Name: FUNCTION fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION fn_queue_heartbeat_refusal(p_executor_id text); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text) TO workflow_admin;
+REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_refusal(p_executor_id text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_refuse_foreign(p_caller text, p_executor_id text, p_owner_role text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_refuse_foreign(p_caller text, p_executor_id text, p_owner_role text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text, p_owner_role text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text, p_owner_role text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text, p_owner_role text) TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_queue_heartbeat_resume(p_executor_id text, p_actor text); Type: ACL; Schema: public; Owner: -
@@ -3608,6 +4171,12 @@ GRANT ALL ON FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payl
 REVOKE ALL ON FUNCTION public.fn_queue_notify_enabled() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_queue_notify_enabled() TO workflow_admin;
 GRANT ALL ON FUNCTION public.fn_queue_notify_enabled() TO dot_executor;
+
+--
+-- Name: FUNCTION fn_queue_stale_alert_row(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_stale_alert_row() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_queue_stale_check(); Type: ACL; Schema: public; Owner: -

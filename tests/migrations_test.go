@@ -172,6 +172,11 @@ func TestMigrations_DownKeepsRoleMemberships(t *testing.T) {
 	}
 	t.Cleanup(func() { srv.Stop(context.Background()) })
 	url := srv.DBURL("postgres")
+	sqldb := openSQL(t, url)
+	// The install's precondition (PostgreSQL 13/14 let PUBLIC create in public by default).
+	if _, err := sqldb.ExecContext(ctx(t), `REVOKE CREATE ON SCHEMA public FROM PUBLIC`); err != nil {
+		t.Fatal(err)
+	}
 	m, err := migrate.Open(url)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +185,6 @@ func TestMigrations_DownKeepsRoleMemberships(t *testing.T) {
 	if _, err := m.Up(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	sqldb := openSQL(t, url)
 	if _, err := sqldb.ExecContext(ctx(t), `CREATE ROLE iu_operator LOGIN; GRANT workflow_admin TO iu_operator`); err != nil {
 		t.Fatal(err)
 	}

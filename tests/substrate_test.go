@@ -44,9 +44,10 @@ func TestSubstrate_EmitRejectsUnregisteredType(t *testing.T) {
 		t.Error("want a HINT telling how to register the type")
 	}
 
-	// The seeded alert types are registered and emit.
+	// A registered type emits.
 	var id string
-	db.QueryRow(t, `SELECT fn_iu_emit_event('system', 'queue_worker_silent', 'alert')::text`, nil, &id)
+	db.Exec(t, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ('iu', 'registered_here')`)
+	db.QueryRow(t, `SELECT fn_iu_emit_event('iu', 'registered_here', 'alert')::text`, nil, &id)
 	if id == "" {
 		t.Fatal("emit of a registered type returned no id")
 	}

@@ -107,11 +107,30 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		ErrNoServer, hint, strings.Join(reasons, "\n  "))
 }
 
-// StartLocal starts a throwaway cluster from the local PostgreSQL binaries.
+// BinDirEnv names the environment variable that points the local source at other server
+// binaries (a directory holding initdb, pg_ctl and postgres), e.g. another major version.
+const BinDirEnv = "PGTEST_BINDIR"
+
+// StartLocal starts a throwaway cluster from the local PostgreSQL binaries: those in
+// $PGTEST_BINDIR when it is set, else the ones findBinDir finds.
 func StartLocal(ctx context.Context) (*Server, error) {
-	bindir, err := findBinDir()
-	if err != nil {
-		return nil, err
+	bindir := os.Getenv(BinDirEnv)
+	if bindir == "" {
+		var err error
+		if bindir, err = findBinDir(); err != nil {
+			return nil, err
+		}
+	}
+	return StartLocalAt(ctx, bindir)
+}
+
+// StartLocalAt starts a throwaway cluster from the server binaries in bindir (initdb,
+// pg_ctl, postgres). Tests that need a particular major version start their own with it.
+func StartLocalAt(ctx context.Context, bindir string) (*Server, error) {
+	for _, b := range []string{"initdb", "pg_ctl", "postgres"} {
+		if _, err := os.Stat(filepath.Join(bindir, b)); err != nil {
+			return nil, fmt.Errorf("pgtest: %s has no %s: %w", bindir, b, err)
+		}
 	}
 	dir, err := os.MkdirTemp("", "iu-pgtest-")
 	if err != nil {
@@ -126,7 +145,7 @@ func StartLocal(ctx context.Context) (*Server, error) {
 	logf := filepath.Join(dir, "postgres.log")
 	const port = 5432 // the socket lives in our own dir, so the port only names the file
 	if out, err := run(ctx, filepath.Join(bindir, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
-		"-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
+		"-E", "UTF8", "--no-sync"); err != nil { // no --no-instructions: PostgreSQL 13 lacks it
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %w: %s", err, out)
 	}

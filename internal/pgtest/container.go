@@ -47,6 +47,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 // StartLocal starts a throwaway cluster from the local PostgreSQL binaries.
 func StartLocal(ctx context.Context) (*Server, error) { return pgserver.StartLocal(ctx) }
 
+// BinDirEnv names the variable that points the local source at other server binaries.
+const BinDirEnv = pgserver.BinDirEnv
+
+// StartLocalAt starts a private throwaway cluster from the server binaries in bindir.
+func StartLocalAt(ctx context.Context, bindir string) (*Server, error) {
+	return pgserver.StartLocalAt(ctx, bindir)
+}
+
 func startContainer(ctx context.Context) (*Server, error) {
 	if os.Getenv("DOCKER_HOST") == "" {
 		if _, err := os.Stat("/var/run/docker.sock"); err != nil {

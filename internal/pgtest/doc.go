@@ -7,7 +7,9 @@
 //  2. A testcontainers-go PostgreSQL, when a Docker daemon answers.
 //  3. A throwaway cluster started from the local binaries: initdb + pg_ctl on a unix
 //     socket in a temp dir, fsync off. The binaries are found on PATH, then through
-//     `pg_config --bindir`, then under /usr/lib/postgresql/*/bin. Run as root, the
+//     `pg_config --bindir`, then under /usr/lib/postgresql/*/bin; PGTEST_BINDIR, when set,
+//     names another directory of server binaries to use instead (another major version;
+//     StartLocalAt starts a private cluster from any such directory). Run as root, the
 //     cluster is owned by and run as the `postgres` OS user (PostgreSQL refuses root).
 //
 // When none can be had the run fails with a clear message if CI is set, and is skipped

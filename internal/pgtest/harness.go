@@ -37,6 +37,12 @@ func NewHarness(ctx context.Context, opts Options) (*Harness, error) {
 		srv.Stop(ctx)
 		return nil, fmt.Errorf("creating template database: %w", err)
 	}
+	// The install's precondition, as a DBA applies it: on PostgreSQL 13/14 PUBLIC may CREATE
+	// in public by default, and the package refuses to install while it can (a no-op on 15+).
+	if err := execOn(ctx, srv.DBURL(h.template), "REVOKE CREATE ON SCHEMA public FROM PUBLIC"); err != nil {
+		h.Close(ctx)
+		return nil, fmt.Errorf("closing schema public of the template database: %w", err)
+	}
 	if err := migrate.Up(ctx, srv.DBURL(h.template)); err != nil {
 		h.Close(ctx)
 		return nil, fmt.Errorf("migrating template database: %w", err)
@@ -63,6 +69,11 @@ func (h *Harness) CreateDB(ctx context.Context, migrated bool) (string, error) {
 	if err := h.exec(ctx, stmt); err != nil {
 		return "", fmt.Errorf("creating database %s: %w", name, err)
 	}
+	if !migrated { // the install's precondition (see NewHarness); clones inherit it
+		if err := execOn(ctx, h.Server.DBURL(name), "REVOKE CREATE ON SCHEMA public FROM PUBLIC"); err != nil {
+			return "", fmt.Errorf("closing schema public of %s: %w", name, err)
+		}
+	}
 	return name, nil
 }
 
@@ -72,9 +83,16 @@ func (h *Harness) DropDB(ctx context.Context, name string) error {
 }
 
 func (h *Harness) exec(ctx context.Context, sql string) error {
-	conn, err := pgx.Connect(ctx, h.Server.AdminURL)
+	if err := execOn(ctx, h.Server.AdminURL, sql); err != nil {
+		return fmt.Errorf("on the %s server: %w", h.Server.Kind, err)
+	}
+	return nil
+}
+
+func execOn(ctx context.Context, url, sql string) error {
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return fmt.Errorf("connecting to %s server: %w", h.Server.Kind, err)
+		return fmt.Errorf("connecting: %w", err)
 	}
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, sql)
@@ -100,6 +118,26 @@ func (d *DB) Conn(t testing.TB) *pgx.Conn {
 	c, err := pgx.Connect(ctx, d.URL)
 	if err != nil {
 		t.Fatalf("pgtest: connecting to %s: %v", d.Name, err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// ConnAs opens a session that logs in as role (with password, for servers that check one),
+// closed at test end. Unlike SET ROLE on the harness's superuser session, session_user is
+// role: what a real executor or producer login looks like to the package.
+func (d *DB) ConnAs(t testing.TB, role, password string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(d.URL)
+	if err != nil {
+		t.Fatalf("pgtest: parsing %s: %v", d.Name, err)
+	}
+	cfg.User, cfg.Password = role, password
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgtest: connecting to %s as %s: %v", d.Name, role, err)
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
 	return c

@@ -80,5 +80,6 @@
 //	/healthz  200 while the loop goes round (it reports progress at least every
 //	          --stale-check-interval); 503 when it has stalled or stopped
 //	/readyz   200 when the database answers SELECT 1 within 2s; 503 when it does not, and
-//	          from the stop signal on (draining)
+//	          from the stop signal on (draining). The body is a short status; the database
+//	          error itself is logged, never sent to the client.
 package service

@@ -138,7 +138,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("listening on --http-addr %s: %w", s.cfg.HTTPAddr, err)
 	}
 	s.addr.Store(ln.Addr().String())
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := s.httpServer()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -470,6 +470,13 @@ func CadenceTooLong(interval time.Duration, smallestThresholdSeconds float64) bo
 	return interval >= time.Duration(smallestThresholdSeconds*float64(time.Second))/2
 }
 
+// httpServer is the server of /metrics, /healthz and /readyz. The port is open to whoever
+// can reach it: header reads and idle keep-alive connections are bounded, so a stranger
+// cannot hold connections open for free.
+func (s *Service) httpServer() *http.Server {
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
+}
+
 // Handler serves /metrics, /healthz and /readyz.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -489,7 +496,10 @@ func (s *Service) Handler() http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := s.db.Ping(ctx); err != nil {
-			http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			// The reason (user, host, authentication failure...) goes to the log only: the
+			// port tells a stranger nothing about the database.
+			s.log.Warn("readyz: database unreachable", "error", err)
+			http.Error(w, "not ready: database unreachable", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok: database reachable")

@@ -15,16 +15,186 @@
 
 -- +goose Up
 
+-- The writable-schema rule. Every package function runs with search_path = public, pg_temp,
+-- and PostgreSQL resolves a function or operator call against every schema on that path:
+-- a role that may CREATE in public can add a better-matching overload of a built-in (a
+-- jsonb_build_object(text, boolean, text, text) beats the built-in VARIADIC "any" one) and
+-- a SECURITY DEFINER function would then run it with the package owner's rights. So the
+-- package refuses to install, and every SECURITY DEFINER function refuses to run, while
+-- such a role exists.
+--
+-- Trusted roles: superusers, the package owner (the role that owns these functions), and
+-- every role that is a member of the owner (it can already act as the owner). Everyone else,
+-- and PUBLIC, is untrusted. pg_database_owner (PostgreSQL 14+: the default owner of public)
+-- stands for the current database's owner. pg_temp is not a threat: functions and
+-- operators are never looked up in pg_temp.
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_package_owner()
+RETURNS oid
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- The package owner: whoever owns this function (the role that ran the migrations).
+    SELECT p.proowner FROM pg_catalog.pg_proc p
+     WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_untrusted_roles(p_roles oid[])
+RETURNS TABLE (role oid)
+LANGUAGE sql STABLE
+AS $$
+    -- The trust rule, in one place: which of p_roles are untrusted. 0 is PUBLIC (everyone):
+    -- never trusted. pg_database_owner is read as the database's owner. A role that no
+    -- longer exists is not trusted. Written to be inlined (no SET, everything
+    -- pg_catalog-qualified, one SELECT) so the per-call guard pays for one cached plan, not
+    -- for a function call per role; it is only ever inlined into queries of functions that
+    -- pin search_path = pg_catalog.
+    SELECT g.role
+      FROM pg_catalog.unnest(p_roles) AS g(role)
+     WHERE g.role = 0
+        OR NOT EXISTS (
+               SELECT 1
+                 FROM pg_catalog.pg_roles r
+                WHERE r.oid = CASE WHEN g.role = (SELECT o.oid FROM pg_catalog.pg_roles o WHERE o.rolname = 'pg_database_owner')
+                                   THEN (SELECT d.datdba FROM pg_catalog.pg_database d
+                                          WHERE d.datname = pg_catalog.current_database())
+                                   ELSE g.role END
+                  AND (r.rolsuper
+                       OR pg_catalog.pg_has_role(r.oid,
+                              (SELECT p.proowner FROM pg_catalog.pg_proc p
+                                WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure),
+                              'MEMBER')))
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_search_path_create_threats()
+RETURNS TABLE (threat text, object text, holder text, fix text)
+LANGUAGE sql STABLE
+AS $$
+    -- The cheap half, checked on every SECURITY DEFINER call: who may CREATE in public.
+    -- An untrusted holder of CREATE (PUBLIC, a login role, a group an untrusted role may act
+    -- as) could plant an overload at any moment. The schema's owner holds CREATE implicitly:
+    -- a NULL ACL means the default one (owner only). Inlinable like fn_iu_untrusted_roles.
+    SELECT 'create_on_schema'::text, 'schema public'::text,
+           CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::pg_catalog.regrole::text END,
+           CASE WHEN a.grantee = n.nspowner
+                THEN pg_catalog.format('ALTER SCHEMA public OWNER TO %s;', public.fn_iu_package_owner()::pg_catalog.regrole)
+                ELSE pg_catalog.format('REVOKE CREATE ON SCHEMA public FROM %s;',
+                                       CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::pg_catalog.regrole::text END) END
+      FROM pg_catalog.pg_namespace n
+     CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) a
+     WHERE n.nspname = 'public'
+       AND a.privilege_type = 'CREATE'
+       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[a.grantee]))
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_search_path_threats()
+RETURNS TABLE (threat text, object text, holder text, fix text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- The full scan (install and the runtime verification W10): who may CREATE in public,
+    -- and which functions and operators in public belong to an untrusted role (an overload
+    -- planted while the schema was open stays dangerous after CREATE is revoked).
+    SELECT * FROM public.fn_iu_search_path_create_threats()
+    UNION ALL
+    SELECT 'function', p.oid::pg_catalog.regprocedure::text, p.proowner::pg_catalog.regrole::text,
+           pg_catalog.format('DROP %s %s;', CASE p.prokind WHEN 'a' THEN 'AGGREGATE' WHEN 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END,
+                             p.oid::pg_catalog.regprocedure)
+      FROM pg_catalog.pg_proc p
+     WHERE p.pronamespace = 'public'::pg_catalog.regnamespace
+       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[p.proowner]))
+    UNION ALL
+    SELECT 'operator', o.oid::pg_catalog.regoperator::text, o.oprowner::pg_catalog.regrole::text,
+           pg_catalog.format('DROP OPERATOR %s;', o.oid::pg_catalog.regoperator)
+      FROM pg_catalog.pg_operator o
+     WHERE o.oprnamespace = 'public'::pg_catalog.regnamespace
+       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[o.oprowner]))
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_require_trusted_search_path(p_caller text, p_full boolean DEFAULT false)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- The guard: the first statement of every SECURITY DEFINER function of the package
+    -- (p_full false: the ACL of public only, a few catalog probes per call) and of the
+    -- install (p_full true: also every function and operator in public). Returns true, or
+    -- raises 42501 naming the threats, with the statements that remove them in the HINT.
+    -- Runs with search_path = pg_catalog only, so nothing it calls can be hijacked, and the
+    -- inlined threat query is planned once per session (plpgsql caches it).
+DECLARE
+    v_what text;
+    v_fix  text;
+BEGIN
+    IF p_full THEN
+        SELECT pg_catalog.string_agg(pg_catalog.format('%s %s (%s)', t.threat, t.object, t.holder), '; '),
+               pg_catalog.string_agg(t.fix, ' ')
+          INTO v_what, v_fix FROM public.fn_iu_search_path_threats() t;
+    ELSE
+        SELECT pg_catalog.string_agg(pg_catalog.format('%s %s (%s)', t.threat, t.object, t.holder), '; '),
+               pg_catalog.string_agg(t.fix, ' ')
+          INTO v_what, v_fix FROM public.fn_iu_search_path_create_threats() t;
+    END IF;
+    IF v_what IS NOT NULL THEN
+        RAISE EXCEPTION '%: refused: an untrusted role can plant functions or operators on the package''s search_path: %',
+            p_caller, v_what
+            USING ERRCODE = '42501',
+                  HINT = 'A superuser runs: ' || v_fix || ' Only superusers, the package owner and its members may create in schema public.';
+    END IF;
+    RETURN true;
+END;
+$$;
+-- +goose StatementEnd
+
+REVOKE ALL ON FUNCTION fn_iu_package_owner() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_untrusted_roles(oid[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_search_path_create_threats() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_search_path_threats() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_require_trusted_search_path(text, boolean) FROM PUBLIC;
+
+-- Refuse to install while a threat exists (an overload planted before the install would
+-- otherwise be called by the very first run).
+SELECT fn_iu_require_trusted_search_path('iu-core install (001_event_outbox)', true);
+
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_payload_is_clean(p_payload jsonb)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    -- `.**` visits every level (objects and array elements); in lax mode a member
-    -- accessor on an array looks inside its elements, so a key anywhere is found.
-    SELECT p_payload IS NULL OR NOT (p_payload @? '$.** ? (exists(@."body") || exists(@."content")
-        || exists(@."raw") || exists(@."vector") || exists(@."embedding") || exists(@."secret")
-        || exists(@."token") || exists(@."password") || exists(@."ssn") || exists(@."personal_data"))')
+    -- Keys match case-insensitively: Token and PASSWORD carry the same secret as token and
+    -- password. Two steps, so a clean payload (the common case) pays for one regex over its
+    -- text and no jsonpath walk:
+    --   1. a prefilter over the payload's text: a denylisted key, in any case, always
+    --      appears there as "key": (jsonb prints every key that way, and a quote inside a
+    --      string is escaped), so no match means clean. A match may be a false alarm (a
+    --      string value quoting such a text), so it only decides whether to look closer;
+    --   2. the exact test: `.**` visits every level (objects and array elements, nested
+    --      arrays too), the type filter keeps the objects and `.keyvalue()` lists their
+    --      members; a key is denied when it equals a listed word, anchored ("tokenizer" and
+    --      "body_length" pass). Without the type filter .keyvalue() errs on a scalar and @?
+    --      answers NULL, which a CHECK would read as "passes".
+    --
+    -- Everything is pg_catalog-qualified on purpose. This function is inlined into the
+    -- table CHECK and into callers' queries (no SET search_path, which would stop the
+    -- inlining and cost a function call per row), and an inlined body is resolved in the
+    -- CALLER's search_path: an unqualified `@?`, `~*` or jsonpath could pick an operator or
+    -- type a producer created in its own schema (before or after public) and switch
+    -- hygiene off.
+    SELECT p_payload IS NULL
+        OR NOT (CAST(p_payload AS pg_catalog.text) OPERATOR(pg_catalog.~*)
+                    CAST('"(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)": ' AS pg_catalog.text)
+                AND p_payload OPERATOR(pg_catalog.@?) CAST(
+                    '$.** ? (@.type() == "object").keyvalue() ? (@.key like_regex "^(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)$" flag "i")'
+                    AS pg_catalog.jsonpath))
 $$;
 -- +goose StatementEnd
 
@@ -52,8 +222,8 @@ AS $$
     SELECT coalesce(array_agg(path ORDER BY path), '{}')
       FROM walk
      WHERE path <> '$'
-       AND regexp_replace(path, '^.*[.]', '') IN ('body','content','raw','vector','embedding',
-                                                   'secret','token','password','ssn','personal_data')
+       AND lower(regexp_replace(path, '^.*[.]', '')) IN ('body','content','raw','vector','embedding',
+                                                          'secret','token','password','ssn','personal_data')
 $$;
 -- +goose StatementEnd
 
@@ -72,7 +242,7 @@ BEGIN
         RAISE EXCEPTION '%: % carries denylisted keys at %', p_caller, p_param,
             array_to_string(fn_iu_payload_denied_paths(p_payload), ', ')
             USING ERRCODE = '22023',
-                  HINT = 'Payloads are signals, never data: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data are refused at any depth.';
+                  HINT = 'Payloads are signals, never data: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data (in any letter case) are refused at any depth.';
     END IF;
 END;
 $$;
@@ -134,6 +304,16 @@ CREATE TABLE event_outbox (
     CONSTRAINT event_outbox_safe_payload_hygiene CHECK (fn_iu_payload_is_clean(safe_payload))
 );
 
+-- The stored txid is always the inserting transaction's. A producer with INSERT could
+-- otherwise pass its own: a past value hides the event from every consumer (it sorts before
+-- their position and the backlog reads 0), a future one halts a whole domain. A CHECK is
+-- the cheapest rule (no trigger call per row). It is declared NOT VALID on purpose:
+-- pg_dump then writes it after the data, so a restore loads the old rows (carrying the
+-- source cluster's txids) unchecked; fn_iu_event_outbox_rebase_foreign_txids re-stamps
+-- them with its own transaction id, which the CHECK accepts.
+ALTER TABLE event_outbox ADD CONSTRAINT event_outbox_txid_is_inserter
+    CHECK (txid = pg_catalog.pg_current_xact_id()) NOT VALID;
+
 COMMENT ON TABLE event_outbox IS
     'Shared append-only event log. UPDATE, DELETE and TRUNCATE are rejected. Consumers keep their own cursor.';
 COMMENT ON COLUMN event_outbox.txid IS
@@ -141,10 +321,6 @@ COMMENT ON COLUMN event_outbox.txid IS
 
 -- The consumers' claim index: one domain, a txid range, paged by (txid, id).
 CREATE INDEX event_outbox_domain_txid_idx ON event_outbox (event_domain, txid, id);
--- The stale-check's "no silent alert for this executor in the last 2 x threshold" lookup.
--- Partial on the alert type, so the insert path of every other event pays nothing for it.
-CREATE INDEX event_outbox_alert_subject_idx ON event_outbox (event_subject_ref, created_at)
-    WHERE event_domain = 'system' AND event_type = 'queue_worker_silent';
 
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_event_outbox_append_only()
@@ -166,6 +342,36 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_event_outbox_package_only()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    -- system/queue_worker_silent and system/queue_worker_recovered are the package's own
+    -- alerts (fn_queue_stale_check writes them as the package owner). A producer with INSERT
+    -- on event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
+    -- people paged by them. The trigger's WHEN clause limits the call to those two types, so
+    -- every other insert pays nothing. The owner is read from the catalog (this function's
+    -- own owner): the inserting role needs no grant for the test to run.
+    IF pg_catalog.pg_has_role(current_user,
+                              (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid = 'public.fn_iu_event_outbox_package_only()'::pg_catalog.regprocedure),
+                              'MEMBER') THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'fn_iu_event_outbox_package_only: %/% events are written only by the package (fn_queue_stale_check)',
+        NEW.event_domain, NEW.event_type
+        USING ERRCODE = '42501',
+              HINT = 'Register your own event type for your own alerts; executor silence is reported by fn_queue_stale_check.';
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER trg_event_outbox_package_only
+    BEFORE INSERT ON event_outbox
+    FOR EACH ROW
+    WHEN (NEW.event_domain = 'system' AND NEW.event_type IN ('queue_worker_silent', 'queue_worker_recovered'))
+    EXECUTE FUNCTION fn_iu_event_outbox_package_only();
 CREATE TRIGGER trg_event_outbox_append_only
     BEFORE UPDATE OR DELETE ON event_outbox
     FOR EACH ROW EXECUTE FUNCTION fn_iu_event_outbox_append_only();
@@ -177,14 +383,21 @@ REVOKE ALL ON FUNCTION fn_iu_payload_is_clean(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_denied_paths(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_require_clean(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_append_only() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_event_outbox_package_only() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_require_name(text, text, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_is_blank(text) FROM PUBLIC;
 
 -- +goose Down
 DROP TABLE event_outbox;
 DROP FUNCTION fn_iu_event_outbox_append_only();
+DROP FUNCTION fn_iu_event_outbox_package_only();
 DROP FUNCTION fn_iu_require_name(text, text, text, integer);
 DROP FUNCTION fn_iu_is_blank(text);
 DROP FUNCTION fn_iu_payload_require_clean(text, text, jsonb);
 DROP FUNCTION fn_iu_payload_denied_paths(jsonb);
 DROP FUNCTION fn_iu_payload_is_clean(jsonb);
+DROP FUNCTION fn_iu_require_trusted_search_path(text, boolean);
+DROP FUNCTION fn_iu_search_path_threats();
+DROP FUNCTION fn_iu_search_path_create_threats();
+DROP FUNCTION fn_iu_untrusted_roles(oid[]);
+DROP FUNCTION fn_iu_package_owner();

@@ -2,7 +2,8 @@
 --
 -- Adds fn_iu_emit_event, the one sanctioned writer of event_outbox. It validates every
 -- argument up front so a caller gets a clear, function-prefixed error with the right
--- SQLSTATE instead of a bare constraint violation.
+-- SQLSTATE instead of a bare constraint violation. It refuses the two alert types the
+-- stale-check owns (system/queue_worker_silent and system/queue_worker_recovered).
 
 -- +goose Up
 
@@ -25,14 +26,30 @@ AS $$
 DECLARE
     v_id uuid;
 BEGIN
-    IF coalesce(p_event_domain, '') = '' THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: p_event_domain required' USING ERRCODE = '22023';
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_emit_event');
+    PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_domain', p_event_domain);
+    PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_type', p_event_type);
+    PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_stream', p_event_stream);
+    -- Optional subject: blank is the same as none (stored as NULL); when given, bounded
+    -- like a name.
+    IF btrim(p_event_subject_table, E' \t\r\n\f\x0B') = '' THEN
+        p_event_subject_table := NULL;
+    ELSIF p_event_subject_table IS NOT NULL THEN
+        PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_table', p_event_subject_table);
     END IF;
-    IF coalesce(p_event_type, '') = '' THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: p_event_type required' USING ERRCODE = '22023';
+    IF btrim(p_event_subject_ref, E' \t\r\n\f\x0B') = '' THEN
+        p_event_subject_ref := NULL;
+    ELSIF p_event_subject_ref IS NOT NULL THEN
+        PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_ref', p_event_subject_ref, 1000);
     END IF;
-    IF coalesce(p_event_stream, '') = '' THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: p_event_stream required' USING ERRCODE = '22023';
+    -- The stale-check's alerts are the package's own voice: a caller who could emit a
+    -- "silent" or "recovered" for another executor could page people falsely or, worse,
+    -- make a real silence look handled. fn_queue_stale_check writes them itself.
+    IF p_event_domain = 'system' AND p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
+        RAISE EXCEPTION 'fn_iu_emit_event: %/% events are written only by the package (fn_queue_stale_check)',
+            p_event_domain, p_event_type
+            USING ERRCODE = '42501',
+                  HINT = 'Register and emit your own event type; executor silence is reported by fn_queue_stale_check.';
     END IF;
     IF p_delivery_lane IS NULL OR p_delivery_lane NOT IN ('immediate', 'standard', 'batch') THEN
         RAISE EXCEPTION 'fn_iu_emit_event: p_delivery_lane % is not one of immediate, standard, batch',

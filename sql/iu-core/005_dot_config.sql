@@ -37,6 +37,10 @@ INSERT INTO dot_config (key, value, description) VALUES
     ('iu_core.routes_enabled',       'false', 'Master gate of iu-core routing. Only ''true'' opens it.'),
     ('iu_core.route_worker_enabled', 'false', 'Route worker kill-switch. Only ''true'' opens it.');
 
+-- The gate readers start with the writable-schema guard (fn_iu_require_trusted_search_path,
+-- 001): AND is evaluated left to right here, so a refusal comes before anything else runs.
+-- The body stays one plain SELECT over dot_config, so the runtime verification can run it
+-- against simulated values.
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_core_routes_enabled()
 RETURNS boolean
@@ -44,7 +48,7 @@ LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
+    SELECT fn_iu_require_trusted_search_path('fn_iu_core_routes_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
 $$;
 -- +goose StatementEnd
 
@@ -55,7 +59,7 @@ LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
+    SELECT fn_iu_require_trusted_search_path('fn_iu_route_worker_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
 $$;
 -- +goose StatementEnd
 

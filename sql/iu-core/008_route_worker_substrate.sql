@@ -44,21 +44,32 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE FUNCTION fn_queue_actor(p_actor text DEFAULT NULL)
+CREATE FUNCTION fn_queue_actor(p_actor text DEFAULT NULL, p_caller text DEFAULT 'fn_queue_actor')
 RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = public, pg_temp
 AS $$
-    -- Who is acting, for every audit column of the package (registered_by, last_beat_by,
-    -- paused_by, reset_by, resolved_by): the explicit argument, else the session's
-    -- app.actor setting, else the session user. Blank counts as absent. session_user and
-    -- not current_user: inside a SECURITY DEFINER function current_user is the owner.
-    SELECT coalesce(nullif(btrim(p_actor), ''), nullif(btrim(current_setting('app.actor', true)), ''), session_user::text)
+    -- Who the caller says is acting, for every *_by audit column of the package
+    -- (registered_by, last_beat_by, paused_by, reset_by, resolved_by): the explicit
+    -- argument, else the session's app.actor setting, else the login (session_user, not
+    -- current_user, which inside a SECURITY DEFINER function is the owner). Blank counts as
+    -- absent. A claim, not an identity: the *_session_user audit columns record the login
+    -- next to it. Bounded like a name (200 bytes) so an audit column cannot store data.
+DECLARE
+    v_actor text := coalesce(nullif(btrim(p_actor), ''), nullif(btrim(current_setting('app.actor', true)), ''),
+                             session_user::text);
+BEGIN
+    IF octet_length(v_actor) > 200 THEN
+        RAISE EXCEPTION '%: p_actor (or app.actor) is % bytes long, at most 200 allowed', p_caller, octet_length(v_actor)
+            USING ERRCODE = '22023', HINT = 'Name the actor, e.g. ''ops:alice'' or ''agent:codex-7''.';
+    END IF;
+    RETURN v_actor;
+END;
 $$;
 -- +goose StatementEnd
 
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_defaults(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_queue_actor(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_queue_actor(text, text) FROM PUBLIC;
 
 CREATE TABLE queue_heartbeat (
     executor_id              text        PRIMARY KEY CHECK (executor_id <> ''),
@@ -73,14 +84,13 @@ CREATE TABLE queue_heartbeat (
     stale_threshold_seconds  integer     NOT NULL CHECK (stale_threshold_seconds > 0),
     registered_at            timestamptz NOT NULL DEFAULT now(),
     registered_by            text        NOT NULL DEFAULT current_user,
+    -- The login that really registered it: *_by columns hold the actor a caller claims
+    -- (p_actor, app.actor), the *_session_user twin what PostgreSQL authenticated.
+    registered_session_user  text        NOT NULL DEFAULT session_user,
     -- planned maintenance: a paused executor raises no alert (fn_queue_heartbeat_pause/resume)
     paused_at                timestamptz,
     paused_reason            text,
     paused_by                text,
-    -- stale-check bookkeeping: the open silence, if any, and the last alert sent for it
-    silent_since             timestamptz,
-    alerted_at               timestamptz,
-    alerted_severity         text CHECK (alerted_severity IN ('warning', 'critical')),
     CONSTRAINT queue_heartbeat_payload_object CHECK (jsonb_typeof(last_beat_payload) = 'object'),
     CONSTRAINT queue_heartbeat_payload_hygiene CHECK (fn_iu_payload_is_clean(last_beat_payload))
 );
@@ -119,8 +129,10 @@ CREATE TABLE iu_route_worker_cursor (
     last_run_summary  jsonb       NOT NULL DEFAULT '{}'::jsonb,
     registered_at     timestamptz NOT NULL DEFAULT now(),
     registered_by     text        NOT NULL DEFAULT current_user,
+    registered_session_user text  NOT NULL DEFAULT session_user,
     reset_at          timestamptz,
-    reset_by          text
+    reset_by          text,
+    reset_session_user text
 );
 
 COMMENT ON TABLE iu_route_worker_cursor IS
@@ -160,6 +172,7 @@ CREATE TABLE iu_route_dead_letter (
     resolved_at      timestamptz,
     resolution       text,
     resolved_by      text,
+    resolved_session_user text,
     CONSTRAINT iu_route_dead_letter_resolution_ck CHECK ((resolved_at IS NULL) = (resolution IS NULL))
 );
 
@@ -183,6 +196,59 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_dead_letter_immutable()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    -- A dead letter is evidence: the event it kept (event_snapshot), its identity (id,
+    -- event_id, idempotency_key, worker, domain, type, stream, route_key) and when it first
+    -- failed never change, for the owner too. What may change is what a replay or an
+    -- operator records about it: the resolution (resolved_at, resolution, resolved_by) and
+    -- the failure counters a failed replay moves (failed_attempts, last_failed_at,
+    -- error_code, error_message). The login that resolved it is stamped here, so a spoofed
+    -- resolved_by (app.actor) is visible next to it.
+    IF (to_jsonb(NEW) - ARRAY['resolved_at', 'resolution', 'resolved_by', 'resolved_session_user',
+                              'failed_attempts', 'last_failed_at', 'error_code', 'error_message'])
+       IS DISTINCT FROM
+       (to_jsonb(OLD) - ARRAY['resolved_at', 'resolution', 'resolved_by', 'resolved_session_user',
+                              'failed_attempts', 'last_failed_at', 'error_code', 'error_message']) THEN
+        RAISE EXCEPTION 'fn_iu_route_dead_letter_immutable: only the resolution and failure counters of a dead letter may change'
+            USING ERRCODE = 'IU001',
+                  HINT = 'Resolve it (resolved_at, resolution, resolved_by) or replay it (fn_iu_route_dead_letter_replay); the event it kept stays as it was.';
+    END IF;
+    IF (NEW.resolved_at, NEW.resolution, NEW.resolved_by) IS DISTINCT FROM (OLD.resolved_at, OLD.resolution, OLD.resolved_by) THEN
+        NEW.resolved_session_user := session_user;
+    ELSE
+        NEW.resolved_session_user := OLD.resolved_session_user;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_cursor_stamp_reset()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    -- reset_by holds the actor a caller claims; the login that really reset the cursor is
+    -- stamped next to it. Fires only for updates that name reset_by (a reset), never for a
+    -- run's position updates.
+    NEW.reset_session_user := session_user;
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER trg_iu_route_worker_cursor_stamp_reset
+    BEFORE UPDATE OF reset_by ON iu_route_worker_cursor
+    FOR EACH ROW EXECUTE FUNCTION fn_iu_route_worker_cursor_stamp_reset();
+CREATE TRIGGER trg_iu_route_dead_letter_immutable
+    BEFORE UPDATE ON iu_route_dead_letter
+    FOR EACH ROW EXECUTE FUNCTION fn_iu_route_dead_letter_immutable();
 CREATE TRIGGER trg_iu_route_dead_letter_no_delete
     BEFORE DELETE ON iu_route_dead_letter
     FOR EACH ROW EXECUTE FUNCTION fn_iu_route_dead_letter_no_delete();
@@ -191,13 +257,17 @@ CREATE TRIGGER trg_iu_route_dead_letter_no_truncate
     FOR EACH STATEMENT EXECUTE FUNCTION fn_iu_route_dead_letter_no_delete();
 
 REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_no_delete() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_immutable() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_stamp_reset() FROM PUBLIC;
 
 -- +goose Down
 DROP TABLE iu_route_dead_letter;
 DROP FUNCTION fn_iu_route_dead_letter_no_delete();
 DROP TABLE iu_route_attempt_tally;
+DROP FUNCTION fn_iu_route_dead_letter_immutable();
 DROP TABLE iu_route_worker_cursor;
+DROP FUNCTION fn_iu_route_worker_cursor_stamp_reset();
 DROP TABLE queue_heartbeat;
-DROP FUNCTION fn_queue_actor(text);
+DROP FUNCTION fn_queue_actor(text, text);
 DROP FUNCTION fn_queue_heartbeat_defaults(text);
 DROP FUNCTION fn_queue_executor_kinds();

@@ -229,9 +229,12 @@ AS $$
 -- PL/pgSQL rather than SQL: its expressions are prepared once per session, where a
 -- non-inlined SQL function would be planned again on every run.
 DECLARE
-    v_sysid bigint := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_xmax  xid8   := pg_snapshot_xmax(pg_current_snapshot());
+    v_sysid bigint;
+    v_xmax  xid8;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_cursor_problem');
+    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_xmax  := pg_snapshot_xmax(pg_current_snapshot());
     IF p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> v_sysid THEN
         RETURN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
                       quote_literal(p_cursor.worker_name), p_cursor.system_identifier, v_sysid);
@@ -343,6 +346,7 @@ SET search_path = public, pg_temp
 SET plan_cache_mode = force_custom_plan
 AS $$
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_pending');
     RETURN QUERY
     WITH cand AS (
         SELECT o.id, o.txid, o.created_at
@@ -461,10 +465,12 @@ LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-    SELECT EXISTS (SELECT 1 FROM event_outbox o
+    -- The guard first (a CASE evaluates it before the probe; a WHERE clause would not promise that).
+    SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_iu_route_worker_foreign_txids') THEN
+           EXISTS (SELECT 1 FROM event_outbox o
                     WHERE o.event_domain = p_event_domain
                       AND o.txid >= pg_snapshot_xmax(pg_current_snapshot())
-                      AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned())
+                      AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned()) END
 $$;
 -- +goose StatementEnd
 
@@ -483,10 +489,12 @@ SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
 DECLARE
-    v_me   xid8 := pg_current_xact_id();
+    v_me   xid8;
     v_rows bigint;
     v_doms jsonb;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_event_outbox_rebase_foreign_txids');
+    v_me := pg_current_xact_id();
     PERFORM set_config('iu.rebase_txid', 'on', true);
     WITH moved AS (
         UPDATE event_outbox o
@@ -952,12 +960,15 @@ SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
 DECLARE
-    v_sysid   bigint := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_actor   text   := fn_queue_actor();
+    v_sysid   bigint;
+    v_actor   text;
     v_created integer;
     v_hb      integer;
     c         iu_route_worker_cursor%ROWTYPE;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_register');
+    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_actor := fn_queue_actor(NULL, 'fn_iu_route_worker_register');
     PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_register', p_worker_name);
     PERFORM fn_iu_require_name('fn_iu_route_worker_register', 'p_event_domain', p_event_domain);
 
@@ -1046,6 +1057,7 @@ DECLARE
     v_holders      jsonb;
     v_summary      jsonb;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_run');
     PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
     IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
@@ -1216,6 +1228,7 @@ DECLARE
     v_state    text;
     v_msg      text;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_dead_letter_replay');
     IF p_dead_letter_id IS NULL THEN
         RAISE EXCEPTION 'fn_iu_route_dead_letter_replay: p_dead_letter_id required' USING ERRCODE = '22023';
     END IF;
@@ -1260,7 +1273,7 @@ BEGIN
 
     IF v_status IN ('dry_run', 'sent') THEN
         UPDATE iu_route_dead_letter d
-           SET resolved_at = now(), resolution = 'replayed_' || v_status, resolved_by = fn_queue_actor()
+           SET resolved_at = now(), resolution = 'replayed_' || v_status, resolved_by = fn_queue_actor(NULL, 'fn_iu_route_dead_letter_replay')
          WHERE d.id = dl.id
         RETURNING * INTO dl;
     ELSIF v_status = 'failed' THEN
@@ -1304,9 +1317,12 @@ SET search_path = public, pg_temp
 AS $$
 DECLARE
     c       iu_route_worker_cursor%ROWTYPE;
-    v_sysid bigint := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_actor text   := fn_queue_actor();
+    v_sysid bigint;
+    v_actor text;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_reset_cursor');
+    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_actor := fn_queue_actor(NULL, 'fn_iu_route_worker_reset_cursor');
     PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
     PERFORM fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
     SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
@@ -1411,11 +1427,14 @@ SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
 DECLARE
-    v_routes_on boolean := fn_iu_core_routes_enabled() IS TRUE;
-    v_worker_on boolean := fn_iu_route_worker_enabled() IS TRUE;
+    v_routes_on boolean;
+    v_worker_on boolean;
     v_gates     jsonb;
     v_workers   jsonb;
 BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_health');
+    v_routes_on := fn_iu_core_routes_enabled() IS TRUE;
+    v_worker_on := fn_iu_route_worker_enabled() IS TRUE;
     IF p_worker_name IS NOT NULL THEN
         PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_health', p_worker_name);
         IF NOT EXISTS (SELECT 1 FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name) THEN

@@ -33,20 +33,23 @@ AS $$
 DECLARE
     v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
 BEGIN
-    IF coalesce(btrim(p_executor_name), '') = '' THEN
+    PERFORM fn_iu_require_trusted_search_path('fn_cut_heartbeat_ping');
+    IF p_executor_name IS NULL OR btrim(p_executor_name, E' \t\r\n\f\x0B') = '' THEN
         RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_name required' USING ERRCODE = '22023',
             HINT = 'Name the executor, e.g. cut_pipeline_operator_<scope>, so one stale row cannot silence another.';
     END IF;
+    PERFORM fn_iu_require_name('fn_cut_heartbeat_ping', 'p_executor_name', p_executor_name);
+    -- The same refusal fn_queue_heartbeat_tick and fn_queue_heartbeat_write return.
     IF fn_queue_heartbeat_is_protected(p_executor_name) THEN
-        RETURN jsonb_build_object('refused', true, 'reason', 'protected_legacy_silent_passive');
+        RETURN fn_queue_heartbeat_refusal(p_executor_name);
     END IF;
     IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (fn_queue_executor_kinds()) THEN
         RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_kind % not in 7-vocab (%)',
-            coalesce(quote_literal(p_executor_kind), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
+            coalesce(quote_literal(left(p_executor_kind, 60)), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
     IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
         RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_status % not in {ok,warn,error}',
-            coalesce(quote_literal(p_status), 'NULL') USING ERRCODE = '22023';
+            coalesce(quote_literal(left(p_status, 60)), 'NULL') USING ERRCODE = '22023';
     END IF;
     IF NOT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'queue.heartbeat.enabled'), false) THEN
         RETURN jsonb_build_object('skipped', true);

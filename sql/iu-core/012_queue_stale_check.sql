@@ -16,9 +16,13 @@
 --                        severity is decided on that same reported value: warning below 10,
 --                        critical from 10 (so a payload never shows 10.00 with warning)
 --   silent alert         emitted unless a system/queue_worker_silent event for the executor
---                        (event_subject_ref) was emitted in the last 2 x effective threshold —
---                        read from event_outbox itself, so a resume, a recovery or a
---                        re-registration cannot make an alert repeat inside the window. An
+--                        was emitted in the last 2 x effective threshold — read from the
+--                        check's own memory (queue_stale_alert.last_warning_at /
+--                        last_critical_at, 010), which a resume, a recovery or a
+--                        re-registration does not reset, so none of them makes an alert
+--                        repeat inside the window. Never read back from event_outbox: a row
+--                        there could be forged by a producer (those two types are refused to
+--                        everyone but the package now, and the check would ignore them anyway). An
 --                        escalation (critical while the window holds only warnings) is emitted
 --                        inside the window. payload alert = first | repeat | escalation.
 --   recovery             an alerted executor that beats again gets one system/queue_worker_recovered
@@ -29,20 +33,47 @@
 --                        check gets the recovered event too (silent_again: true), and the new
 --                        silence is a new incident: new silent_since, alert 'first' (subject to
 --                        the window rule above, like any non-escalation alert).
--- The open alert is kept on the heartbeat row (silent_since, alerted_at, alerted_severity,
--- alerted_beat_at), written in the same transaction as the event; the window is the outbox.
+-- The open alert and the window memory live in queue_stale_alert (one row per executor,
+-- written only by the package), updated in the same transaction as the event. The events
+-- are written by fn_queue_alert_emit, an internal helper granted to no one:
+-- fn_iu_emit_event refuses these two types to every caller.
 
--- Concurrency: the rows to act on are locked FOR UPDATE SKIP LOCKED in executor order and
--- the decision is taken on the locked (latest) row version, so two checks at once never emit
--- twice for one executor: a row another check (or a beat) holds is left to it and counted in
--- skipped_locked. Under REPEATABLE READ a concurrent update raises a serialization failure
--- instead of a duplicate.
+-- Concurrency: the check locks the executor's queue_stale_alert row (FOR UPDATE SKIP
+-- LOCKED, in executor order) and never the heartbeat row: it reads the last COMMITTED beat
+-- with a plain read, which no lock blocks. So an executor that beats inside a transaction
+-- and stays idle with its heartbeat row locked is judged on its committed beat and alerted
+-- within one call, without waiting. Two checks at once never emit twice for one executor:
+-- the alert row another check holds is left to it (counted in skipped_locked) and the
+-- decision is taken on the locked (latest) alert-row version. Under REPEATABLE READ a
+-- concurrent update raises a serialization failure instead of a duplicate.
 --
--- Cost: the fresh path is two set-based scans of queue_heartbeat with no per-row function
--- calls; only stale or alerted rows are visited one by one, each with one index probe of
--- event_outbox for the window (event_outbox_alert_subject_idx).
+-- Cost: the fresh path is one set-based scan of queue_heartbeat joined to its alert row by
+-- primary key, with no per-row function calls; only stale or alerted rows are visited one
+-- by one.
 
 -- +goose Up
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_queue_alert_emit(p_event_type text, p_severity text, p_executor_id text, p_payload jsonb)
+RETURNS uuid
+LANGUAGE plpgsql
+SET search_path = public, pg_temp
+AS $$
+    -- Internal (granted to no one; runs as the package owner inside fn_queue_stale_check):
+    -- writes one system alert row. The envelope is fixed: domain system, stream alert, lane
+    -- immediate, subject queue_heartbeat / the executor id. The payload is the package's
+    -- own and still passes the table's hygiene CHECK.
+DECLARE
+    v_id uuid;
+BEGIN
+    INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
+                              event_subject_table, event_subject_ref, safe_payload)
+    VALUES ('system', p_event_type, 'alert', 'immediate', p_severity, 'queue_heartbeat', p_executor_id, p_payload)
+    RETURNING id INTO v_id;
+    RETURN v_id;
+END;
+$$;
+-- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE FUNCTION fn_queue_stale_check()
@@ -52,7 +83,7 @@ SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
 DECLARE
-    v_floor      integer := fn_queue_heartbeat_floor_seconds();
+    v_floor      integer;
     v_now        timestamptz := now();
     v_checked    bigint;
     v_paused     bigint;
@@ -76,24 +107,31 @@ DECLARE
     v_open       boolean;
     v_kind       text;
 BEGIN
-    -- The fresh path: one aggregate, no per-row calls.
+    PERFORM fn_iu_require_trusted_search_path('fn_queue_stale_check');
+    v_floor := fn_queue_heartbeat_floor_seconds();
+
+    -- The fresh path: one aggregate, no per-row calls. Plain reads: the committed beats.
     SELECT count(*) FILTER (WHERE h.paused_at IS NULL),
            count(*) FILTER (WHERE h.paused_at IS NOT NULL),
            count(*) FILTER (WHERE h.paused_at IS NULL
-                              AND (h.alerted_at IS NOT NULL
+                              AND (a.alerted_at IS NOT NULL
                                    OR h.last_beat_at < v_now - make_interval(secs => greatest(h.stale_threshold_seconds, v_floor))))
       INTO v_checked, v_paused, v_candidates
-      FROM queue_heartbeat h;
+      FROM queue_heartbeat h
+      LEFT JOIN queue_stale_alert a ON a.executor_id = h.executor_id;
 
     IF v_candidates > 0 THEN
         FOR r IN
-            SELECT h.*
-              FROM queue_heartbeat h
+            SELECT h.executor_id, h.executor_kind, h.last_beat_at, h.expected_cadence_seconds,
+                   h.stale_threshold_seconds, a.silent_since, a.alerted_at, a.alerted_severity,
+                   a.alerted_beat_at, a.last_warning_at, a.last_critical_at
+              FROM queue_stale_alert a
+              JOIN queue_heartbeat h ON h.executor_id = a.executor_id
              WHERE h.paused_at IS NULL
-               AND (h.alerted_at IS NOT NULL
+               AND (a.alerted_at IS NOT NULL
                     OR h.last_beat_at < v_now - make_interval(secs => greatest(h.stale_threshold_seconds, v_floor)))
-             ORDER BY h.executor_id
-               FOR UPDATE SKIP LOCKED
+             ORDER BY a.executor_id
+               FOR UPDATE OF a SKIP LOCKED
         LOOP
             v_locked    := v_locked + 1;
             v_threshold := greatest(r.stale_threshold_seconds, v_floor);
@@ -107,9 +145,7 @@ BEGIN
                 -- (report it, once) and this is a NEW silence with its own silent_since.
                 v_open := r.alerted_at IS NOT NULL;
                 IF v_open AND r.alerted_beat_at IS NOT NULL AND r.last_beat_at > r.alerted_beat_at THEN
-                    v_event := fn_iu_emit_event(
-                        'system', 'queue_worker_recovered', 'alert', 'immediate', 'info',
-                        'queue_heartbeat', r.executor_id,
+                    v_event := fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                         jsonb_build_object(
                             'executor_id',              r.executor_id,
                             'executor_kind',            r.executor_kind,
@@ -122,7 +158,7 @@ BEGIN
                             'last_alerted_severity',    r.alerted_severity,
                             'expected_cadence_seconds', r.expected_cadence_seconds,
                             'silent_again',             true));
-                    UPDATE queue_heartbeat
+                    UPDATE queue_stale_alert
                        SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
                      WHERE executor_id = r.executor_id;
                     v_recovered := v_recovered + 1;
@@ -137,22 +173,11 @@ BEGIN
                 v_severity := CASE WHEN v_ratio < 10 THEN 'warning' ELSE 'critical' END;
                 v_since    := r.last_beat_at + make_interval(secs => v_threshold);
 
-                -- The literal window rule (spec 5): no system/queue_worker_silent for this executor
-                -- in the last 2 x threshold, whatever happened since (resume, recovery, re-register).
-                -- Shaped for the partial index event_outbox_alert_subject_idx
-                -- (event_subject_ref, created_at) WHERE event_domain = 'system' AND event_type = 'queue_worker_silent'.
-                -- The most severe such event decides; an escalation (warning -> critical) still goes out.
-                SELECT o.event_severity INTO v_window_sev
-                  FROM event_outbox o
-                 WHERE o.event_domain = 'system'
-                   AND o.event_type = 'queue_worker_silent'
-                   AND o.event_subject_ref = r.executor_id
-                   AND o.created_at > v_now - v_window
-                 ORDER BY (o.event_severity = 'critical') DESC
-                 LIMIT 1;
-                IF NOT FOUND THEN
-                    v_window_sev := NULL;
-                END IF;
+                -- The window rule: no silent alert for this executor in the last 2 x threshold,
+                -- whatever happened since (resume, recovery, re-register). The most severe alert
+                -- inside the window decides; an escalation (warning -> critical) still goes out.
+                v_window_sev := CASE WHEN r.last_critical_at > v_now - v_window THEN 'critical'
+                                     WHEN r.last_warning_at  > v_now - v_window THEN 'warning' END;
 
                 v_kind := CASE WHEN v_severity = 'critical'
                                     AND ((v_open AND r.alerted_severity = 'warning') OR v_window_sev = 'warning')
@@ -162,9 +187,7 @@ BEGIN
                                ELSE 'first' END;
 
                 IF v_kind IS NOT NULL THEN
-                    v_event := fn_iu_emit_event(
-                        'system', 'queue_worker_silent', 'alert', 'immediate', v_severity,
-                        'queue_heartbeat', r.executor_id,
+                    v_event := fn_queue_alert_emit('queue_worker_silent', v_severity, r.executor_id,
                         jsonb_build_object(
                             'executor_id',              r.executor_id,
                             'executor_kind',            r.executor_kind,
@@ -178,9 +201,11 @@ BEGIN
                     IF v_kind = 'escalation' THEN
                         v_escalated := v_escalated + 1;
                     END IF;
-                    UPDATE queue_heartbeat
+                    UPDATE queue_stale_alert
                        SET silent_since = v_since, alerted_at = v_now, alerted_severity = v_severity,
-                           alerted_beat_at = r.last_beat_at
+                           alerted_beat_at = r.last_beat_at,
+                           last_warning_at  = CASE WHEN v_severity = 'warning'  THEN v_now ELSE last_warning_at END,
+                           last_critical_at = CASE WHEN v_severity = 'critical' THEN v_now ELSE last_critical_at END
                      WHERE executor_id = r.executor_id;
                     v_emitted := v_emitted + 1;
                     v_alerts  := v_alerts || jsonb_build_object('executor_id', r.executor_id, 'severity', v_severity,
@@ -191,9 +216,7 @@ BEGIN
             ELSIF r.alerted_at IS NOT NULL THEN
                 -- No longer stale: report the silence as ended, once. reason 'beat' when it beat
                 -- since the alert; otherwise its threshold (or the floor) was raised past its age.
-                v_event := fn_iu_emit_event(
-                    'system', 'queue_worker_recovered', 'alert', 'immediate', 'info',
-                    'queue_heartbeat', r.executor_id,
+                v_event := fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                     jsonb_build_object(
                         'executor_id',              r.executor_id,
                         'executor_kind',            r.executor_kind,
@@ -209,7 +232,7 @@ BEGIN
                         'last_alerted_at',          r.alerted_at,
                         'last_alerted_severity',    r.alerted_severity,
                         'expected_cadence_seconds', r.expected_cadence_seconds));
-                UPDATE queue_heartbeat
+                UPDATE queue_stale_alert
                    SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
                  WHERE executor_id = r.executor_id;
                 v_recovered := v_recovered + 1;
@@ -235,8 +258,10 @@ END;
 $$;
 -- +goose StatementEnd
 
+REVOKE ALL ON FUNCTION fn_queue_alert_emit(text, text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_stale_check() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION fn_queue_stale_check() TO dot_executor;
 
 -- +goose Down
 DROP FUNCTION fn_queue_stale_check();
+DROP FUNCTION fn_queue_alert_emit(text, text, text, jsonb);

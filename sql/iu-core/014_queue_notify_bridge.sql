@@ -36,6 +36,8 @@ INSERT INTO dot_config (key, value, description) VALUES
      'NOTIFY wake-up bridge on event_outbox and job_queue inserts (channel queue_wake_<domain>). Only ''true'' opens it.')
 ON CONFLICT (key) DO NOTHING;
 
+-- Starts with the writable-schema guard (fn_iu_require_trusted_search_path, 001); AND is
+-- evaluated left to right here, so a refusal comes first.
 -- +goose StatementBegin
 CREATE FUNCTION fn_queue_notify_enabled()
 RETURNS boolean
@@ -43,7 +45,7 @@ LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'queue.notify.bridge_enabled'), false)
+    SELECT fn_iu_require_trusted_search_path('fn_queue_notify_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'queue.notify.bridge_enabled'), false)
 $$;
 -- +goose StatementEnd
 
@@ -59,9 +61,12 @@ DECLARE
     e record;
     v_payload text;
 BEGIN
+    -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
+    -- statement; nothing before the guard can resolve to a planted overload.
     IF NOT fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;
+    PERFORM fn_iu_require_trusted_search_path(TG_NAME);
     -- One pass over the statement's rows: cheap aggregates only (no sorts, no collations).
     FOR r IN
         SELECT n.event_domain,
@@ -114,9 +119,12 @@ DECLARE
     r         record;
     v_payload text;
 BEGIN
+    -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
+    -- statement; nothing before the guard can resolve to a planted overload.
     IF NOT fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;
+    PERFORM fn_iu_require_trusted_search_path(TG_NAME);
     FOR r IN
         SELECT n.event_domain,
                count(*)                        AS cnt,

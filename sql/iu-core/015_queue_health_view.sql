@@ -19,7 +19,7 @@
 --   heartbeat          one per executor: status_hint stale | fresh | paused (same rule as
 --                      fn_queue_stale_check, floor included); severity warning | critical when
 --                      stale; events_seen = ticks_total; gap_ratio; executor_kind; detail (status,
---                      pause and alert bookkeeping) only on rows that are paused, alerted or
+--                      pause and the stale-check's alert state from queue_stale_alert) only on rows that are paused, alerted or
 --                      report a status other than ok, so 10,000 fresh rows stay cheap.
 --   dead_letter_event  open route dead letters aggregated per event domain: count in
 --                      dead_lettered, newest failure in last_seen_at, status_hint 'open'.
@@ -90,14 +90,15 @@ SELECT 'heartbeat'::text,
        greatest(h.stale_threshold_seconds, cfg.floor_seconds),
        h.executor_kind,
        -- only rows that need explaining carry a detail document (cheap on 10,000 fresh rows)
-       CASE WHEN h.paused_at IS NOT NULL OR h.alerted_at IS NOT NULL OR h.status <> 'ok' THEN
+       CASE WHEN h.paused_at IS NOT NULL OR sa.alerted_at IS NOT NULL OR h.status <> 'ok' THEN
             jsonb_build_object('status', h.status,
                                'expected_cadence_seconds', h.expected_cadence_seconds,
                                'own_stale_threshold_seconds', h.stale_threshold_seconds,
                                'paused_at', h.paused_at, 'paused_reason', h.paused_reason, 'paused_by', h.paused_by,
-                               'silent_since', h.silent_since, 'alerted_at', h.alerted_at,
-                               'alerted_severity', h.alerted_severity) END
+                               'silent_since', sa.silent_since, 'alerted_at', sa.alerted_at,
+                               'alerted_severity', sa.alerted_severity) END
   FROM queue_heartbeat h
+  LEFT JOIN queue_stale_alert sa ON sa.executor_id = h.executor_id
  CROSS JOIN cfg
  CROSS JOIN LATERAL (
        SELECT a.age_seconds, trunc(a.age_seconds::numeric / h.expected_cadence_seconds, 2) AS gap_ratio

@@ -19,14 +19,14 @@ func TestCutPing_PC1_ProtectedLegacyRefused(t *testing.T) {
 	}
 
 	// With the legacy row present (registered by the route worker) and silent, it stays silent.
-	db.Exec(t, `SELECT fn_queue_heartbeat_tick('iu_outbound_default', 'PG_worker', 'warn')`)
+	db.Exec(t, `SELECT fn_iu_route_worker_register('iu_outbound_default')`)
 	silence(t, db, "iu_outbound_default", 360000)
 	out = callJSON(t, db.Pool, `SELECT fn_cut_heartbeat_ping('iu_outbound_default')`)
 	requireJSONEqual(t, out, `{"refused": true, "reason": "protected_legacy_silent_passive"}`)
 	var age float64
 	var ticks int
 	db.QueryRow(t, `SELECT extract(epoch FROM now() - last_beat_at), ticks_total FROM queue_heartbeat WHERE executor_id = 'iu_outbound_default'`, nil, &age, &ticks)
-	if age < 359000 || ticks != 1 {
+	if age < 359000 || ticks != 0 {
 		t.Fatalf("protected row was healed: age %.0f s, ticks %d", age, ticks)
 	}
 

@@ -106,8 +106,8 @@ func TestStaleCheck_BeatThenSilentAgainRecoversThenAlertsAnew(t *testing.T) {
 	}
 	var ok bool
 	db.QueryRow(t, `SELECT ($1::timestamptz) = h.last_beat_at AND ($2::timestamptz) = h.last_beat_at + interval '30 seconds'
-	                       AND h.silent_since = ($2::timestamptz) AND h.alerted_beat_at = h.last_beat_at
-	                  FROM queue_heartbeat h WHERE executor_id = 'exec_b'`,
+	                       AND a.silent_since = ($2::timestamptz) AND a.alerted_beat_at = h.last_beat_at
+	                  FROM queue_heartbeat h JOIN queue_stale_alert a USING (executor_id) WHERE executor_id = 'exec_b'`,
 		[]any{rec.Payload["recovered_at"], silent.Payload["silent_since"]}, &ok)
 	if !ok {
 		t.Fatalf("recovered_at %v must be the new beat and silent_since %v the new beat + threshold",
@@ -136,8 +136,8 @@ func TestStaleCheck_BeatThenSilentAgainRecoversThenAlertsAnew(t *testing.T) {
 }
 
 // Rule: "Unless a system/queue_worker_silent event for that executor was emitted in
-// the last 2 x threshold seconds, emit one" — read literally from event_outbox, so neither a
-// resume nor a recovery (which clear the heartbeat row's bookkeeping) lets an alert repeat
+// the last 2 x threshold seconds, emit one" — read from the check's own memory of the alerts
+// it sent, so neither a resume nor a recovery (which close the open alert) lets an alert repeat
 // inside the window; after the window it is emitted once; an escalation warning -> critical
 // still goes out inside the window.
 func TestStaleCheck_WindowSurvivesResumeAndRecovery(t *testing.T) {

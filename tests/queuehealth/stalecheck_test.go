@@ -39,9 +39,10 @@ func alerts(t testing.TB, db *pgtest.DB, executor string) []alert {
 }
 
 // backdateAlert puts exec in the state the stale-check leaves after alerting its current
-// silence `ago` seconds ago: a system/queue_worker_silent event created then (event_outbox
-// is append-only, so the only way to age an alert is to write it old) and the matching
-// bookkeeping on the heartbeat row.
+// silence `ago` seconds ago: its own alert state (queue_stale_alert, the window memory the
+// check reads) says a `severity` alert went out then for the current beat, and the event
+// row is written old (as the package owner, the only writer of that type) so the tests'
+// counts of events see it. The check itself never reads alerts back from event_outbox.
 func backdateAlert(t testing.TB, db *pgtest.DB, exec string, ago int, severity string) {
 	t.Helper()
 	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
@@ -50,10 +51,13 @@ func backdateAlert(t testing.TB, db *pgtest.DB, exec string, ago int, severity s
 	                   jsonb_build_object('executor_id', h.executor_id, 'alert', 'first', 'backdated', true),
 	                   now() - make_interval(secs => $2), now() - make_interval(secs => $2)
 	              FROM queue_heartbeat h WHERE h.executor_id = $1`, exec, ago, severity)
-	db.Exec(t, `UPDATE queue_heartbeat
-	               SET silent_since = last_beat_at + make_interval(secs => stale_threshold_seconds),
-	                   alerted_at = now() - make_interval(secs => $2), alerted_severity = $3, alerted_beat_at = last_beat_at
-	             WHERE executor_id = $1`, exec, ago, severity)
+	db.Exec(t, `UPDATE queue_stale_alert a
+	               SET silent_since = h.last_beat_at + make_interval(secs => h.stale_threshold_seconds),
+	                   alerted_at = now() - make_interval(secs => $2), alerted_severity = $3, alerted_beat_at = h.last_beat_at,
+	                   last_warning_at  = CASE WHEN $3 = 'warning'  THEN now() - make_interval(secs => $2) ELSE a.last_warning_at END,
+	                   last_critical_at = CASE WHEN $3 = 'critical' THEN now() - make_interval(secs => $2) ELSE a.last_critical_at END
+	              FROM queue_heartbeat h
+	             WHERE h.executor_id = a.executor_id AND a.executor_id = $1`, exec, ago, severity)
 }
 
 func staleCheck(t testing.TB, q querier) obj {
@@ -144,7 +148,7 @@ func TestStaleCheck_SeverityEscalationAndWindow(t *testing.T) {
 		t.Fatalf("alert kinds: %v / %v", got[0].Payload["alert"], got[1].Payload["alert"])
 	}
 
-	// The window (2 x 50 s) is read from event_outbox: a critical alert 99 s ago still
+	// The window (2 x 50 s) is read from the check's own alert state: a critical alert 99 s ago still
 	// holds it, one 101 s ago does not and the alert repeats once.
 	register(t, db, "exec_w99", 10, 50)
 	register(t, db, "exec_w101", 10, 50)
@@ -188,7 +192,7 @@ func TestStaleCheck_RecoveryReportedOnce(t *testing.T) {
 		t.Fatalf("alerts: %+v", got)
 	}
 	var cleared bool
-	db.QueryRow(t, `SELECT silent_since IS NULL AND alerted_at IS NULL AND alerted_severity IS NULL FROM queue_heartbeat WHERE executor_id = 'exec_r'`, nil, &cleared)
+	db.QueryRow(t, `SELECT silent_since IS NULL AND alerted_at IS NULL AND alerted_severity IS NULL FROM queue_stale_alert WHERE executor_id = 'exec_r'`, nil, &cleared)
 	if !cleared {
 		t.Fatal("bookkeeping not cleared")
 	}

@@ -193,6 +193,8 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_event_outbox_rebase_foreign_txids()":                 {"workflow_admin"},                 // the IU002 fix
 	"fn_iu_route_worker_enabled()":                              {"dot_executor", "workflow_admin"}, // 005
 	"fn_iu_route_attempt_immutable()":                           nil,                                // 002 trigger
+	"fn_iu_route_dead_letter_immutable()":                       nil,                                // 008 trigger
+	"fn_iu_route_worker_cursor_stamp_reset()":                   nil,                                // 008 trigger
 	"fn_iu_route_dead_letter_no_delete()":                       nil,                                // 008 trigger
 }
 

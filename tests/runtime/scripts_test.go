@@ -1,6 +1,7 @@
 package runtimescripts
 
 import (
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -121,10 +122,10 @@ func TestActivate_NeverOpensAGate(t *testing.T) {
 }
 
 // Rule: 070 runs inside a READ ONLY transaction (here also under
-// default_transaction_read_only=on, so any write would fail) and all nine checks W1–W9
+// default_transaction_read_only=on, so any write would fail) and all ten checks W1–W10
 // pass on an activated database — before and after the worker has done real work
 // (attempts of every kind, a dead letter from the fail-closed seam).
-func TestVerify_AllNinePassReadOnly(t *testing.T) {
+func TestVerify_AllTenPassReadOnly(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
 	mustRun(t, db, activate, false)
@@ -135,11 +136,11 @@ func TestVerify_AllNinePassReadOnly(t *testing.T) {
 		if r.Exit != 0 {
 			t.Fatalf("%s: 070 exit %d\nstdout:\n%s\nstderr:\n%s", stage, r.Exit, r.Stdout, r.Stderr)
 		}
-		if len(checks) != 9 {
-			t.Fatalf("%s: want 9 check rows, got %d:\n%s", stage, len(checks), r.Stdout)
+		if len(checks) != 10 {
+			t.Fatalf("%s: want 10 check rows, got %d:\n%s", stage, len(checks), r.Stdout)
 		}
 		for i, c := range checks {
-			if want := "W" + string(rune('1'+i)) + " "; !strings.HasPrefix(c.Name, want) {
+			if want := fmt.Sprintf("W%d ", i+1); !strings.HasPrefix(c.Name, want) {
 				t.Errorf("%s: row %d is %q, want it to start with %q", stage, i, c.Name, want)
 			}
 			if !c.Pass || c.Detail == "" {
@@ -226,6 +227,13 @@ func TestVerify_EachCheckFailsWhenItsRuleBreaks(t *testing.T) {
 			`REVOKE EXECUTE ON FUNCTION fn_iu_route_worker_run(text, integer) FROM dot_executor`, true, "dot_executor lacks EXECUTE"},
 		{"W9", "executors reach the worker tables only through the functions",
 			`GRANT INSERT ON iu_route_attempt TO dot_executor`, true, "dot_executor can INSERT iu_route_attempt"},
+		{"W10", "an untrusted role that may CREATE in public could plant an overload run as the owner",
+			`GRANT CREATE ON SCHEMA public TO PUBLIC`, true, "create_on_schema schema public (holder PUBLIC), fix: REVOKE CREATE ON SCHEMA public FROM PUBLIC;"},
+		{"W10", "a function planted in public by an untrusted role stays dangerous after CREATE is revoked",
+			`DO $$ BEGIN CREATE ROLE w10_planter NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+			 CREATE FUNCTION public.jsonb_build_object(text, boolean, text, text) RETURNS jsonb LANGUAGE sql AS 'SELECT NULL::jsonb';
+			 ALTER FUNCTION public.jsonb_build_object(text, boolean, text, text) OWNER TO w10_planter`,
+			true, "function public.jsonb_build_object(text,boolean,text,text) (holder w10_planter), fix: DROP FUNCTION public.jsonb_build_object(text,boolean,text,text);"},
 	}
 	for _, c := range cases {
 		t.Run(c.id+" "+c.rule, func(t *testing.T) {
@@ -238,8 +246,8 @@ func TestVerify_EachCheckFailsWhenItsRuleBreaks(t *testing.T) {
 				db.Exec(t, c.breakIt)
 			}
 			checks, r := verify(t, db)
-			if len(checks) != 9 {
-				t.Fatalf("want 9 rows even when failing, got %d\nstdout:\n%s\nstderr:\n%s", len(checks), r.Stdout, r.Stderr)
+			if len(checks) != 10 {
+				t.Fatalf("want 10 rows even when failing, got %d\nstdout:\n%s\nstderr:\n%s", len(checks), r.Stdout, r.Stderr)
 			}
 			got := checkByID(t, checks, c.id)
 			if got.Pass {
@@ -303,7 +311,7 @@ func TestDisable_ClosesTheWorkerGate(t *testing.T) {
 	}
 	// Verification still passes with the worker disabled.
 	checks, vr := verify(t, db)
-	if vr.Exit != 0 || len(checks) != 9 {
+	if vr.Exit != 0 || len(checks) != 10 {
 		t.Fatalf("070 after 080: exit %d, %d rows\n%s\n%s", vr.Exit, len(checks), vr.Stdout, vr.Stderr)
 	}
 }

@@ -1,13 +1,13 @@
--- 070_route_worker_verification.sql — read-only checks W1–W9 of the route worker.
+-- 070_route_worker_verification.sql — read-only checks W1–W10 of the route worker.
 --
 --   psql "$DATABASE_URL" -X -v ON_ERROR_STOP=1 -f sql/iu-core/runtime/070_route_worker_verification.sql
 --
--- Prints one row per check: check | pass | detail. Exit status 0 when all nine pass; when
+-- Prints one row per check: check | pass | detail. Exit status 0 when all ten pass; when
 -- one fails the rows are still printed, then the script raises and psql exits 3.
 -- Writes nothing: everything runs inside BEGIN READ ONLY ... ROLLBACK, and it also runs
 -- with PGOPTIONS='-c default_transaction_read_only=on'. The only state it sets is
 -- transaction-local settings (iu_verify.*) and one session prepared statement.
--- Definitions of W1–W9: runbooks/route-worker-verify.md.
+-- Definitions of W1–W9: runbooks/route-worker-verify.md; W10 below.
 --
 --   W1 substrate present        the eight tables, event_outbox.txid, the claim index
 --   W2 functions present        the six worker functions, the two gate readers, three views
@@ -27,12 +27,17 @@
 --   W9 privileges               PUBLIC executes no package function; dot_executor runs the
 --                               worker; workflow_admin registers, resets, replays, reads health
 --                               and the views; neither role writes the worker tables directly
+--   W10 search path trusted     no untrusted role (anyone but superusers, the package owner and
+--                               its members) may CREATE in schema public, and no function or
+--                               operator in public belongs to one: either would let a planted
+--                               overload of a built-in run with the package owner's rights
+--                               (fn_iu_search_path_threats; the fix is in each finding)
 
 \set ON_ERROR_STOP on
 
 BEGIN TRANSACTION READ ONLY;
 
--- W3 and W7 need PL/pgSQL (dynamic SQL, catching an error). A DO block returns no rows, so
+-- W3, W7 and W10 need PL/pgSQL (dynamic SQL, catching an error). A DO block returns no rows, so
 -- it leaves its findings in transaction-local settings that the checks query reads.
 DO $verify$
 DECLARE
@@ -69,17 +74,45 @@ BEGIN
                                   ('empty', '', false), ('yes', 'yes', false), ('1', '1', false),
                                   ('true', 'true', true)) c(label, value, want)
         LOOP
-            EXECUTE format('WITH dot_config(key, value) AS (SELECT k, v FROM (VALUES (%L, %L), (%L, %L)) s(k, v) WHERE v IS NOT NULL) %s',
-                           CASE v_fn WHEN 'fn_iu_core_routes_enabled' THEN 'iu_core.routes_enabled' ELSE 'iu_core.route_worker_enabled' END,
-                           v_case.value, 'unrelated.key', 'true', v_body)
-               INTO v_got;
+            BEGIN
+                EXECUTE format('WITH dot_config(key, value) AS (SELECT k, v FROM (VALUES (%L, %L), (%L, %L)) s(k, v) WHERE v IS NOT NULL) %s',
+                               CASE v_fn WHEN 'fn_iu_core_routes_enabled' THEN 'iu_core.routes_enabled' ELSE 'iu_core.route_worker_enabled' END,
+                               v_case.value, 'unrelated.key', 'true', v_body)
+                   INTO v_got;
+            EXCEPTION WHEN OTHERS THEN
+                -- e.g. the writable-schema guard refusing (W10 says why)
+                v_bad := v_bad || format('%s: simulation raised %s', v_fn, SQLERRM);
+                EXIT;
+            END;
             IF v_got IS DISTINCT FROM v_case.want THEN
                 v_bad := v_bad || format('%s: value %s reads %s, want %s', v_fn, v_case.label,
                                          coalesce(v_got::text, 'NULL'), v_case.want);
             END IF;
         END LOOP;
     END LOOP;
+    -- The live reads, caught: a gate reader that raises (the writable-schema guard) is a
+    -- finding, not the end of the report.
+    BEGIN
+        PERFORM set_config('iu_verify.w3_master_reads', fn_iu_core_routes_enabled()::text, true);
+        PERFORM set_config('iu_verify.w3_worker_reads', fn_iu_route_worker_enabled()::text, true);
+    EXCEPTION WHEN OTHERS THEN
+        v_bad := v_bad || ('live gate read raised: ' || SQLERRM);
+    END;
     PERFORM set_config('iu_verify.w3_problems', array_to_string(v_bad, '; '), true);
+
+    -- W10: the full scan of the search-path threats (CREATE on public, planted objects).
+    BEGIN
+        SELECT coalesce(string_agg(format('%s %s (holder %s), fix: %s', t.threat, t.object, t.holder, t.fix), '; '
+                                   ORDER BY t.threat, t.object), ''),
+               count(*)
+          INTO v_msg, v_state
+          FROM fn_iu_search_path_threats() t;
+    EXCEPTION WHEN OTHERS THEN
+        v_msg := 'not evaluated: ' || SQLERRM;
+        v_state := '-1';
+    END;
+    PERFORM set_config('iu_verify.w10_threats', v_msg, true);
+    PERFORM set_config('iu_verify.w10_count', v_state, true);
 
     -- W7: call the delivery seam. It must raise feature_not_supported (0A000). Arguments
     -- are NULLs of its declared types, so even a seam built one day gets nothing to deliver;
@@ -108,7 +141,7 @@ BEGIN
 END;
 $verify$;
 
--- The checks, prepared once: EXECUTE route_worker_checks(true) prints all nine rows,
+-- The checks, prepared once: EXECUTE route_worker_checks(true) prints all ten rows,
 -- EXECUTE route_worker_checks(false) only the failing ones (counted for the exit status).
 PREPARE route_worker_checks(boolean) AS
 WITH
@@ -138,8 +171,8 @@ w3 AS (
     SELECT current_setting('iu_verify.w3_problems', true) AS problems,
            (SELECT value FROM dot_config WHERE key = 'iu_core.routes_enabled')       AS master_value,
            (SELECT value FROM dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_value,
-           CASE WHEN to_regprocedure('fn_iu_core_routes_enabled()') IS NOT NULL THEN fn_iu_core_routes_enabled() END   AS master_reads,
-           CASE WHEN to_regprocedure('fn_iu_route_worker_enabled()') IS NOT NULL THEN fn_iu_route_worker_enabled() END AS worker_reads,
+           nullif(current_setting('iu_verify.w3_master_reads', true), '')::boolean AS master_reads,
+           nullif(current_setting('iu_verify.w3_worker_reads', true), '')::boolean AS worker_reads,
            coalesce((SELECT p.prosrc ~ '\mfn_iu_core_routes_enabled\M' AND p.prosrc ~ '\mfn_iu_route_worker_enabled\M'
                        FROM pg_proc p WHERE p.oid = to_regprocedure('fn_iu_route_worker_run(text,integer)')), false) AS run_checks_both
 ),
@@ -313,13 +346,19 @@ checks(ord, "check", pass, detail) AS (
                 ELSE concat_ws('; ', CASE WHEN p.n > 0 THEN format('PUBLIC executes %s function(s): %s', p.n, p.public_exec) END,
                                nullif(g.missing, ''), nullif('direct table writes: ' || wr.direct, 'direct table writes: ')) END
       FROM w9_public p, w9_grants g, w9_writes wr
+    UNION ALL
+    SELECT 10, 'W10 search path trusted',
+           current_setting('iu_verify.w10_count', true) = '0',
+           CASE WHEN current_setting('iu_verify.w10_count', true) = '0'
+                THEN 'no untrusted role can CREATE in schema public and no function or operator there belongs to one'
+                ELSE current_setting('iu_verify.w10_threats', true) END
 )
 SELECT "check", pass, detail
   FROM checks
  WHERE $1 OR NOT pass
  ORDER BY ord;
 
-\echo 'route worker verification W1-W9 (read-only):'
+\echo 'route worker verification W1-W10 (read-only):'
 EXECUTE route_worker_checks(true);
 
 EXECUTE route_worker_checks(false) \g /dev/null
@@ -330,9 +369,9 @@ ROLLBACK;
 \if :route_worker_failed
 \echo 'route worker verification: FAILED:' :route_worker_failed_checks 'check(s), see the rows with pass = f'
 DO $$ BEGIN
-    RAISE EXCEPTION '070_route_worker_verification: W1-W9 not all passing'
+    RAISE EXCEPTION '070_route_worker_verification: W1-W10 not all passing'
         USING ERRCODE = 'IU003', HINT = 'See the rows with pass = f above and runbooks/route-worker-verify.md.';
 END $$;
 \else
-\echo 'route worker verification: all nine checks pass'
+\echo 'route worker verification: all ten checks pass'
 \endif

