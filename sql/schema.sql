@@ -2250,6 +2250,16 @@ CREATE FUNCTION public.fn_queue_heartbeat_floor_seconds() RETURNS integer
 $_$;
 
 --
+-- Name: fn_queue_heartbeat_gap_ratio(timestamp with time zone, integer, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone) RETURNS numeric
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT trunc(floor(extract(epoch FROM (p_now - p_last_beat_at)))::numeric / p_expected_cadence_seconds, 2)
+$$;
+
+--
 -- Name: fn_queue_heartbeat_is_protected(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2264,6 +2274,16 @@ CREATE FUNCTION public.fn_queue_heartbeat_is_protected(p_executor_id text) RETUR
                     CROSS JOIN LATERAL regexp_split_to_table(c.value, '[\s,]+') AS x(id)
                     WHERE c.key = 'queue.heartbeat.protected_executors'
                       AND x.id <> '' AND x.id = p_executor_id)
+$$;
+
+--
+-- Name: fn_queue_heartbeat_is_stale(timestamp with time zone, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT p_now - p_last_beat_at > make_interval(secs => greatest(p_stale_threshold_seconds, p_floor_seconds))
 $$;
 
 --
@@ -2484,6 +2504,16 @@ END;
 $$;
 
 --
+-- Name: fn_queue_heartbeat_severity(numeric); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_severity(p_gap_ratio numeric) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN p_gap_ratio < 10 THEN 'warning' ELSE 'critical' END
+$$;
+
+--
 -- Name: fn_queue_heartbeat_tick(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2661,7 +2691,7 @@ BEGIN
            count(*) FILTER (WHERE h.paused_at IS NOT NULL),
            count(*) FILTER (WHERE h.paused_at IS NULL
                               AND (a.alerted_at IS NOT NULL
-                                   OR h.last_beat_at < v_now - make_interval(secs => greatest(h.stale_threshold_seconds, v_floor))))
+                                   OR fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now)))
       INTO v_checked, v_paused, v_candidates
       FROM queue_heartbeat h
       LEFT JOIN queue_stale_alert a ON a.executor_id = h.executor_id;
@@ -2675,7 +2705,7 @@ BEGIN
               JOIN queue_heartbeat h ON h.executor_id = a.executor_id
              WHERE h.paused_at IS NULL
                AND (a.alerted_at IS NOT NULL
-                    OR h.last_beat_at < v_now - make_interval(secs => greatest(h.stale_threshold_seconds, v_floor)))
+                    OR fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
              ORDER BY a.executor_id
                FOR UPDATE OF a SKIP LOCKED
         LOOP
@@ -2683,7 +2713,7 @@ BEGIN
             v_threshold := greatest(r.stale_threshold_seconds, v_floor);
             v_age       := floor(extract(epoch FROM (v_now - r.last_beat_at)))::bigint;
 
-            IF v_now - r.last_beat_at > make_interval(secs => v_threshold) THEN
+            IF fn_queue_heartbeat_is_stale(r.last_beat_at, r.stale_threshold_seconds, v_floor, v_now) THEN
                 v_stale  := v_stale + 1;
                 v_window := make_interval(secs => 2 * v_threshold::bigint);  -- bigint: 2 x 2147483647 fits
 
@@ -2713,10 +2743,9 @@ BEGIN
                     v_open := false;
                 END IF;
 
-                -- Severity is decided on the very gap_ratio the payload reports: truncated (not
-                -- rounded) to 2 decimals, so 9.999 reads 9.99 / warning and critical means >= 10.
-                v_ratio    := trunc(v_age::numeric / r.expected_cadence_seconds, 2);
-                v_severity := CASE WHEN v_ratio < 10 THEN 'warning' ELSE 'critical' END;
+                -- The assessment of 010: severity decided on the very gap_ratio the payload reports.
+                v_ratio    := fn_queue_heartbeat_gap_ratio(r.last_beat_at, r.expected_cadence_seconds, v_now);
+                v_severity := fn_queue_heartbeat_severity(v_ratio);
                 v_since    := r.last_beat_at + make_interval(secs => v_threshold);
 
                 -- The window rule: no silent alert for this executor in the last 2 x threshold,
@@ -3341,17 +3370,13 @@ UNION ALL
     NULL::bigint AS dead_lettered,
         CASE
             WHEN (h.paused_at IS NOT NULL) THEN 'paused'::text
-            WHEN ((now() - h.last_beat_at) > make_interval(secs => (GREATEST(h.stale_threshold_seconds, cfg.floor_seconds))::double precision)) THEN 'stale'::text
+            WHEN public.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now()) THEN 'stale'::text
             ELSE 'fresh'::text
         END AS status_hint,
     NULL::bigint AS backlog,
     NULL::bigint AS oldest_pending_age_seconds,
         CASE
-            WHEN ((h.paused_at IS NULL) AND ((now() - h.last_beat_at) > make_interval(secs => (GREATEST(h.stale_threshold_seconds, cfg.floor_seconds))::double precision))) THEN
-            CASE
-                WHEN (g.gap_ratio < (10)::numeric) THEN 'warning'::text
-                ELSE 'critical'::text
-            END
+            WHEN ((h.paused_at IS NULL) AND public.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now())) THEN public.fn_queue_heartbeat_severity(g.gap_ratio)
             ELSE NULL::text
         END AS severity,
     (h.paused_at IS NOT NULL) AS paused,
@@ -3365,9 +3390,8 @@ UNION ALL
    FROM (((public.queue_heartbeat h
      LEFT JOIN public.queue_stale_alert sa ON ((sa.executor_id = h.executor_id)))
      CROSS JOIN cfg)
-     CROSS JOIN LATERAL ( SELECT a.age_seconds,
-            trunc(((a.age_seconds)::numeric / (h.expected_cadence_seconds)::numeric), 2) AS gap_ratio
-           FROM ( SELECT (floor(EXTRACT(epoch FROM (now() - h.last_beat_at))))::bigint AS age_seconds) a) g)
+     CROSS JOIN LATERAL ( SELECT (floor(EXTRACT(epoch FROM (now() - h.last_beat_at))))::bigint AS age_seconds,
+            public.fn_queue_heartbeat_gap_ratio(h.last_beat_at, h.expected_cadence_seconds, now()) AS gap_ratio) g)
 UNION ALL
  SELECT 'dead_letter_event'::text AS source,
     d.event_domain AS subject,
@@ -4106,10 +4130,24 @@ REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_floor_seconds() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_queue_heartbeat_floor_seconds() TO workflow_admin;
 
 --
+-- Name: FUNCTION fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone) TO workflow_admin;
+
+--
 -- Name: FUNCTION fn_queue_heartbeat_is_protected(p_executor_id text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_is_protected(p_executor_id text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone) TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_queue_heartbeat_may_beat(p_owner_role text); Type: ACL; Schema: public; Owner: -
@@ -4149,6 +4187,13 @@ GRANT ALL ON FUNCTION public.fn_queue_heartbeat_register(p_executor_id text, p_k
 
 REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_resume(p_executor_id text, p_actor text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_queue_heartbeat_resume(p_executor_id text, p_actor text) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_severity(p_gap_ratio numeric); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_severity(p_gap_ratio numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_queue_heartbeat_severity(p_gap_ratio numeric) TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_queue_heartbeat_tick(p_executor_name text, p_executor_kind text, p_status text, p_metadata jsonb); Type: ACL; Schema: public; Owner: -

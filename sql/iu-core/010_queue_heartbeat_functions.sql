@@ -134,6 +134,44 @@ AS $$
 $$;
 -- +goose StatementEnd
 
+-- The staleness assessment, each rule once, read by fn_queue_stale_check (012) and
+-- v_queue_health (015) alike. Three one-expression SQL functions, so the planner inlines
+-- them into both (no call per executor on 10,000 rows). All times are passed in, so the
+-- check and the view judge one instant.
+--   fn_queue_heartbeat_is_stale   silent for longer than greatest(own threshold, global floor)
+--   fn_queue_heartbeat_gap_ratio  whole seconds of silence / expected cadence, truncated to
+--                                 2 decimals (the value alerts report)
+--   fn_queue_heartbeat_severity   decided on that reported value: warning below 10,
+--                                 critical from 10 (a payload never shows 10.00 with warning)
+-- +goose StatementBegin
+CREATE FUNCTION fn_queue_heartbeat_is_stale(p_last_beat_at timestamptz, p_stale_threshold_seconds integer,
+                                            p_floor_seconds integer, p_now timestamptz)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT p_now - p_last_beat_at > make_interval(secs => greatest(p_stale_threshold_seconds, p_floor_seconds))
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamptz, p_expected_cadence_seconds integer,
+                                             p_now timestamptz)
+RETURNS numeric
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT trunc(floor(extract(epoch FROM (p_now - p_last_beat_at)))::numeric / p_expected_cadence_seconds, 2)
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_queue_heartbeat_severity(p_gap_ratio numeric)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN p_gap_ratio < 10 THEN 'warning' ELSE 'critical' END
+$$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE FUNCTION fn_queue_heartbeat_is_protected(p_executor_id text)
 RETURNS boolean
@@ -514,6 +552,9 @@ $$;
 REVOKE ALL ON TABLE queue_stale_alert FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_stale_alert_row() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_floor_seconds() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_queue_heartbeat_severity(numeric) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_is_protected(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_refusal(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_heartbeat_may_beat(text) FROM PUBLIC;
@@ -528,6 +569,10 @@ REVOKE ALL ON FUNCTION fn_queue_heartbeat_resume(text, text) FROM PUBLIC;
 -- v_queue_health (015) calls the floor helper, and a view's function calls are checked
 -- against its reader.
 GRANT EXECUTE ON FUNCTION fn_queue_heartbeat_floor_seconds() TO workflow_admin;
+-- v_queue_health inlines the assessment; inlining needs its reader's EXECUTE (pure functions).
+GRANT EXECUTE ON FUNCTION fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz) TO workflow_admin;
+GRANT EXECUTE ON FUNCTION fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz) TO workflow_admin;
+GRANT EXECUTE ON FUNCTION fn_queue_heartbeat_severity(numeric) TO workflow_admin;
 
 GRANT EXECUTE ON FUNCTION fn_queue_heartbeat_register(text, text, text[], integer, integer, text, text) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION fn_queue_heartbeat_pause(text, text, text) TO workflow_admin;
@@ -546,6 +591,9 @@ DROP FUNCTION fn_queue_heartbeat_refuse_foreign(text, text, text);
 DROP FUNCTION fn_queue_heartbeat_may_beat(text);
 DROP FUNCTION fn_queue_heartbeat_refusal(text);
 DROP FUNCTION fn_queue_heartbeat_is_protected(text);
+DROP FUNCTION fn_queue_heartbeat_severity(numeric);
+DROP FUNCTION fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz);
+DROP FUNCTION fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz);
 DROP FUNCTION fn_queue_heartbeat_floor_seconds();
 DELETE FROM dot_config WHERE key IN ('queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',
                                      'queue.heartbeat.protected_executors');

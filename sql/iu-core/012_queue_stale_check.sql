@@ -115,7 +115,7 @@ BEGIN
            count(*) FILTER (WHERE h.paused_at IS NOT NULL),
            count(*) FILTER (WHERE h.paused_at IS NULL
                               AND (a.alerted_at IS NOT NULL
-                                   OR h.last_beat_at < v_now - make_interval(secs => greatest(h.stale_threshold_seconds, v_floor))))
+                                   OR fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now)))
       INTO v_checked, v_paused, v_candidates
       FROM queue_heartbeat h
       LEFT JOIN queue_stale_alert a ON a.executor_id = h.executor_id;
@@ -129,7 +129,7 @@ BEGIN
               JOIN queue_heartbeat h ON h.executor_id = a.executor_id
              WHERE h.paused_at IS NULL
                AND (a.alerted_at IS NOT NULL
-                    OR h.last_beat_at < v_now - make_interval(secs => greatest(h.stale_threshold_seconds, v_floor)))
+                    OR fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
              ORDER BY a.executor_id
                FOR UPDATE OF a SKIP LOCKED
         LOOP
@@ -137,7 +137,7 @@ BEGIN
             v_threshold := greatest(r.stale_threshold_seconds, v_floor);
             v_age       := floor(extract(epoch FROM (v_now - r.last_beat_at)))::bigint;
 
-            IF v_now - r.last_beat_at > make_interval(secs => v_threshold) THEN
+            IF fn_queue_heartbeat_is_stale(r.last_beat_at, r.stale_threshold_seconds, v_floor, v_now) THEN
                 v_stale  := v_stale + 1;
                 v_window := make_interval(secs => 2 * v_threshold::bigint);  -- bigint: 2 x 2147483647 fits
 
@@ -167,10 +167,9 @@ BEGIN
                     v_open := false;
                 END IF;
 
-                -- Severity is decided on the very gap_ratio the payload reports: truncated (not
-                -- rounded) to 2 decimals, so 9.999 reads 9.99 / warning and critical means >= 10.
-                v_ratio    := trunc(v_age::numeric / r.expected_cadence_seconds, 2);
-                v_severity := CASE WHEN v_ratio < 10 THEN 'warning' ELSE 'critical' END;
+                -- The assessment of 010: severity decided on the very gap_ratio the payload reports.
+                v_ratio    := fn_queue_heartbeat_gap_ratio(r.last_beat_at, r.expected_cadence_seconds, v_now);
+                v_severity := fn_queue_heartbeat_severity(v_ratio);
                 v_since    := r.last_beat_at + make_interval(secs => v_threshold);
 
                 -- The window rule: no silent alert for this executor in the last 2 x threshold,

@@ -33,8 +33,8 @@
 -- checked against its reader): those of v_iu_route_worker_status (009) and
 -- fn_queue_heartbeat_floor_seconds (010, the one parser of the global floor, SECURITY
 -- DEFINER so the reader needs no access to dot_config).
--- severity and gap_ratio of a heartbeat row follow fn_queue_stale_check exactly: gap_ratio
--- = floor(age) / cadence truncated to 2 decimals, and severity is decided on that value.
+-- stale, gap_ratio and severity of a heartbeat row come from the same assessment functions
+-- fn_queue_stale_check uses (010), so the view and the alerts never disagree.
 
 -- +goose Up
 
@@ -77,14 +77,14 @@ SELECT 'heartbeat'::text,
        NULL::bigint,
        NULL::bigint,
        CASE WHEN h.paused_at IS NOT NULL THEN 'paused'
-            WHEN now() - h.last_beat_at > make_interval(secs => greatest(h.stale_threshold_seconds, cfg.floor_seconds)) THEN 'stale'
+            WHEN fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now()) THEN 'stale'
             ELSE 'fresh' END,
        NULL::bigint,
        NULL::bigint,
        -- same rule as fn_queue_stale_check: decided on the reported (truncated) gap_ratio
        CASE WHEN h.paused_at IS NULL
-             AND now() - h.last_beat_at > make_interval(secs => greatest(h.stale_threshold_seconds, cfg.floor_seconds))
-            THEN CASE WHEN g.gap_ratio < 10 THEN 'warning' ELSE 'critical' END END,
+             AND fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now())
+            THEN fn_queue_heartbeat_severity(g.gap_ratio) END,
        h.paused_at IS NOT NULL,
        g.gap_ratio,
        greatest(h.stale_threshold_seconds, cfg.floor_seconds),
@@ -101,8 +101,8 @@ SELECT 'heartbeat'::text,
   LEFT JOIN queue_stale_alert sa ON sa.executor_id = h.executor_id
  CROSS JOIN cfg
  CROSS JOIN LATERAL (
-       SELECT a.age_seconds, trunc(a.age_seconds::numeric / h.expected_cadence_seconds, 2) AS gap_ratio
-         FROM (SELECT floor(extract(epoch FROM (now() - h.last_beat_at)))::bigint AS age_seconds) a
+       SELECT floor(extract(epoch FROM (now() - h.last_beat_at)))::bigint AS age_seconds,
+              fn_queue_heartbeat_gap_ratio(h.last_beat_at, h.expected_cadence_seconds, now()) AS gap_ratio
  ) g
 UNION ALL
 SELECT 'dead_letter_event'::text,

@@ -28,8 +28,11 @@ var queueFunctions = pgtest.GrantMatrix{
 	"fn_queue_heartbeat_refusal(text)":                                        nil, // the protected-executor refusal
 	"fn_queue_heartbeat_may_beat(text)":                                       nil, // the owning-role rule
 	"fn_queue_heartbeat_refuse_foreign(text,text,text)":                       nil,
-	"fn_queue_stale_alert_row()":                                              nil, // trigger: alert-state row per executor
-	"fn_queue_alert_emit(text,text,text,jsonb)":                               nil, // the stale-check's own writer
+	"fn_queue_stale_alert_row()":                                              nil,                // trigger: alert-state row per executor
+	"fn_queue_alert_emit(text,text,text,jsonb)":                               nil,                // the stale-check's own writer
+	"fn_queue_heartbeat_is_stale(timestamptz,integer,integer,timestamptz)":    {"workflow_admin"}, // the assessment v_queue_health inlines
+	"fn_queue_heartbeat_gap_ratio(timestamptz,integer,timestamptz)":           {"workflow_admin"},
+	"fn_queue_heartbeat_severity(numeric)":                                    {"workflow_admin"},
 	"fn_queue_heartbeat_defaults(text)":                                       nil, // 008: default cadence and threshold
 	"fn_queue_executor_kinds()":                                               nil, // 008: the vocabulary
 	"fn_queue_heartbeat_floor_seconds()":                                      {"workflow_admin"},
