@@ -852,13 +852,7 @@ DECLARE
 BEGIN
     t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
     FOR e IN
-        SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
-               fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run) AS decision
-          FROM fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
-          LEFT JOIN iu_outbound_route rt
-                 ON rt.event_domain = p_event_domain
-                AND rt.event_type = p.event_type
-                AND rt.event_stream = p.event_stream
+        SELECT p.* FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
          ORDER BY p.txid, p.id
     LOOP
         t.claimed := t.claimed + 1;
@@ -913,17 +907,8 @@ DECLARE
     l_id       uuid;
     l_created  timestamptz;
 BEGIN
-    WITH page AS MATERIALIZED (
-        SELECT p.id, p.txid, p.event_type, p.event_stream, p.created_at
-          FROM fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
-    ), decided AS MATERIALIZED (
-        SELECT p.id, p.txid, rt.route_key, rt.route_kind,
-               fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run) AS decision
-          FROM page p
-          LEFT JOIN iu_outbound_route rt
-                 ON rt.event_domain = p_event_domain
-                AND rt.event_type = p.event_type
-                AND rt.event_stream = p.event_stream
+    WITH decided AS MATERIALIZED (
+        SELECT * FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
     ), ins AS (
         INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
         SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
@@ -933,7 +918,7 @@ BEGIN
         ON CONFLICT (idempotency_key, attempt_no) DO NOTHING
         RETURNING status
     )
-    SELECT (SELECT count(*) FROM page),
+    SELECT (SELECT count(*) FROM decided),
            i.n_dry, i.n_disabled, i.n_skipped,
            l.txid, l.id, l.created_at,
            dv.ids, dv.keys, dv.kinds
@@ -948,8 +933,8 @@ BEGIN
                          array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
                          array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
                     FROM decided d WHERE d.decision = 'deliver') dv
-      LEFT JOIN LATERAL (SELECT p.txid, p.id, p.created_at FROM page p
-                          ORDER BY p.txid DESC, p.id DESC LIMIT 1) l ON true;
+      LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
+                          ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
 
     t.claimed           := t.claimed + v_page;
     t.dry_run           := t.dry_run + k_dry;
@@ -1230,6 +1215,22 @@ BEGIN
         USING ERRCODE = 'P0002',
               HINT = format('Register it first: SELECT fn_iu_route_worker_register(%L);', p_worker_name);
 END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS TABLE(id uuid, txid xid8, created_at timestamp with time zone, route_key text, route_kind text, decision text)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
+           fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run)
+      FROM fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
+      LEFT JOIN iu_outbound_route rt
+             ON rt.event_domain = p_event_domain
+            AND rt.event_type = p.event_type
+            AND rt.event_stream = p.event_stream
 $$;
 
 --
@@ -3965,6 +3966,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_worker_lock(p_caller text, p_worker_na
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_not_registered(p_caller text, p_worker_name text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid); Type: ACL; Schema: public; Owner: -

@@ -21,7 +21,8 @@
 --                                  cursor sanity); the health function and v_queue_health read it
 -- A run, as the small functions it calls, in order:
 --   lock the cursor (SKIP LOCKED: busy, never wait) -> gates -> cursor sanity
---   -> per page: fn_iu_route_worker_claim (the next rows of the window)
+--   -> per page: fn_iu_route_worker_page (the next rows of the window, fn_iu_route_worker_claim,
+--                   each with its route and decision)
 --                fn_iu_route_worker_decide_page (decide + audit the page in one statement;
 --                   should it fail, fn_iu_route_worker_decide_each redoes it event by event)
 --                fn_iu_route_worker_deliver_page (the delivery seam, one isolated block per event)
@@ -319,6 +320,34 @@ $$;
 
 COMMENT ON FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) IS
     'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_page: the next page of the window with each event's route and
+-- decision (fn_iu_route_decide over the route resolved by (domain, type, stream); NULL
+-- route fields when none matches). The one query both decide_page and decide_each read.
+-- Inlinable SQL, like the claim it wraps.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_page(
+    p_event_domain text,
+    p_done         pg_snapshot,
+    p_window       pg_snapshot,
+    p_after_txid   xid8,
+    p_after_id     uuid,
+    p_limit        integer
+)
+RETURNS TABLE (id uuid, txid xid8, created_at timestamptz, route_key text, route_kind text, decision text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
+           fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run)
+      FROM fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
+      LEFT JOIN iu_outbound_route rt
+             ON rt.event_domain = p_event_domain
+            AND rt.event_type = p.event_type
+            AND rt.event_stream = p.event_stream
+$$;
+-- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
 -- Internal: what is still waiting for a worker (backlog) and how old the oldest of it is.
@@ -654,17 +683,8 @@ DECLARE
     l_id       uuid;
     l_created  timestamptz;
 BEGIN
-    WITH page AS MATERIALIZED (
-        SELECT p.id, p.txid, p.event_type, p.event_stream, p.created_at
-          FROM fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
-    ), decided AS MATERIALIZED (
-        SELECT p.id, p.txid, rt.route_key, rt.route_kind,
-               fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run) AS decision
-          FROM page p
-          LEFT JOIN iu_outbound_route rt
-                 ON rt.event_domain = p_event_domain
-                AND rt.event_type = p.event_type
-                AND rt.event_stream = p.event_stream
+    WITH decided AS MATERIALIZED (
+        SELECT * FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
     ), ins AS (
         INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
         SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
@@ -674,7 +694,7 @@ BEGIN
         ON CONFLICT (idempotency_key, attempt_no) DO NOTHING
         RETURNING status
     )
-    SELECT (SELECT count(*) FROM page),
+    SELECT (SELECT count(*) FROM decided),
            i.n_dry, i.n_disabled, i.n_skipped,
            l.txid, l.id, l.created_at,
            dv.ids, dv.keys, dv.kinds
@@ -689,8 +709,8 @@ BEGIN
                          array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
                          array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
                     FROM decided d WHERE d.decision = 'deliver') dv
-      LEFT JOIN LATERAL (SELECT p.txid, p.id, p.created_at FROM page p
-                          ORDER BY p.txid DESC, p.id DESC LIMIT 1) l ON true;
+      LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
+                          ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
 
     t.claimed           := t.claimed + v_page;
     t.dry_run           := t.dry_run + k_dry;
@@ -738,13 +758,7 @@ DECLARE
 BEGIN
     t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
     FOR e IN
-        SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
-               fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run) AS decision
-          FROM fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
-          LEFT JOIN iu_outbound_route rt
-                 ON rt.event_domain = p_event_domain
-                AND rt.event_type = p.event_type
-                AND rt.event_stream = p.event_stream
+        SELECT p.* FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
          ORDER BY p.txid, p.id
     LOOP
         t.claimed := t.claimed + 1;
@@ -1546,6 +1560,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)
 REVOKE ALL ON FUNCTION fn_iu_route_worker_lock(text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_attempt_tally_add(text, text, integer, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_holders(pg_snapshot, pg_snapshot) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_snapshot() FROM PUBLIC;
@@ -1600,6 +1615,7 @@ DROP FUNCTION fn_iu_route_worker_foreign_txids(text);
 DROP FUNCTION fn_iu_route_worker_snapshot();
 DROP FUNCTION fn_iu_route_worker_holders(pg_snapshot, pg_snapshot);
 DROP FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid);
+DROP FUNCTION fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor);
 DROP FUNCTION fn_iu_route_worker_lock(text, text, boolean);

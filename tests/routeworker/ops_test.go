@@ -179,6 +179,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_decide_each(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)": nil,
 	"fn_iu_route_worker_deliver_page(iu_route_run_tally,text)":                                               nil,
 	"fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_route_run_tally,jsonb)":       nil,
+	"fn_iu_route_worker_page(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                                nil,
 	"fn_iu_route_decide(text,boolean,boolean)":                                                               nil,
 	"fn_iu_route_idempotency_key(text,text,uuid)":                                                            nil,
 	"fn_iu_route_worker_require_name(text,text)":                                                             nil,
