@@ -221,8 +221,14 @@ func surfaces() []surface {
 	}
 }
 
+// errTimedOut: the surface gave up on its own statement timeout (iu-runner health reads
+// v_queue_health under the runner's call deadline). That is a figure, not a bench
+// failure: the table marks it and the time until it gave up is recorded.
+var errTimedOut = errors.New("statement timeout")
+
 // runnerHealth runs `iu-runner health` against the database; exit 0 (all well) and 3
-// (something stale or critical) are both answers, anything else is a failure.
+// (something stale or critical) are both answers, a statement timeout (SQLSTATE 57014)
+// is errTimedOut, anything else is a failure.
 func runnerHealth(b *testing.B, l *loaded) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -236,6 +242,9 @@ func runnerHealth(b *testing.B, l *loaded) error {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 3 {
 		return nil
+	}
+	if err != nil && strings.Contains(string(out), "57014") {
+		return errTimedOut
 	}
 	if err != nil {
 		return fmt.Errorf("iu-runner health: %v\n%s", err, out)
@@ -252,14 +261,17 @@ func runnerHelp(b *testing.B, _ *loaded) error {
 	return nil
 }
 
-func (s surface) time(ctx context.Context, b *testing.B, l *loaded) time.Duration {
+// time runs the surface once on l; timedOut reports errTimedOut (the duration is then
+// the time until the surface gave up).
+func (s surface) time(ctx context.Context, b *testing.B, l *loaded) (d time.Duration, timedOut bool) {
 	b.Helper()
 	t0 := time.Now()
 	if s.cmd != nil {
-		if err := s.cmd(b, l); err != nil {
+		err := s.cmd(b, l)
+		if err != nil && !errors.Is(err, errTimedOut) {
 			b.Fatal(err)
 		}
-		return time.Since(t0)
+		return time.Since(t0), err != nil
 	}
 	rows, err := l.db.Pool.Query(ctx, s.sql)
 	if err != nil {
@@ -271,7 +283,7 @@ func (s surface) time(ctx context.Context, b *testing.B, l *loaded) time.Duratio
 	if err := rows.Err(); err != nil {
 		b.Fatalf("%s: %v", s.name, err)
 	}
-	return time.Since(t0)
+	return time.Since(t0), false
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -290,30 +302,39 @@ func BenchmarkSurfaceGrowth(b *testing.B) {
 	defer cancel()
 	smallRows := envInt(b, "BENCH_GROWTH_SMALL", 1_000_000, 10_000)
 	largeRows := envInt(b, "BENCH_GROWTH_LARGE", 10_000_000, 10_000)
-	reps := envInt(b, "BENCH_GROWTH_REPS", 5, 1)
+	reps := envInt(b, "BENCH_GROWTH_REPS", 3, 1)
 	runnerBin.Path(b) // build before anything is timed
 
 	began := time.Now()
 	small := load(ctx, b, smallRows)
+	fmt.Printf("growth: loaded %d rows: %s\n", smallRows, strings.Join(small.steps, ", "))
 	large := load(ctx, b, largeRows)
+	fmt.Printf("growth: loaded %d rows: %s\n", largeRows, strings.Join(large.steps, ", "))
 	loadTime := time.Since(began)
 	dbs := []*loaded{small, large}
 
 	ss := surfaces()
 	times := make([][2][]time.Duration, len(ss))
+	timeouts := make([][2]int, len(ss))
 	// One untimed pass: plans cached in the pool's sessions, hot pages read, on both sides.
+	warm := time.Now()
 	for _, s := range ss {
 		for _, l := range dbs {
 			s.time(ctx, b, l)
 		}
 	}
+	fmt.Printf("growth: warm-up pass over every surface on both databases %s\n", time.Since(warm).Round(time.Millisecond))
 	b.ResetTimer()
 	for range b.N {
 		for r := range reps {
 			for i, s := range ss {
 				for k := range dbs {
 					j := (r + k) % 2
-					times[i][j] = append(times[i][j], s.time(ctx, b, dbs[j]))
+					d, timedOut := s.time(ctx, b, dbs[j])
+					times[i][j] = append(times[i][j], d)
+					if timedOut {
+						timeouts[i][j]++
+					}
 				}
 			}
 		}
@@ -323,7 +344,7 @@ func BenchmarkSurfaceGrowth(b *testing.B) {
 	var tbl strings.Builder
 	fmt.Fprintf(&tbl, "operator surfaces vs history: outbox %d rows (%d attempts) vs %d rows (%d attempts), 5%% iu, %d caught-up workers, %d executors; %d interleaved reps, medians; %d CPUs\n",
 		smallRows, small.attempts, largeRows, large.attempts, workers, executors, reps, runtime.NumCPU())
-	fmt.Fprintf(&tbl, "%-48s | %10s | %10s | %7s\n", "surface", "small ms", "large ms", "ratio")
+	fmt.Fprintf(&tbl, "%-52s | %10s | %10s | %7s\n", "surface", "small ms", "large ms", "ratio")
 	worst := 0.0
 	for i, s := range ss {
 		a, z := median(times[i][0]), median(times[i][1])
@@ -331,11 +352,17 @@ func BenchmarkSurfaceGrowth(b *testing.B) {
 		if !strings.Contains(s.name, "reference") && ratio > worst {
 			worst = ratio
 		}
-		fmt.Fprintf(&tbl, "%-48s | %10.2f | %10.2f | %7.2f\n", s.name, ms(a), ms(z), ratio)
+		mark := [2]string{" ", " "}
+		for j := range mark {
+			if timeouts[i][j] > 0 {
+				mark[j] = "T" // gave up on its statement timeout in at least one repetition
+			}
+		}
+		fmt.Fprintf(&tbl, "%-52s | %9.2f%s | %9.2f%s | %7.2f\n", s.name, ms(a), mark[0], ms(z), mark[1], ratio)
 		b.ReportMetric(ratio, fmt.Sprintf("ratio-%d", i+1))
 	}
 	b.ReportMetric(worst, "worst-ratio")
-	fmt.Fprintf(&tbl, "ratio = large / small (target <= 1.50 for every surface; worst %.2f)\n", worst)
+	fmt.Fprintf(&tbl, "ratio = large / small (target <= 1.50 for every surface; worst %.2f); T = gave up on its statement timeout (SQLSTATE 57014) in at least one repetition: the time is until it gave up, so the ratio is a lower bound\n", worst)
 	fmt.Fprintf(&tbl, "load (total %s): small: %s; large: %s", loadTime.Round(time.Second),
 		strings.Join(small.steps, ", "), strings.Join(large.steps, ", "))
 	fmt.Println(tbl.String())

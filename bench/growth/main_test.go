@@ -23,7 +23,7 @@
 //
 //	BENCH_GROWTH_SMALL  outbox rows of the small database (default 1,000,000)
 //	BENCH_GROWTH_LARGE  outbox rows of the large database (default 10,000,000)
-//	BENCH_GROWTH_REPS   interleaved repetitions per surface (default 5)
+//	BENCH_GROWTH_REPS   interleaved repetitions per surface (default 3, after one untimed pass)
 //
 // A quick look: BENCH_GROWTH_SMALL=100000 BENCH_GROWTH_LARGE=1000000 BENCH_GROWTH_REPS=3.
 package growthbench
