@@ -43,12 +43,17 @@ func requirePgq(ctx context.Context, b *testing.B, db *pgtest.DB) {
 	if err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pgq')`).Scan(&available); err != nil {
 		b.Fatal(err)
 	}
+	skip := func(msg string) {
+		b.Helper()
+		fmt.Println(b.Name() + ": SKIP: " + msg) // b.Skip's message shows only under -v
+		b.Skip(msg)
+	}
 	if !available {
-		b.Skipf("PgQ is not installable on the test server (no pgq in pg_available_extensions): "+
-			"install Debian's %s (apt-get install %s) and run again", pgqPackage, pgqPackage)
+		skip(fmt.Sprintf("PgQ is not installable on the test server (no pgq in pg_available_extensions): "+
+			"install Debian's %s (apt-get install %s) and run again", pgqPackage, pgqPackage))
 	}
 	if _, err := db.Pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pgq`); err != nil {
-		b.Skipf("CREATE EXTENSION pgq failed (the bench role needs to be allowed to install it): %v", err)
+		skip(fmt.Sprintf("CREATE EXTENSION pgq failed (the bench role needs to be allowed to install it): %v", err))
 	}
 }
 
