@@ -203,14 +203,6 @@ func medianF(xs []float64) float64 {
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
-func sum(ds []time.Duration) time.Duration {
-	var t time.Duration
-	for _, d := range ds {
-		t += d
-	}
-	return t
-}
-
 // pgqSetup is the bench's PgQ consumer: a copy of the attempt table (same columns,
 // defaults, CHECKs and unique keys, no triggers) and one function that does a consumer's
 // whole turn in one call and one transaction, like fn_iu_route_worker_run: next_batch,
