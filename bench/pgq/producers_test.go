@@ -16,7 +16,7 @@ import (
 // producer is one insert path: a single-row statement run by each client in autocommit.
 type producer struct {
 	key, label string
-	sql        string // $1: a subject ref, distinct per row
+	sql        string    // $1: a subject ref, distinct per row
 	rates      []float64 // rows per second, one per round
 }
 
