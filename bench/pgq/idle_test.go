@@ -1,0 +1,141 @@
+package pgqbench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// idlePhase is one idle measurement: per-call times of both sides, interleaved.
+type idlePhase struct {
+	name      string
+	ours, pgq []time.Duration
+}
+
+// flatness is the median of the last block over the median of the first.
+func flatness(ds []time.Duration, block int) float64 {
+	first, last := median(ds[:block]), median(ds[len(ds)-block:])
+	return float64(last) / float64(first)
+}
+
+// BenchmarkPgqIdle: an fn_iu_route_worker_run that finds nothing (a caught-up worker on
+// the shared outbox) against PgQ's pgq.next_batch with no new tick, called alternately
+// on one fresh clone per phase: "free" (nothing else running) and "held xid" (another
+// session inside a transaction that wrote, so the xmin horizon cannot advance and no
+// dead row version can be vacuumed). Per-call medians, ours/PgQ, and flatness: last
+// block / first block of 1,000 calls (target for ours: <= 1.5x PgQ, flatness <= 1.1).
+func BenchmarkPgqIdle(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	rows := envInt(b, "BENCH_OUTBOX_ROWS", defaultRows, 20_000)
+	calls := envInt(b, "BENCH_IDLE_CALLS", 10_000, 20)
+	block := 1000
+	if calls < 2*block {
+		block = calls / 2
+	}
+
+	tpl := pgtest.NewDB(b)
+	requirePgq(ctx, b, tpl)
+	loadOutbox(ctx, b, tpl, rows, false)
+	tpl.Pool.Close()
+	h := tpl.Harness()
+
+	var phases []idlePhase
+	for i, held := range []bool{false, true} {
+		name := "free"
+		if held {
+			name = "held xid"
+		}
+		b.Run("phase="+strings.ReplaceAll(name, " ", "_"), func(b *testing.B) {
+			var ph idlePhase
+			for range b.N {
+				b.StopTimer()
+				dbName := fmt.Sprintf("%s_idle%d", tpl.Name, i)
+				conn := cloneDB(ctx, b, h, tpl.Name, dbName)
+				const worker = "bench_idle"
+				exec(ctx, b, conn, "registering the worker", `SELECT fn_iu_route_worker_register($1)`, worker)
+				caught := catchUp(ctx, b, conn, worker)
+				pgqQueue(ctx, b, conn, "idle_q", "idle_c")
+				exec(ctx, b, conn, "scratch table", `CREATE TABLE bench_hold (x int)`)
+				exec(ctx, b, conn, "vacuum analyze", `VACUUM ANALYZE`)
+				b.Logf("%s: worker caught up over %d events", name, caught)
+				if held {
+					holder := connect(ctx, b, h.Server.DBURL(dbName))
+					tx, err := holder.Begin(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer tx.Rollback(context.Background())
+					var xid *string
+					if err := tx.QueryRow(ctx, `INSERT INTO bench_hold VALUES (1) RETURNING pg_current_xact_id_if_assigned()::text`).Scan(&xid); err != nil || xid == nil {
+						b.Fatalf("holding an xid: %v %v", xid, err)
+					}
+				}
+				ph = idlePhase{name: name}
+				b.StartTimer()
+				for c := range calls {
+					ourCall := func() {
+						t0 := time.Now()
+						r := workerRun(ctx, b, conn, worker, 100)
+						ph.ours = append(ph.ours, time.Since(t0))
+						if r.Claimed != 0 {
+							b.Fatalf("idle worker run claimed %d", r.Claimed)
+						}
+					}
+					pgqCall := func() {
+						t0 := time.Now()
+						n := pgqEmpty(ctx, b, conn)
+						ph.pgq = append(ph.pgq, time.Since(t0))
+						if n != nil {
+							b.Fatalf("pgq.next_batch on an idle queue returned batch %d", *n)
+						}
+					}
+					if c%2 == 0 {
+						ourCall()
+						pgqCall()
+					} else {
+						pgqCall()
+						ourCall()
+					}
+				}
+			}
+			b.ReportMetric(us(median(ph.ours)), "ours-µs/call")
+			b.ReportMetric(us(median(ph.pgq)), "pgq-µs/call")
+			b.ReportMetric(float64(median(ph.ours))/float64(median(ph.pgq)), "ours/pgq")
+			b.ReportMetric(flatness(ph.ours, block), "ours-last/first")
+			b.ReportMetric(flatness(ph.pgq, block), "pgq-last/first")
+			phases = append(phases, ph)
+		})
+	}
+
+	var tbl strings.Builder
+	fmt.Fprintf(&tbl, "idle cost: caught-up fn_iu_route_worker_run(w, 100) vs empty pgq.next_batch, %d calls each per phase, alternating; shared outbox %d rows\n", calls, rows)
+	fmt.Fprintf(&tbl, "%-9s | %10s %10s %8s | %11s %11s %11s %11s\n", "phase", "ours µs", "PgQ µs", "ours/PgQ",
+		"ours first", "ours last", "ours l/f", "PgQ l/f")
+	for _, ph := range phases {
+		fmt.Fprintf(&tbl, "%-9s | %10.0f %10.0f %8s | %11.0f %11.0f %11s %11s\n", ph.name,
+			us(median(ph.ours)), us(median(ph.pgq)), fmtRatio(float64(median(ph.ours))/float64(median(ph.pgq))),
+			us(median(ph.ours[:block])), us(median(ph.ours[len(ph.ours)-block:])),
+			fmtRatio(flatness(ph.ours, block)), fmtRatio(flatness(ph.pgq, block)))
+	}
+	fmt.Fprintf(&tbl, "µs = median per call (round trip included); first/last = median of the first/last block of %d calls; l/f = last/first\n", block)
+	fmt.Fprintf(&tbl, "held xid: another session's open transaction that wrote a row, for the whole phase\n")
+	fmt.Fprintf(&tbl, "target: ours/PgQ <= 1.5 and ours l/f <= 1.1 with the held xid")
+	fmt.Println(tbl.String())
+}
+
+// pgqEmpty calls pgq.next_batch on the idle queue; nil means no batch (the idle answer).
+func pgqEmpty(ctx context.Context, b *testing.B, conn *pgx.Conn) *int64 {
+	b.Helper()
+	var id *int64
+	if err := conn.QueryRow(ctx, `SELECT pgq.next_batch('idle_q', 'idle_c')`).Scan(&id); err != nil {
+		b.Fatalf("pgq.next_batch: %v", err)
+	}
+	return id
+}

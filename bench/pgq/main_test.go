@@ -1,0 +1,56 @@
+// Package pgqbench measures the route worker and the producer path against PgQ, the
+// PostgreSQL queue this package is modelled on, in one interleaved run per figure:
+//
+//	go test -run '^$' -bench . -benchtime 1x ./bench/pgq/
+//
+// PgQ comes from Debian's postgresql-15-pgq3 package (apt-get install postgresql-15-pgq3);
+// the throwaway cluster the harness starts from the local PostgreSQL 15 binaries then has
+// the extension available. When pg_available_extensions has no pgq, every benchmark here
+// skips with a message naming the package (these are benchmarks, not CI tests: .ci/run
+// does not install it).
+//
+// Three benchmarks, each printing a table of ratios measured in the same run:
+//
+//   - BenchmarkPgqThroughput: events routed per second at batch 100/1000/5000 by
+//     fn_iu_route_worker_run over a shared outbox (5 % iu) and over an outbox of only iu
+//     events, against a PgQ consumer of a queue of the same iu events doing the same
+//     audit work per event (one row with a unique idempotency key in a copy of the
+//     attempt table, position advanced by pgq.finish_batch in the same transaction).
+//     Each side runs on its own fresh clone; runs are interleaved; medians.
+//   - BenchmarkPgqIdle: the per-call cost of a run that finds nothing (a caught-up
+//     worker) against PgQ's empty pgq.next_batch, without and with another session
+//     holding an xid open (a transaction that wrote), and its flatness: median of the
+//     last block of 1,000 calls / median of the first.
+//   - BenchmarkPgqProducers: single-row insert rates with 2 concurrent clients,
+//     synchronous_commit off, ~1M rows already present: pgq.insert_event,
+//     fn_iu_emit_event, a direct INSERT into event_outbox, a bare table with the
+//     outbox's columns and indexes (no CHECKs, no triggers) and the same bare table with
+//     only the NOTIFY bridge's trigger copied onto it (gate as installed: closed).
+//     Medians of 3 interleaved rounds.
+//
+// Environment (defaults are the figures' sizes; shrink for a quick look):
+//
+//	BENCH_OUTBOX_ROWS       shared outbox rows (default 1,000,000; 5 % iu)
+//	BENCH_PGQ_RUNS          batches timed per batch size (default 61/21/7 for 100/1000/5000;
+//	                        a number caps all three)
+//	BENCH_IDLE_CALLS        idle calls per side and phase (default 10,000; blocks of 1,000)
+//	BENCH_PRODUCER_SECONDS  seconds per producer measurement (default 5)
+//	BENCH_PRODUCER_ROUNDS   interleaved rounds (default 3)
+package pgqbench
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		// Plain `go test ./...` selects no benchmark: do not start a PostgreSQL for nothing.
+		os.Exit(m.Run())
+	}
+	os.Exit(pgtest.Main(m))
+}

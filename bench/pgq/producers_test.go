@@ -1,0 +1,196 @@
+package pgqbench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// producer is one insert path: a single-row statement run by each client in autocommit.
+type producer struct {
+	key, label string
+	sql        string    // $1: a subject ref, distinct per row
+	rates      []float64 // rows per second, one per round
+}
+
+// bareTables: copies of event_outbox made in the bench database with
+// CREATE TABLE ... (LIKE event_outbox ...), so they follow whatever the migrations
+// install: columns, defaults, NOT NULLs and indexes always; CHECKs only where asked;
+// triggers never (LIKE copies none), except the NOTIFY bridge's, copied explicitly.
+var bareTables = []struct{ name, like string }{
+	{"bench_bare", "INCLUDING DEFAULTS INCLUDING INDEXES"},
+	{"bench_bare_checks", "INCLUDING DEFAULTS INCLUDING INDEXES INCLUDING CONSTRAINTS"},
+	{"bench_bare_bridge", "INCLUDING DEFAULTS INCLUDING INDEXES"},
+}
+
+// BenchmarkPgqProducers: single-row insert rates, 2 concurrent clients, synchronous_commit
+// off, with as many rows already present in each target as in the outbox (default
+// 1,000,000): pgq.insert_event, fn_iu_emit_event, a direct INSERT into event_outbox,
+// bare copies of the outbox (no CHECKs, no triggers / with its CHECKs / with only the
+// NOTIFY bridge's trigger, gate as installed). Each round measures every path for a
+// fixed time, in a rotating order; the figure is the median of the rounds.
+func BenchmarkPgqProducers(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	rows := envInt(b, "BENCH_OUTBOX_ROWS", defaultRows, 20_000)
+	seconds := envInt(b, "BENCH_PRODUCER_SECONDS", 5, 1)
+	rounds := envInt(b, "BENCH_PRODUCER_ROUNDS", 3, 1)
+
+	db := pgtest.NewDB(b)
+	requirePgq(ctx, b, db)
+	loadStart := time.Now()
+	loadOutbox(ctx, b, db, rows, false)
+	conn := connect(ctx, b, db.URL)
+	bridge := prepareProducers(ctx, b, conn, rows)
+	exec(ctx, b, conn, "vacuum analyze", `VACUUM ANALYZE`)
+	var gate string
+	if err := conn.QueryRow(ctx, `SELECT coalesce((SELECT value FROM dot_config WHERE key = 'queue.notify.bridge_enabled'), '(unset)')`).Scan(&gate); err != nil {
+		b.Fatal(err)
+	}
+	loadTime := time.Since(loadStart).Round(time.Millisecond)
+
+	const outboxCols = `(event_domain, event_type, event_stream, event_subject_table, event_subject_ref, safe_payload)
+	                    VALUES ('iu', 'unit_version_created', 'main', 'unit', $1, '{}'::jsonb)`
+	producers := []*producer{
+		{key: "pgq", label: "pgq.insert_event", sql: `SELECT pgq.insert_event('prod_q', 'unit_version_created', '{}', 'main', 'unit', $1, NULL)`},
+		{key: "emit", label: "fn_iu_emit_event", sql: `SELECT fn_iu_emit_event('iu', 'unit_version_created', 'main', 'standard', 'info', 'unit', $1, '{}'::jsonb)`},
+		{key: "direct", label: "INSERT event_outbox", sql: `INSERT INTO event_outbox ` + outboxCols},
+		{key: "bare", label: "bare (no CHECKs/triggers)", sql: `INSERT INTO bench_bare ` + outboxCols},
+		{key: "checks", label: "bare + outbox CHECKs", sql: `INSERT INTO bench_bare_checks ` + outboxCols},
+	}
+	if bridge != "" {
+		producers = append(producers, &producer{key: "bridge", label: "bare + bridge trigger",
+			sql: `INSERT INTO bench_bare_bridge ` + outboxCols})
+	}
+
+	clients := make([]*pgx.Conn, 2)
+	for i := range clients {
+		clients[i] = connect(ctx, b, db.URL)
+		exec(ctx, b, clients[i], "synchronous_commit off", `SET synchronous_commit = off`)
+	}
+	// One untimed second per path first: statements prepared, the indexes' hot pages read.
+	for _, p := range producers {
+		insertRate(ctx, b, clients, p, time.Second)
+	}
+	b.ResetTimer()
+	for range b.N {
+		for r := range rounds {
+			for k := range producers {
+				p := producers[(r+k)%len(producers)]
+				p.rates = append(p.rates, insertRate(ctx, b, clients, p, time.Duration(seconds)*time.Second))
+			}
+		}
+	}
+	b.StopTimer()
+	rate := map[string]float64{}
+	for _, p := range producers {
+		rate[p.key] = medianF(p.rates)
+		b.ReportMetric(rate[p.key], p.key+"-rows/s")
+	}
+	b.ReportMetric(rate["emit"]/rate["pgq"], "emit/pgq")
+	b.ReportMetric(rate["direct"]/rate["bare"], "direct/bare")
+
+	var tbl strings.Builder
+	fmt.Fprintf(&tbl, "producer insert rates: single-row autocommit inserts, %d clients, synchronous_commit off, ~%d rows present in each target, %d rounds x %ds, loaded in %s; NOTIFY gate %q\n",
+		len(clients), rows, rounds, seconds, loadTime, gate)
+	fmt.Fprintf(&tbl, "%-27s | %10s | %s\n", "path", "rows/s", "each round")
+	for _, p := range producers {
+		var each []string
+		for _, x := range p.rates {
+			each = append(each, fmt.Sprintf("%.0f", x))
+		}
+		fmt.Fprintf(&tbl, "%-27s | %10.0f | %s\n", p.label, rate[p.key], strings.Join(each, " "))
+	}
+	fmt.Fprintf(&tbl, "ratios: emit/PgQ %s (target >= 0.8), direct/bare %s (target >= 0.9), direct/PgQ %s, bare+CHECKs/bare %s",
+		fmtRatio(rate["emit"]/rate["pgq"]), fmtRatio(rate["direct"]/rate["bare"]), fmtRatio(rate["direct"]/rate["pgq"]),
+		fmtRatio(rate["checks"]/rate["bare"]))
+	if bridge != "" {
+		fmt.Fprintf(&tbl, ", bare+bridge/bare %s (closed gate: target ~1.00; trigger %s)", fmtRatio(rate["bridge"]/rate["bare"]), bridge)
+	} else {
+		fmt.Fprintf(&tbl, "; no NOTIFY bridge trigger found on event_outbox: not measured")
+	}
+	fmt.Println(tbl.String())
+}
+
+// prepareProducers builds the PgQ queue and the bare copies with `rows` rows each and
+// returns the name of the NOTIFY bridge's trigger copied onto bench_bare_bridge ("" when
+// event_outbox has none).
+func prepareProducers(ctx context.Context, b *testing.B, conn *pgx.Conn, rows int) string {
+	b.Helper()
+	exec(ctx, b, conn, "pgq.create_queue", `SELECT pgq.create_queue('prod_q')`)
+	var table, seq string
+	if err := conn.QueryRow(ctx, `SELECT queue_data_pfx || '_' || queue_cur_table, queue_event_seq FROM pgq.queue WHERE queue_name = 'prod_q'`).Scan(&table, &seq); err != nil {
+		b.Fatalf("finding the PgQ event table: %v", err)
+	}
+	// The queue's current event table directly, in one statement (what pgq.insert_event
+	// writes, without a function call per row).
+	exec(ctx, b, conn, "preloading the PgQ queue", `
+		INSERT INTO `+table+` (ev_id, ev_time, ev_txid, ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3)
+		SELECT nextval($2), now(), txid_current(), 'unit_version_created', '{}', 'main', 'unit', 'u-' || g
+		  FROM generate_series(1, $1::int) g`, rows, seq)
+	for _, t := range bareTables {
+		exec(ctx, b, conn, "creating "+t.name, `CREATE TABLE `+t.name+` (LIKE event_outbox `+t.like+`)`)
+		exec(ctx, b, conn, "preloading "+t.name, `INSERT INTO `+t.name+` SELECT * FROM event_outbox LIMIT $1`, rows)
+	}
+	// The bridge's trigger, as the migrations define it, re-pointed at the bare copy.
+	var name, def string
+	err := conn.QueryRow(ctx, `
+		SELECT t.tgname, pg_get_triggerdef(t.oid)
+		  FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+		 WHERE t.tgrelid = 'event_outbox'::regclass AND NOT t.tgisinternal
+		   AND (p.proname LIKE '%notify%' OR p.proname LIKE '%wake%')
+		 ORDER BY t.tgname LIMIT 1`).Scan(&name, &def)
+	if err == pgx.ErrNoRows {
+		return ""
+	}
+	if err != nil {
+		b.Fatalf("finding the NOTIFY bridge trigger: %v", err)
+	}
+	moved := strings.Replace(def, " ON public.event_outbox ", " ON public.bench_bare_bridge ", 1)
+	moved = strings.Replace(moved, " ON event_outbox ", " ON bench_bare_bridge ", 1)
+	if moved == def {
+		b.Fatalf("cannot re-point the bridge trigger: %s", def)
+	}
+	exec(ctx, b, conn, "copying the bridge trigger", moved)
+	return name
+}
+
+// insertRate runs p from every client for d and returns the total rows per second.
+func insertRate(ctx context.Context, b *testing.B, clients []*pgx.Conn, p *producer, d time.Duration) float64 {
+	b.Helper()
+	var wg sync.WaitGroup
+	counts := make([]int, len(clients))
+	errs := make([]error, len(clients))
+	start := time.Now()
+	deadline := start.Add(d)
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; time.Now().Before(deadline); n++ {
+				if _, err := c.Exec(ctx, p.sql, fmt.Sprintf("u-%d-%d", i, n)); err != nil {
+					errs[i] = fmt.Errorf("%s: %w", p.label, err)
+					return
+				}
+				counts[i]++
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	total := 0
+	for i := range clients {
+		if errs[i] != nil {
+			b.Fatal(errs[i])
+		}
+		total += counts[i]
+	}
+	return float64(total) / elapsed.Seconds()
+}

@@ -1,0 +1,162 @@
+package pgqbench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// batchPlan: batch size and how many consecutive batches one measurement times (the
+// figure is the median run, robust to a noisy neighbour and to the first call's plan).
+var batchPlan = []struct{ batch, runs int }{
+	{100, 61},
+	{1000, 21},
+	{5000, 7},
+}
+
+// side is one consumer measured at one batch size.
+type side struct {
+	name   string
+	events int
+	perRun []time.Duration
+	step   func() int // one batch; returns the events it consumed
+}
+
+func (s *side) run() {
+	t0 := time.Now()
+	n := s.step()
+	s.perRun = append(s.perRun, time.Since(t0))
+	s.events += n
+}
+
+// rate is events per second at the median run.
+func (s *side) rate() float64 {
+	return float64(s.events) / float64(len(s.perRun)) / median(s.perRun).Seconds()
+}
+
+// BenchmarkPgqThroughput: events routed per second at batch 100/1000/5000 by the route
+// worker over a shared outbox (5 % iu) and over an outbox of only iu events, next to a
+// PgQ consumer of a queue of the same iu events doing the same audit work, measured
+// interleaved run by run on three fresh clones; the figures are ours/PgQ.
+func BenchmarkPgqThroughput(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	rows := envInt(b, "BENCH_OUTBOX_ROWS", defaultRows, 20_000)
+	maxRuns := envInt(b, "BENCH_PGQ_RUNS", 0, 3)
+
+	shared := pgtest.NewDB(b)
+	requirePgq(ctx, b, shared)
+	loadStart := time.Now()
+	loadOutbox(ctx, b, shared, rows, false)
+	if _, err := shared.Pool.Exec(ctx, pgqSetup); err != nil {
+		b.Fatalf("PgQ consumer setup: %v", err)
+	}
+	iuOnly := pgtest.NewDB(b)
+	loadOutbox(ctx, b, iuOnly, rows, true)
+	loadTime := time.Since(loadStart).Round(time.Millisecond)
+	var iu int
+	shared.QueryRow(b, `SELECT count(*) FROM event_outbox WHERE event_domain = 'iu'`, nil, &iu)
+	shared.Pool.Close() // a template may have no other sessions
+	iuOnly.Pool.Close()
+	h := shared.Harness()
+
+	type result struct {
+		batch, runs     int
+		shared, iu, pgq *side
+	}
+	var results []result
+	seq := 0
+	for _, p := range batchPlan {
+		runs := p.runs
+		if maxRuns > 0 && maxRuns < runs {
+			runs = maxRuns
+		}
+		b.Run(fmt.Sprintf("batch=%d", p.batch), func(b *testing.B) {
+			if p.batch*runs > iu {
+				b.Fatalf("plan %d x %d exceeds the %d iu events: raise BENCH_OUTBOX_ROWS or lower BENCH_PGQ_RUNS", runs, p.batch, iu)
+			}
+			var r result
+			for range b.N {
+				seq++
+				b.StopTimer()
+				ws := cloneDB(ctx, b, h, shared.Name, fmt.Sprintf("%s_ws%d", shared.Name, seq))
+				wi := cloneDB(ctx, b, h, iuOnly.Name, fmt.Sprintf("%s_wi%d", shared.Name, seq))
+				pq := cloneDB(ctx, b, h, shared.Name, fmt.Sprintf("%s_pq%d", shared.Name, seq))
+				pgqQueue(ctx, b, pq, "bench_q", "bench_c")
+				pgqLoadBatches(ctx, b, pq, "bench_q", p.batch, runs)
+				r = result{batch: p.batch, runs: runs,
+					shared: workerSide(ctx, b, "ours, shared outbox", ws, p.batch),
+					iu:     workerSide(ctx, b, "ours, iu-only outbox", wi, p.batch),
+					pgq:    pgqSide(ctx, b, pq, p.batch)}
+				sides := []*side{r.shared, r.iu, r.pgq}
+				b.StartTimer()
+				// Interleaved, run by run, the order rotating, so all three see the same
+				// background load.
+				for i := range runs {
+					for k := range sides {
+						sides[(i+k)%len(sides)].run()
+					}
+				}
+			}
+			b.ReportMetric(r.shared.rate(), "shared-events/s")
+			b.ReportMetric(r.iu.rate(), "iuonly-events/s")
+			b.ReportMetric(r.pgq.rate(), "pgq-events/s")
+			b.ReportMetric(r.shared.rate()/r.pgq.rate(), "shared/pgq")
+			b.ReportMetric(r.iu.rate()/r.pgq.rate(), "iuonly/pgq")
+			results = append(results, r)
+		})
+	}
+
+	var tbl strings.Builder
+	fmt.Fprintf(&tbl, "route worker vs PgQ throughput: shared outbox %d rows (%d iu), iu-only outbox %d rows, PgQ queue of the same iu events; loaded in %s; %d CPUs\n",
+		rows, iu, iu, loadTime, runtime.NumCPU())
+	fmt.Fprintf(&tbl, "%6s %5s | %11s %9s | %11s %9s | %11s %9s | %10s %10s\n", "batch", "runs",
+		"shared ms", "ev/s", "iu-only ms", "ev/s", "PgQ ms", "ev/s", "shared/PgQ", "iu-only/PgQ")
+	for _, r := range results {
+		fmt.Fprintf(&tbl, "%6d %5d | %11.2f %9.0f | %11.2f %9.0f | %11.2f %9.0f | %10s %10s\n", r.batch, r.runs,
+			ms(median(r.shared.perRun)), r.shared.rate(), ms(median(r.iu.perRun)), r.iu.rate(),
+			ms(median(r.pgq.perRun)), r.pgq.rate(), fmtRatio(r.shared.rate()/r.pgq.rate()), fmtRatio(r.iu.rate()/r.pgq.rate()))
+	}
+	fmt.Fprintf(&tbl, "ms per batch at the median run; ratios are events/s ours / PgQ (> 1: ours faster); same audit row per event on both sides; three fresh clones, runs interleaved\n")
+	fmt.Fprintf(&tbl, "target: ours/PgQ >= 1.2 at batch 1000 and 5000")
+	fmt.Println(tbl.String())
+}
+
+// workerSide registers a fresh worker on conn; each step is one fn_iu_route_worker_run
+// that must claim a full batch.
+func workerSide(ctx context.Context, b *testing.B, name string, conn *pgx.Conn, batch int) *side {
+	b.Helper()
+	const worker = "bench_worker"
+	exec(ctx, b, conn, "registering the worker", `SELECT fn_iu_route_worker_register($1)`, worker)
+	exec(ctx, b, conn, "warming the iu rows", `SELECT count(event_type) FROM event_outbox WHERE event_domain = 'iu'`)
+	return &side{name: name, step: func() int {
+		r := workerRun(ctx, b, conn, worker, batch)
+		if r.Claimed != batch {
+			b.Fatalf("%s: worker run claimed %d of %d", name, r.Claimed, batch)
+		}
+		return r.Claimed
+	}}
+}
+
+// pgqSide: each step is one bench_pgq_consume call that must consume one full chunk.
+func pgqSide(ctx context.Context, b *testing.B, conn *pgx.Conn, batch int) *side {
+	b.Helper()
+	exec(ctx, b, conn, "warming the PgQ rows", `SELECT count(ev_type) FROM pgq.event_template`)
+	return &side{name: "PgQ", step: func() int {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT bench_pgq_consume('bench_q', 'bench_c')`).Scan(&n); err != nil {
+			b.Fatalf("PgQ consumer: %v", err)
+		}
+		if n != batch {
+			b.Fatalf("PgQ batch held %d events, want %d", n, batch)
+		}
+		return n
+	}}
+}
