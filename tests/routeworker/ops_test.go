@@ -169,6 +169,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_run(text,integer)":                                     {"dot_executor", "workflow_admin"},
 	"fn_iu_route_worker_reset_cursor(text)":                                    {"workflow_admin"},
 	"fn_iu_route_dead_letter_replay(uuid)":                                     {"workflow_admin"},
+	"fn_iu_route_dead_letter_replay_many(jsonb,integer)":                       {"workflow_admin"}, // 016
 	"fn_iu_route_worker_health(text)":                                          {"workflow_admin"},
 	"fn_iu_route_worker_pending(text,pg_snapshot,pg_snapshot,xid8,uuid)":       {"workflow_admin"},
 	"fn_iu_route_worker_claim(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)": nil,
