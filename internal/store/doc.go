@@ -6,6 +6,7 @@
 //	RunWorker     SELECT fn_iu_route_worker_run($worker, $batch)      -> WorkerRun
 //	StaleCheck    SELECT fn_queue_stale_check()                        -> raw jsonb
 //	ReapLeases    SELECT fn_job_reap_expired_leases()                  -> raw jsonb
+//	PruneJobs     SELECT fn_job_prune()                                -> raw jsonb
 //	Heartbeat     SELECT fn_queue_heartbeat_tick($id, $kind, 'ok', $m) -> raw jsonb
 //	Ping          SELECT 1
 //	DatabaseName  SELECT current_database()
