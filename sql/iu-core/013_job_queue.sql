@@ -326,14 +326,25 @@ BEGIN
            FROM unnest(p_dedupe_keys) WITH ORDINALITY AS k(key, ord)
           WHERE k.key IS NOT NULL;
     END IF;
-    -- The first bad payload gets the same message a single enqueue would give.
-    SELECT e.ord, e.value INTO v_bad
-      FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord)
-     WHERE jsonb_typeof(e.value) <> 'object' OR NOT fn_iu_payload_is_clean(e.value)
-     ORDER BY e.ord
-     LIMIT 1;
-    IF FOUND THEN
+    -- One pass over the whole array (the hygiene test looks at every depth, elements
+    -- included); only when it fails is the first bad element found, so it gets the same
+    -- message a single enqueue would give.
+    IF p_payloads @? '$[*] ? (@.type() != "object")' OR NOT fn_iu_payload_is_clean(p_payloads) THEN
+        SELECT e.ord, e.value INTO v_bad
+          FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord)
+         WHERE jsonb_typeof(e.value) <> 'object' OR NOT fn_iu_payload_is_clean(e.value)
+         ORDER BY e.ord
+         LIMIT 1;
         PERFORM fn_iu_payload_require_clean('fn_job_enqueue_many', format('p_payloads[%s]', v_bad.ord - 1), v_bad.value);
+    END IF;
+
+    IF p_dedupe_keys IS NULL THEN
+        -- No keys, no conflicts: the ids are drawn first and returned as they are.
+        v_ids := ARRAY(SELECT gen_random_uuid() FROM generate_series(1, v_n));
+        INSERT INTO job_queue (job_id, job_kind, event_domain, payload, process_after, max_attempts)
+        SELECT v_ids[e.ord], p_job_kind, p_event_domain, e.value, v_after, p_max_attempts
+          FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord);
+        RETURN v_ids;
     END IF;
 
     -- Ids are drawn before the INSERT so each element can be matched to its row; an element
@@ -341,7 +352,7 @@ BEGIN
     -- already in the table).
     WITH input AS MATERIALIZED (
         SELECT e.ord, gen_random_uuid() AS new_id, e.value AS payload,
-               CASE WHEN p_dedupe_keys IS NOT NULL THEN p_dedupe_keys[e.ord] END AS dedupe_key
+               p_dedupe_keys[e.ord] AS dedupe_key
           FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord)
     ), ins AS (
         INSERT INTO job_queue (job_id, job_kind, event_domain, payload, process_after, max_attempts, dedupe_key)
