@@ -33,13 +33,16 @@ build: ## Build bin/iu-runner
 
 lint: ## go vet, gofmt check, staticcheck
 	$(GO) vet ./...
+	cd bench/river && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@if [ -x $(STATICCHECK) ] || GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2 2>/dev/null; then \
 	  $(STATICCHECK) ./...; else echo "staticcheck unavailable (module proxy unreachable?): skipped"; fi
 
-bench: ## Run the benchmarks once each (figures as ratios against same-run baselines)
+bench: ## Run the benchmarks once each (figures as ratios against same-run baselines), then the River comparison
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench/...
+	@# bench/river is its own module (River stays out of the product's go.mod): ./bench/... skips it.
+	cd bench/river && $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m .
 
 goose: $(GOOSE) ## Build the plain goose CLI into bin/
 
