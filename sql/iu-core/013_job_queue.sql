@@ -54,8 +54,23 @@
 
 -- +goose Up
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_job_new_id()
+RETURNS uuid
+LANGUAGE sql VOLATILE PARALLEL SAFE
+AS $$
+    -- A time-ordered job id (the UUIDv7 layout: 48 bits of Unix milliseconds, then random
+    -- bits, version 7). Why: ids drawn in enqueue order land at the right edge of the
+    -- primary key and of the due index instead of on random pages, so enqueueing stays as
+    -- cheap with a million rows in the table as with none.
+    SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+                  PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+                  FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid
+$$;
+-- +goose StatementEnd
+
 CREATE TABLE job_queue (
-    job_id           uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+    job_id           uuid        PRIMARY KEY DEFAULT fn_job_new_id(),
     job_kind         text        NOT NULL CHECK (job_kind <> ''),
     event_domain     text        NOT NULL CHECK (event_domain <> ''),
     status           text        NOT NULL DEFAULT 'queued'
@@ -82,8 +97,10 @@ CREATE TABLE job_queue (
 COMMENT ON TABLE job_queue IS
     'Lease-based job queue. Enqueue with fn_job_enqueue(_many), work with fn_job_claim / fn_job_extend_lease / fn_job_complete(_many) / fn_job_fail(_many).';
 
--- At most one live job per dedupe key; finished jobs free the key.
-CREATE UNIQUE INDEX job_queue_dedupe_live_uq ON job_queue (dedupe_key) WHERE status IN ('queued', 'running');
+-- At most one live job per dedupe key; finished jobs free the key. Jobs without a key stay
+-- out of the index, so they pay nothing for it.
+CREATE UNIQUE INDEX job_queue_dedupe_live_uq ON job_queue (dedupe_key)
+    WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running');
 -- Claim: due queued jobs of one kind, oldest due first (the index supplies the order).
 CREATE INDEX job_queue_due_idx ON job_queue (job_kind, process_after, job_id) WHERE status = 'queued';
 -- Backlog per (kind, domain) for v_queue_health.
@@ -262,7 +279,7 @@ BEGIN
     LOOP
         INSERT INTO job_queue (job_kind, event_domain, payload, process_after, max_attempts, dedupe_key)
         VALUES (p_job_kind, p_event_domain, v_payload, v_after, p_max_attempts, p_dedupe_key)
-        ON CONFLICT (dedupe_key) WHERE status IN ('queued', 'running') DO NOTHING
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
         RETURNING job_id INTO v_id;
         IF v_id IS NOT NULL THEN
             RETURN v_id;
@@ -340,7 +357,7 @@ BEGIN
 
     IF p_dedupe_keys IS NULL THEN
         -- No keys, no conflicts: the ids are drawn first and returned as they are.
-        v_ids := ARRAY(SELECT gen_random_uuid() FROM generate_series(1, v_n));
+        v_ids := ARRAY(SELECT fn_job_new_id() FROM generate_series(1, v_n));
         INSERT INTO job_queue (job_id, job_kind, event_domain, payload, process_after, max_attempts)
         SELECT v_ids[e.ord], p_job_kind, p_event_domain, e.value, v_after, p_max_attempts
           FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord);
@@ -351,7 +368,7 @@ BEGIN
     -- whose key conflicted takes the id of the live job (inserted earlier in this batch, or
     -- already in the table).
     WITH input AS MATERIALIZED (
-        SELECT e.ord, gen_random_uuid() AS new_id, e.value AS payload,
+        SELECT e.ord, fn_job_new_id() AS new_id, e.value AS payload,
                p_dedupe_keys[e.ord] AS dedupe_key
           FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord)
     ), ins AS (
@@ -359,7 +376,7 @@ BEGIN
         SELECT i.new_id, p_job_kind, p_event_domain, i.payload, v_after, p_max_attempts, i.dedupe_key
           FROM input i
          ORDER BY i.ord
-        ON CONFLICT (dedupe_key) WHERE status IN ('queued', 'running') DO NOTHING
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
         RETURNING job_id, dedupe_key
     )
     SELECT array_agg(coalesce(mine.job_id, batch.job_id, live.job_id) ORDER BY i.ord)
@@ -400,29 +417,26 @@ AS $$
 DECLARE
     v_kinds text[];
 BEGIN
-    PERFORM fn_iu_require_name('fn_job_claim', 'p_worker', p_worker);
     IF p_job_kinds IS NULL OR cardinality(p_job_kinds) = 0 THEN
         RAISE EXCEPTION 'fn_job_claim: p_job_kinds required (an array of job kinds)' USING ERRCODE = '22023';
     END IF;
-    PERFORM fn_job_require_range('fn_job_claim', 'the number of p_job_kinds', cardinality(p_job_kinds), 1, 100);
-    PERFORM fn_iu_require_name('fn_job_claim', 'p_job_kinds', k) FROM unnest(p_job_kinds) AS k;
-    PERFORM fn_job_require_range('fn_job_claim', 'p_limit', p_limit, 1, 1000);
-    PERFORM fn_job_require_range('fn_job_claim', 'p_lease_seconds', p_lease_seconds, 1, 86400);
+    -- Every argument check in one statement (a claim is the hot path).
+    PERFORM fn_iu_require_name('fn_job_claim', 'p_worker', p_worker),
+            fn_job_require_range('fn_job_claim', 'the number of p_job_kinds', cardinality(p_job_kinds), 1, 100),
+            fn_job_require_range('fn_job_claim', 'p_limit', p_limit, 1, 1000),
+            fn_job_require_range('fn_job_claim', 'p_lease_seconds', p_lease_seconds, 1, 86400),
+            (SELECT count(fn_iu_require_name('fn_job_claim', 'p_job_kinds', k)) FROM unnest(p_job_kinds) AS k);
 
-    v_kinds := ARRAY(SELECT DISTINCT k FROM unnest(p_job_kinds) AS k
-                      WHERE NOT EXISTS (SELECT 1 FROM job_kind_pause p WHERE p.job_kind = k));
-    IF cardinality(v_kinds) = 0 THEN
-        RETURN;
-    END IF;
-
-    IF cardinality(v_kinds) = 1 THEN
+    IF cardinality(p_job_kinds) = 1 THEN
+        -- One kind: the pause check is part of the claim statement (evaluated once).
         RETURN QUERY
         WITH due AS (
             SELECT j.job_id
               FROM job_queue j
              WHERE j.status = 'queued'
-               AND j.job_kind = v_kinds[1]
+               AND j.job_kind = p_job_kinds[1]
                AND j.process_after <= now()
+               AND NOT EXISTS (SELECT 1 FROM job_kind_pause p WHERE p.job_kind = p_job_kinds[1])
              ORDER BY j.process_after, j.job_id
              LIMIT p_limit
                FOR UPDATE SKIP LOCKED
@@ -437,6 +451,12 @@ BEGIN
           FROM due
          WHERE j.job_id = due.job_id
         RETURNING j.*;
+        RETURN;
+    END IF;
+
+    v_kinds := ARRAY(SELECT DISTINCT k FROM unnest(p_job_kinds) AS k
+                      WHERE NOT EXISTS (SELECT 1 FROM job_kind_pause p WHERE p.job_kind = k));
+    IF cardinality(v_kinds) = 0 THEN
         RETURN;
     END IF;
 
@@ -1076,6 +1096,7 @@ ON CONFLICT (key) DO NOTHING;
 
 REVOKE ALL ON TABLE job_queue, job_dead_letter, job_kind_pause FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_job_dead_letter_guard() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_job_new_id() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_job_require_process_after(text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_job_require_range(text, text, integer, integer, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_job_holds_lease(job_queue, text, uuid) FROM PUBLIC;
@@ -1155,3 +1176,4 @@ DROP TABLE job_kind_pause;
 DROP TABLE job_dead_letter;
 DROP FUNCTION fn_job_dead_letter_guard();
 DROP TABLE job_queue;
+DROP FUNCTION fn_job_new_id();

@@ -41,6 +41,7 @@ var queueFunctions = pgtest.GrantMatrix{
 	"fn_job_require_batch(text,text,uuid[],uuid[])":                      nil,
 	"fn_job_complete_one(text,uuid,text,uuid)":                           nil,
 	"fn_queue_dead_letter_filter(text,jsonb,text)":                       nil, // 016
+	"fn_job_new_id()":                                                    nil,
 	"fn_job_fail_one(text,uuid,text,text,uuid)":                          nil,
 	"fn_queue_notify_enabled()":                                          {"workflow_admin", "dot_executor"},
 	"fn_queue_actor(text)":                                               nil,
