@@ -357,8 +357,8 @@ func rate(b *testing.B, n int, f func() error) float64 {
 // 1,000,000 finished jobs. Repetitions interleave the systems (the order alternates) and
 // the figures are medians; between runs each system's run jobs are deleted and its table
 // vacuumed the same way. Then claim latency at 1, 4 and 16 concurrent claimers (100 per
-// claim, from a 50,000-job backlog): our fn_job_claim against River's own fetch statement
-// (its driver's JobGetAvailable), p50 and p99.
+// claim): our fn_job_claim against River's own fetch statement
+// (its driver's JobGetAvailable), p50 and p99, in rounds that alternate the systems.
 func BenchmarkRiverComparison(b *testing.B) {
 	p := params{
 		jobs:     envInt("IU_BENCH_RIVER_JOBS", 50000),
@@ -444,22 +444,24 @@ func BenchmarkRiverComparison(b *testing.B) {
 		}
 	}
 
-	// Claim latency, on the empty-table databases.
+	// Claim latency, on the empty-table databases: 320 claims of 100 per concurrency
+	// level and system, in 4 rounds that alternate which system goes first.
 	s := scenarios[0]
-	backlog := 50000
+	const claimsPerLevel, rounds = 320, 4
+	backlog := 3 * claimsPerLevel * claimBatch
 	for _, q := range []queue{s.ours, s.river} {
 		if err := q.enqueue(ctx, backlog); err != nil {
 			b.Fatal(err)
 		}
 	}
-	fmt.Fprintf(out, "claim latency, %d per claim from a %d-job backlog (ms):\n", claimBatch, backlog)
+	fmt.Fprintf(out, "claim latency, %d per claim, %d claims per level from a %d-job backlog, %d alternating rounds (ms):\n",
+		claimBatch, claimsPerLevel, backlog, rounds)
 	fmt.Fprintf(out, "%-10s %10s %10s %10s %10s %10s\n", "claimers", "ours p50", "River p50", "ours p99", "River p99", "p50 ratio")
 	for _, c := range []int{1, 4, 16} {
-		lat := func(q queue) []time.Duration {
+		per := claimsPerLevel / c / rounds // claims per claimer per round
+		lat := func(q queue, all *[]time.Duration) {
 			var mu sync.Mutex
-			var all []time.Duration
 			var wg sync.WaitGroup
-			per := 160 / c
 			for i := range c {
 				wg.Add(1)
 				go func() {
@@ -472,23 +474,27 @@ func BenchmarkRiverComparison(b *testing.B) {
 						}
 						d := time.Since(began)
 						mu.Lock()
-						all = append(all, d)
+						*all = append(*all, d)
 						mu.Unlock()
 					}
 				}()
 			}
 			wg.Wait()
-			return all
 		}
 		var o, v []time.Duration
-		if c%2 == 0 { // alternate who goes first
-			o, v = lat(s.ours), lat(s.river)
-		} else {
-			v, o = lat(s.river), lat(s.ours)
+		for r := range rounds {
+			if r%2 == 0 {
+				lat(s.ours, &o)
+				lat(s.river, &v)
+			} else {
+				lat(s.river, &v)
+				lat(s.ours, &o)
+			}
 		}
 		op50, vp50 := percentile(o, 0.5), percentile(v, 0.5)
 		fmt.Fprintf(out, "%-10d %10.2f %10.2f %10.2f %10.2f %9.2fx\n", c, op50, vp50, percentile(o, 0.99), percentile(v, 0.99), vp50/op50)
 		b.ReportMetric(op50, fmt.Sprintf("claim-p50-ms-%dclaimers", c))
+		b.ReportMetric(vp50/op50, fmt.Sprintf("claim-p50-ratio-%dclaimers", c))
 	}
 	fmt.Fprintf(out, "(ratio > 1: ours is faster; for latency, River p50 / ours p50)\n")
 	fmt.Print(out.String())
