@@ -39,6 +39,7 @@ lint: ## go mod tidy check, go vet, gofmt check, staticcheck
 	@# // indirect) and go.sum must hold every checksum: -diff prints what tidy would change.
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
+	cd bench/river && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@if [ -x $(STATICCHECK) ] || GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2 2>/dev/null; then \
@@ -52,8 +53,10 @@ deploy-check: build ## Check deploy/ with promtool, systemd-analyze and the depl
 	deploy/check/systemd.sh $(BIN)/iu-runner deploy/systemd/*.service deploy/systemd/*.timer
 	cd deploy/check && $(GO) vet ./... && { [ ! -x $(STATICCHECK) ] || $(STATICCHECK) ./...; } && $(GO) test -count=1 ./...
 
-bench: ## Run the benchmarks once each (figures as ratios against same-run baselines)
+bench: ## Run the benchmarks once each (figures as ratios against same-run baselines), then the River comparison
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench/...
+	@# bench/river is its own module (River stays out of the product's go.mod): ./bench/... skips it.
+	cd bench/river && $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m .
 
 goose: $(GOOSE) ## Build the plain goose CLI into bin/
 

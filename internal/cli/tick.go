@@ -20,7 +20,7 @@ func runTick(ctx context.Context, args []string, env Env) int {
 	budget := fs.Duration("budget", 50*time.Second, "time budget for the worker runs; the next tick continues (0: none)")
 	maxBatches := fs.Int("max-batches", 0, "batch budget per worker (0: none)")
 	skipStale := fs.Bool("skip-stale-check", false, "do not run fn_queue_stale_check()")
-	skipReap := fs.Bool("skip-reap", false, "do not run fn_job_reap_expired_leases()")
+	skipReap := fs.Bool("skip-reap", false, "do not run fn_job_reap_expired_leases() nor fn_job_prune() (both need workflow_admin)")
 	executorID := fs.String("executor-id", "", "also beat this executor's heartbeat (fn_queue_heartbeat_tick, kind external_worker)")
 	synopsis := "iu-runner tick [flags]\n\n" +
 		"One pass for cron: for each worker, run batches until one comes back short (caught up),\n" +

@@ -397,6 +397,13 @@ func (s *Service) housekeeping(ctx context.Context, nextStale, nextReap *time.Ti
 		} else {
 			s.log.Debug("lease reaper", "result", res.Raw)
 		}
+		if p, ok := s.db.(tick.Pruner); ok {
+			if raw, err := p.PruneJobs(ctx); err != nil {
+				s.dbError("prune", err)
+			} else {
+				s.log.Debug("job prune", "result", raw)
+			}
+		}
 	}
 }
 

@@ -6,6 +6,7 @@
 //	RunWorker     SELECT fn_iu_route_worker_run($worker, $batch)      -> WorkerRun
 //	StaleCheck    SELECT fn_queue_stale_check()                        -> StaleCheck
 //	ReapLeases    SELECT fn_job_reap_expired_leases()                  -> Reap
+//	PruneJobs     SELECT fn_job_prune()                                -> raw jsonb (passed through, not read)
 //	QueueHealth   SELECT * FROM v_queue_health                         -> []QueueHealthRow
 //	Heartbeat     SELECT fn_queue_heartbeat_tick($id, $kind, 'ok', $m) -> raw jsonb (not read)
 //	Ping          SELECT 1

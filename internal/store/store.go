@@ -68,6 +68,12 @@ func (s *Store) ReapLeases(ctx context.Context) (Reap, error) {
 	return ParseReap(raw)
 }
 
+// PruneJobs runs fn_job_prune(): finished jobs past queue.job.retention_seconds, one
+// bounded batch.
+func (s *Store) PruneJobs(ctx context.Context) (json.RawMessage, error) {
+	return s.jsonCall(ctx, "running fn_job_prune()", "SELECT fn_job_prune()::text")
+}
+
 // Heartbeat writes the runner's own heartbeat through fn_queue_heartbeat_tick with status
 // ok, warn or error (metadata must pass the payload-hygiene check: no body, content, raw,
 // secret... keys).

@@ -17,8 +17,9 @@
 // the time budget is already spent, so a tick always reports gated or busy.
 //
 // Then (tick only; the service runs them on their own cadence) fn_queue_stale_check() and
-// fn_job_reap_expired_leases(). Each call is its own transaction, so a pass interrupted
-// between calls leaves nothing half done: the worker's cursor moves only with its attempts.
+// fn_job_reap_expired_leases(), then fn_job_prune() when the DB is a Pruner (the store is).
+// Each call is its own transaction, so a pass interrupted between calls leaves nothing half
+// done: the worker's cursor moves only with its attempts.
 //
 // Deadlines: with a time budget the worker runs' context ends one call timeout
 // (Options.CallTimeout) after the budget, on top of the store's per-call deadline.

@@ -17,6 +17,12 @@ type DB interface {
 	ReapLeases(ctx context.Context) (store.Reap, error)
 }
 
+// Pruner is a DB that also deletes finished jobs past their retention (fn_job_prune);
+// store.Store is one. The pruning runs right after the reaper, on the reaper's cadence.
+type Pruner interface {
+	PruneJobs(ctx context.Context) (json.RawMessage, error)
+}
+
 // Why a worker's drain stopped.
 const (
 	StopCaughtUp = "caught_up"
@@ -161,7 +167,7 @@ type Options struct {
 	Budget     time.Duration // time budget for the worker runs (0: none)
 	MaxBatches int           // per worker (0: none)
 	SkipStale  bool          // do not run fn_queue_stale_check
-	SkipReap   bool          // do not run fn_job_reap_expired_leases
+	SkipReap   bool          // do not run fn_job_reap_expired_leases (nor fn_job_prune)
 	// CallTimeout is one call's client-side deadline; with a Budget, the worker runs as a
 	// whole are bounded by Budget + CallTimeout (the last batch may start just before the
 	// budget ends and then runs at most one call timeout).
@@ -181,6 +187,7 @@ type Summary struct {
 	Claimed     int64           `json:"claimed"`
 	StaleCheck  json.RawMessage `json:"stale_check,omitempty"`
 	Reaper      json.RawMessage `json:"reaper,omitempty"`
+	Pruned      json.RawMessage `json:"pruned,omitempty"`
 	DurationMS  int64           `json:"duration_ms"`
 	Errors      []string        `json:"errors,omitempty"`
 }
@@ -232,6 +239,13 @@ func Run(ctx context.Context, db DB, o Options) (Summary, error) {
 			errs = append(errs, err)
 		}
 		s.Reaper = res.Raw
+		if p, ok := db.(Pruner); ok && live() {
+			raw, err := p.PruneJobs(ctx)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			s.Pruned = raw
+		}
 	}
 	s.Interrupted = stop.Err() != nil
 	for _, e := range errs {

@@ -29,6 +29,8 @@
 --   backlog_job_queue  one per (job kind, domain) with queued jobs: count in events_seen and
 --                      backlog, newest enqueue in last_seen_at, oldest in
 --                      oldest_pending_age_seconds, due-now count in detail.
+--   job_kind_paused    one per paused job kind (claims skip it): status_hint 'paused', paused
+--                      true, its queued jobs in backlog, reason and actor in detail.
 -- The view calls functions that are granted to workflow_admin (a view's function calls are
 -- checked against its reader): those of v_iu_route_worker_status (009) and
 -- fn_queue_heartbeat_floor_seconds (010, the one parser of the global floor, SECURITY
@@ -172,10 +174,29 @@ SELECT 'backlog_job_queue'::text,
        jsonb_build_object('due_now', count(*) FILTER (WHERE j.process_after <= now()))
   FROM job_queue j
  WHERE j.status = 'queued'
- GROUP BY j.job_kind, j.event_domain;
+ GROUP BY j.job_kind, j.event_domain
+UNION ALL
+SELECT 'job_kind_paused'::text,
+       p.job_kind,
+       NULL::text,
+       p.paused_at,
+       floor(extract(epoch FROM (now() - p.paused_at)))::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       'paused',
+       (SELECT count(*) FROM job_queue q WHERE q.status = 'queued' AND q.job_kind = p.job_kind),
+       NULL::bigint,
+       NULL::text,
+       true,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       jsonb_build_object('paused_reason', p.reason, 'paused_by', p.paused_by)
+  FROM job_kind_pause p;
 
 COMMENT ON VIEW v_queue_health IS
-    'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job and backlog_job_queue rows. Watch status_hint stale / open and severity.';
+    'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue and job_kind_paused rows. Watch status_hint stale / open and severity.';
 
 REVOKE ALL ON v_queue_health FROM PUBLIC;
 GRANT SELECT ON v_queue_health TO workflow_admin;

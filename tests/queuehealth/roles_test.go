@@ -43,6 +43,26 @@ var queueFunctions = pgtest.GrantMatrix{
 	"fn_job_dead_letter_guard()":                                              nil,
 	"fn_queue_wake_notify_event_outbox()":                                     nil,
 	"fn_queue_wake_notify_job_queue()":                                        nil,
+	"fn_job_complete(uuid,text,uuid)":                                         {"dot_executor"},
+	"fn_job_fail(uuid,text,text,uuid)":                                        {"dot_executor"},
+	"fn_job_extend_lease(uuid,text,uuid,integer)":                             {"dot_executor"},
+	"fn_job_enqueue_many(text,text,jsonb,timestamptz,text[],integer)":         {"dot_executor"},
+	"fn_job_complete_many(text,uuid[],uuid[])":                                {"dot_executor"},
+	"fn_job_fail_many(text,uuid[],uuid[],text[])":                             {"dot_executor"},
+	"fn_job_prune(integer)":                                                   {"workflow_admin"},
+	"fn_job_kind_pause(text,text,text)":                                       {"workflow_admin"},
+	"fn_job_kind_resume(text,text)":                                           {"workflow_admin"},
+	"fn_job_dead_letter_replay_many(jsonb,integer)":                           {"workflow_admin"},
+	"fn_job_require_process_after(text,timestamptz)":                          nil,
+	"fn_job_require_range(text,text,integer,integer,integer)":                 nil,
+	"fn_job_holds_lease(job_queue,text,uuid)":                                 nil,
+	"fn_job_retry_delay(integer)":                                             nil,
+	"fn_job_error_text(text)":                                                 nil,
+	"fn_job_require_batch(text,text,uuid[],uuid[])":                           nil,
+	"fn_job_complete_one(text,uuid,text,uuid)":                                nil,
+	"fn_queue_dead_letter_filter(text,jsonb,text)":                            nil, // 016
+	"fn_job_new_id()":                                                         nil,
+	"fn_job_fail_one(text,uuid,text,text,uuid)":                               nil,
 }
 
 // Rule: PUBLIC executes none of them; each group role executes exactly its share; every

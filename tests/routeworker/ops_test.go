@@ -197,6 +197,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_dead_letter_immutable()":                       nil,                                // 008 trigger
 	"fn_iu_route_worker_cursor_stamp_reset()":                   nil,                                // 008 trigger
 	"fn_iu_route_dead_letter_no_delete()":                       nil,                                // 008 trigger
+	"fn_iu_route_dead_letter_replay_many(jsonb,integer)":        {"workflow_admin"},                 // 016
 }
 
 // Rule: the grant matrix of the route worker's functions holds exactly, PUBLIC executes
