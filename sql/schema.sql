@@ -1318,9 +1318,9 @@ BEGIN
             OR p_after_txid IS NULL
             OR NOT pg_visible_in_snapshot(c.txid, p_window)
             OR (c.txid, c.id) > (p_after_txid, p_after_id)
-         LIMIT 100001
+         LIMIT 10001
     )
-    SELECT least(count(*), 100000), min(w.created_at), count(*) > 100000
+    SELECT least(count(*), 10000), min(w.created_at), count(*) > 10000
       FROM waiting w;
 END;
 $$;

@@ -352,7 +352,7 @@ $$;
 -- ---------------------------------------------------------------------------------------
 -- Internal: what is still waiting for a worker (backlog) and how old the oldest of it is.
 -- Rows not visible in done_snapshot, minus what the open window already consumed; only
--- committed rows count (the statement's snapshot). The count stops at 100,000 (capped:
+-- committed rows count (the statement's snapshot). The count stops at 10,000 (capped:
 -- true), so a look at a worker that never ran, or is far behind, costs the same on a
 -- 10-million-row log as on a small one; oldest_created_at is then the oldest of those.
 -- ---------------------------------------------------------------------------------------
@@ -394,9 +394,9 @@ BEGIN
             OR p_after_txid IS NULL
             OR NOT pg_visible_in_snapshot(c.txid, p_window)
             OR (c.txid, c.id) > (p_after_txid, p_after_id)
-         LIMIT 100001
+         LIMIT 10001
     )
-    SELECT least(count(*), 100000), min(w.created_at), count(*) > 100000
+    SELECT least(count(*), 10000), min(w.created_at), count(*) > 10000
       FROM waiting w;
 END;
 $$;
