@@ -373,31 +373,51 @@ SET search_path = public, pg_temp
 -- outbox to count a caught-up worker's zero rows. With the values, both branches are
 -- index range scans on (event_domain, txid, id) whose cost follows the backlog.
 SET plan_cache_mode = force_custom_plan
+-- A few index probes: starting parallel workers costs more than the whole answer.
+SET max_parallel_workers_per_gather = 0
 AS $$
+DECLARE
+    v_xip    xid8;
+    v_n      bigint;
+    v_min    timestamptz;
+    v_total  bigint := 0;
+    v_oldest timestamptz;
 BEGIN
     PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_pending');
-    RETURN QUERY
-    WITH cand AS (
-        SELECT o.id, o.txid, o.created_at
-          FROM pg_snapshot_xip(coalesce(p_done, '1:1:'::pg_snapshot)) AS x(xip_txid)
-          JOIN event_outbox o ON o.event_domain = p_event_domain AND o.txid = x.xip_txid
-        UNION ALL
-        (SELECT o.id, o.txid, o.created_at
-           FROM event_outbox o
-          WHERE o.event_domain = p_event_domain
-            AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-          ORDER BY o.txid, o.id)
-    ), waiting AS (
-        SELECT c.created_at
-          FROM cand c
-         WHERE p_window IS NULL
-            OR p_after_txid IS NULL
-            OR NOT pg_visible_in_snapshot(c.txid, p_window)
-            OR (c.txid, c.id) > (p_after_txid, p_after_id)
-         LIMIT 10001
-    )
-    SELECT least(count(*), 10000), min(w.created_at), count(*) > 10000
-      FROM waiting w;
+    -- (a) transactions in progress when done was taken: one index probe per xid, each
+    -- planned with its own value (usually none or a handful)
+    FOREACH v_xip IN ARRAY coalesce(ARRAY(SELECT pg_snapshot_xip(p_done)), '{}') LOOP
+        SELECT count(*), min(w.created_at) INTO v_n, v_min
+          FROM (SELECT o.created_at
+                  FROM event_outbox o
+                 WHERE o.event_domain = p_event_domain AND o.txid = v_xip
+                   AND (p_window IS NULL OR p_after_txid IS NULL
+                        OR NOT pg_visible_in_snapshot(o.txid, p_window)
+                        OR (o.txid, o.id) > (p_after_txid, p_after_id))
+                 LIMIT 10001) w;
+        v_total := v_total + v_n;
+        v_oldest := least(v_oldest, v_min);
+        EXIT WHEN v_total > 10000;
+    END LOOP;
+    -- (b) transactions that started after done: one range, in index order, cut at the cap
+    IF v_total <= 10000 THEN
+        SELECT count(*), min(w.created_at) INTO v_n, v_min
+          FROM (SELECT o.created_at
+                  FROM event_outbox o
+                 WHERE o.event_domain = p_event_domain
+                   AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+                   AND (p_window IS NULL OR p_after_txid IS NULL
+                        OR NOT pg_visible_in_snapshot(o.txid, p_window)
+                        OR (o.txid, o.id) > (p_after_txid, p_after_id))
+                 ORDER BY o.txid, o.id
+                 LIMIT 10001 - v_total) w;
+        v_total := v_total + v_n;
+        v_oldest := least(v_oldest, v_min);
+    END IF;
+    pending := least(v_total, 10000);
+    oldest_created_at := v_oldest;
+    capped := v_total > 10000;
+    RETURN NEXT;
 END;
 $$;
 -- +goose StatementEnd
