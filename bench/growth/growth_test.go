@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,19 +21,6 @@ const (
 	executors = 1000
 	fresh     = "growth_fresh" // registered, never run
 )
-
-func envInt(b *testing.B, name string, def, least int) int {
-	b.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < least {
-		b.Fatalf("%s=%q: want an integer >= %d", name, s, least)
-	}
-	return n
-}
 
 func workerName(i int) string { return fmt.Sprintf("growth_w%d", i+1) }
 
@@ -300,9 +286,9 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 func BenchmarkSurfaceGrowth(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
-	smallRows := envInt(b, "BENCH_GROWTH_SMALL", 1_000_000, 10_000)
-	largeRows := envInt(b, "BENCH_GROWTH_LARGE", 10_000_000, 10_000)
-	reps := envInt(b, "BENCH_GROWTH_REPS", 3, 1)
+	smallRows := pgtest.EnvInt(b, "BENCH_GROWTH_SMALL", 1_000_000, 10_000)
+	largeRows := pgtest.EnvInt(b, "BENCH_GROWTH_LARGE", 10_000_000, 10_000)
+	reps := pgtest.EnvInt(b, "BENCH_GROWTH_REPS", 3, 1)
 	runnerBin.Path(b) // build before anything is timed
 
 	began := time.Now()

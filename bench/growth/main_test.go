@@ -29,7 +29,6 @@
 package growthbench
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -41,11 +40,8 @@ import (
 var runnerBin runnertest.Binary
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		// Plain `go test ./...` selects no benchmark: do not start a PostgreSQL for nothing.
-		os.Exit(m.Run())
-	}
+	// The harness starts PostgreSQL on the first NewDB: `go test ./...` runs no benchmark
+	// and starts none.
 	code := pgtest.Main(m)
 	runnerBin.Cleanup()
 	os.Exit(code)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -20,20 +18,6 @@ const (
 	iuEvery     = 20 // 1 row in 20 is 'iu': 5 %
 	pgqPackage  = "postgresql-15-pgq3"
 )
-
-// envInt reads a positive integer from the environment, def when unset.
-func envInt(b *testing.B, name string, def, least int) int {
-	b.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < least {
-		b.Fatalf("%s=%q: want an integer >= %d", name, s, least)
-	}
-	return n
-}
 
 // requirePgq skips b unless the server can install the pgq extension, and installs it
 // into db otherwise.

@@ -33,8 +33,8 @@ func flatness(ds []time.Duration, block int) float64 {
 func BenchmarkPgqIdle(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	rows := envInt(b, "BENCH_OUTBOX_ROWS", defaultRows, 20_000)
-	calls := envInt(b, "BENCH_IDLE_CALLS", 10_000, 20)
+	rows := pgtest.EnvInt(b, "BENCH_OUTBOX_ROWS", defaultRows, 20_000)
+	calls := pgtest.EnvInt(b, "BENCH_IDLE_CALLS", 10_000, 20)
 	block := 1000
 	if calls < 2*block {
 		block = calls / 2

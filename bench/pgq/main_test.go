@@ -39,7 +39,6 @@
 package pgqbench
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -47,10 +46,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		// Plain `go test ./...` selects no benchmark: do not start a PostgreSQL for nothing.
-		os.Exit(m.Run())
-	}
+	// The harness starts PostgreSQL on the first NewDB: `go test ./...` runs no benchmark
+	// and starts none.
 	os.Exit(pgtest.Main(m))
 }

@@ -39,9 +39,9 @@ var bareTables = []struct{ name, like string }{
 func BenchmarkPgqProducers(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	rows := envInt(b, "BENCH_OUTBOX_ROWS", defaultRows, 20_000)
-	seconds := envInt(b, "BENCH_PRODUCER_SECONDS", 5, 1)
-	rounds := envInt(b, "BENCH_PRODUCER_ROUNDS", 3, 1)
+	rows := pgtest.EnvInt(b, "BENCH_OUTBOX_ROWS", defaultRows, 20_000)
+	seconds := pgtest.EnvInt(b, "BENCH_PRODUCER_SECONDS", 5, 1)
+	rounds := pgtest.EnvInt(b, "BENCH_PRODUCER_ROUNDS", 3, 1)
 
 	db := pgtest.NewDB(b)
 	requirePgq(ctx, b, db)

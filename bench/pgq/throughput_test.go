@@ -48,8 +48,8 @@ func (s *side) rate() float64 {
 func BenchmarkPgqThroughput(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	rows := envInt(b, "BENCH_OUTBOX_ROWS", defaultRows, 20_000)
-	maxRuns := envInt(b, "BENCH_PGQ_RUNS", 0, 3)
+	rows := pgtest.EnvInt(b, "BENCH_OUTBOX_ROWS", defaultRows, 20_000)
+	maxRuns := pgtest.EnvInt(b, "BENCH_PGQ_RUNS", 0, 3)
 
 	shared := pgtest.NewDB(b)
 	requirePgq(ctx, b, shared)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,17 +28,6 @@ var batchPlan = []struct{ batch, runs int }{
 	{100, 61},
 	{1000, 21},
 	{5000, 7},
-}
-
-func outboxRows(b *testing.B) int {
-	if s := os.Getenv("BENCH_OUTBOX_ROWS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 100_000 {
-			b.Fatalf("BENCH_OUTBOX_ROWS=%q: want an integer >= 100000", s)
-		}
-		return n
-	}
-	return defaultRows
 }
 
 // load fills the outbox with one INSERT ... SELECT generate_series: 5 % 'iu' spread over
@@ -273,7 +260,7 @@ type result struct {
 func BenchmarkRouteWorkerThroughput(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	rows := outboxRows(b)
+	rows := pgtest.EnvInt(b, "BENCH_OUTBOX_ROWS", defaultRows, 100_000)
 	db := pgtest.NewDB(b)
 	loadStart := time.Now()
 	load(ctx, b, db, rows)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -41,4 +42,20 @@ func Unavailable(t testing.TB, format string, args ...any) {
 		t.Fatalf("CI is set, so this is a failure, not a skip: "+format, args...)
 	}
 	t.Skipf(format, args...)
+}
+
+// EnvInt reads a benchmark or test size from the environment: def when the variable is
+// unset, the integer when it is at least least, and a failure naming the variable
+// otherwise (a typo must not silently run the default size).
+func EnvInt(tb testing.TB, name string, def, least int) int {
+	tb.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < least {
+		tb.Fatalf("%s=%q: want an integer >= %d", name, s, least)
+	}
+	return n
 }
