@@ -475,6 +475,52 @@ END;
 $$;
 
 --
+-- Name: iu_route_dead_letter; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.iu_route_dead_letter (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    worker_name text NOT NULL,
+    event_id uuid NOT NULL,
+    event_domain text NOT NULL,
+    event_type text NOT NULL,
+    event_stream text NOT NULL,
+    route_key text,
+    idempotency_key text NOT NULL,
+    event_snapshot jsonb NOT NULL,
+    error_code text,
+    error_message text,
+    failed_attempts integer DEFAULT 1 NOT NULL,
+    first_failed_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_failed_at timestamp with time zone DEFAULT now() NOT NULL,
+    resolved_at timestamp with time zone,
+    resolution text,
+    resolved_by text,
+    resolved_session_user text,
+    CONSTRAINT iu_route_dead_letter_failed_attempts_check CHECK ((failed_attempts > 0)),
+    CONSTRAINT iu_route_dead_letter_resolution_ck CHECK (((resolved_at IS NULL) = (resolution IS NULL)))
+);
+
+--
+-- Name: TABLE iu_route_dead_letter; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.iu_route_dead_letter IS 'Route worker retry queue. Replay with fn_iu_route_dead_letter_replay; rows are resolved, never deleted.';
+
+--
+-- Name: fn_iu_route_dead_letter_matches(public.iu_route_dead_letter, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_dead_letter_matches(d public.iu_route_dead_letter, p_route_key text, p_error_code text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT (p_route_key IS NULL OR d.route_key = p_route_key)
+       AND (p_error_code IS NULL OR d.error_code = p_error_code)
+       AND (p_failed_after IS NULL OR d.last_failed_at >= p_failed_after)
+       AND (p_failed_before IS NULL OR d.last_failed_at < p_failed_before)
+$$;
+
+--
 -- Name: fn_iu_route_dead_letter_no_delete(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -605,10 +651,7 @@ BEGIN
     FOR v_id IN
         SELECT d.id FROM iu_route_dead_letter d
          WHERE d.resolved_at IS NULL
-           AND (f.subject IS NULL OR d.route_key = f.subject)
-           AND (f.error_code IS NULL OR d.error_code = f.error_code)
-           AND (f.failed_after IS NULL OR d.last_failed_at >= f.failed_after)
-           AND (f.failed_before IS NULL OR d.last_failed_at < f.failed_before)
+           AND fn_iu_route_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)
          ORDER BY d.last_failed_at, d.id
          LIMIT p_limit
            FOR UPDATE SKIP LOCKED
@@ -624,10 +667,7 @@ BEGIN
     SELECT EXISTS (
         SELECT 1 FROM iu_route_dead_letter d
          WHERE d.resolved_at IS NULL
-           AND (f.subject IS NULL OR d.route_key = f.subject)
-           AND (f.error_code IS NULL OR d.error_code = f.error_code)
-           AND (f.failed_after IS NULL OR d.last_failed_at >= f.failed_after)
-           AND (f.failed_before IS NULL OR d.last_failed_at < f.failed_before)) INTO v_more;
+           AND fn_iu_route_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)) INTO v_more;
     RETURN jsonb_build_object('selected', v_selected, 'resolved', v_resolved, 'still_open', v_selected - v_resolved,
                               'statuses', v_statuses, 'more', v_more);
 END;
@@ -2048,6 +2088,46 @@ CREATE FUNCTION public.fn_job_dead_letter_insert(p_job_id uuid) RETURNS uuid
 $$;
 
 --
+-- Name: job_dead_letter; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_dead_letter (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    job_id uuid NOT NULL,
+    job_kind text NOT NULL,
+    event_domain text NOT NULL,
+    job_snapshot jsonb NOT NULL,
+    attempts integer NOT NULL,
+    last_error text,
+    last_failed_at timestamp with time zone DEFAULT now() NOT NULL,
+    resolved_at timestamp with time zone,
+    resolution text,
+    resolved_by text,
+    replayed_job_id uuid,
+    CONSTRAINT job_dead_letter_resolution_ck CHECK (((resolved_at IS NULL) = (resolution IS NULL)))
+);
+
+--
+-- Name: TABLE job_dead_letter; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.job_dead_letter IS 'Dead jobs (out of attempts) with the whole job row. Replay (fn_job_dead_letter_replay) or resolve (fn_job_dead_letter_resolve); never deleted.';
+
+--
+-- Name: fn_job_dead_letter_matches(public.job_dead_letter, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_dead_letter_matches(d public.job_dead_letter, p_job_kind text, p_error_prefix text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    -- A job dead letter has no SQLSTATE column: error_code matches the start of last_error.
+    SELECT (p_job_kind IS NULL OR d.job_kind = p_job_kind)
+       AND (p_error_prefix IS NULL OR starts_with(d.last_error, p_error_prefix))
+       AND (p_failed_after IS NULL OR d.last_failed_at >= p_failed_after)
+       AND (p_failed_before IS NULL OR d.last_failed_at < p_failed_before)
+$$;
+
+--
 -- Name: fn_job_dead_letter_replay(uuid, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2110,10 +2190,7 @@ BEGIN
     FOR v_id IN
         SELECT d.id FROM job_dead_letter d
          WHERE d.resolved_at IS NULL
-           AND (f.subject IS NULL OR d.job_kind = f.subject)
-           AND (f.error_code IS NULL OR starts_with(d.last_error, f.error_code))
-           AND (f.failed_after IS NULL OR d.last_failed_at >= f.failed_after)
-           AND (f.failed_before IS NULL OR d.last_failed_at < f.failed_before)
+           AND fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)
          ORDER BY d.last_failed_at, d.id
          LIMIT p_limit
            FOR UPDATE SKIP LOCKED
@@ -2126,10 +2203,7 @@ BEGIN
     SELECT EXISTS (
         SELECT 1 FROM job_dead_letter d
          WHERE d.resolved_at IS NULL
-           AND (f.subject IS NULL OR d.job_kind = f.subject)
-           AND (f.error_code IS NULL OR starts_with(d.last_error, f.error_code))
-           AND (f.failed_after IS NULL OR d.last_failed_at >= f.failed_after)
-           AND (f.failed_before IS NULL OR d.last_failed_at < f.failed_before)) INTO v_more;
+           AND fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)) INTO v_more;
     RETURN jsonb_build_object('selected', v_selected, 'replayed', v_replayed, 'more', v_more);
 END;
 $$;
@@ -3923,39 +3997,6 @@ CREATE TABLE public.iu_route_attempt_tally (
 COMMENT ON TABLE public.iu_route_attempt_tally IS 'Running counts of iu_route_attempt rows per worker and status (written with the attempts; read by v_iu_route_attempt_summary).';
 
 --
--- Name: iu_route_dead_letter; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.iu_route_dead_letter (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    worker_name text NOT NULL,
-    event_id uuid NOT NULL,
-    event_domain text NOT NULL,
-    event_type text NOT NULL,
-    event_stream text NOT NULL,
-    route_key text,
-    idempotency_key text NOT NULL,
-    event_snapshot jsonb NOT NULL,
-    error_code text,
-    error_message text,
-    failed_attempts integer DEFAULT 1 NOT NULL,
-    first_failed_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_failed_at timestamp with time zone DEFAULT now() NOT NULL,
-    resolved_at timestamp with time zone,
-    resolution text,
-    resolved_by text,
-    resolved_session_user text,
-    CONSTRAINT iu_route_dead_letter_failed_attempts_check CHECK ((failed_attempts > 0)),
-    CONSTRAINT iu_route_dead_letter_resolution_ck CHECK (((resolved_at IS NULL) = (resolution IS NULL)))
-);
-
---
--- Name: TABLE iu_route_dead_letter; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.iu_route_dead_letter IS 'Route worker retry queue. Replay with fn_iu_route_dead_letter_replay; rows are resolved, never deleted.';
-
---
 -- Name: iu_route_worker_cursor_lock_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -3967,32 +4008,6 @@ ALTER TABLE public.iu_route_worker_cursor ALTER COLUMN lock_id ADD GENERATED ALW
     NO MAXVALUE
     CACHE 1
 );
-
---
--- Name: job_dead_letter; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.job_dead_letter (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    job_id uuid NOT NULL,
-    job_kind text NOT NULL,
-    event_domain text NOT NULL,
-    job_snapshot jsonb NOT NULL,
-    attempts integer NOT NULL,
-    last_error text,
-    last_failed_at timestamp with time zone DEFAULT now() NOT NULL,
-    resolved_at timestamp with time zone,
-    resolution text,
-    resolved_by text,
-    replayed_job_id uuid,
-    CONSTRAINT job_dead_letter_resolution_ck CHECK (((resolved_at IS NULL) = (resolution IS NULL)))
-);
-
---
--- Name: TABLE job_dead_letter; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.job_dead_letter IS 'Dead jobs (out of attempts) with the whole job row. Replay (fn_job_dead_letter_replay) or resolve (fn_job_dead_letter_resolve); never deleted.';
 
 --
 -- Name: job_kind_pause; Type: TABLE; Schema: public; Owner: -
@@ -4696,6 +4711,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_attempt_tally_add(p_worker_name text, 
 REVOKE ALL ON FUNCTION public.fn_iu_route_dead_letter_immutable() FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_route_dead_letter_matches(d public.iu_route_dead_letter, p_route_key text, p_error_code text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_dead_letter_matches(d public.iu_route_dead_letter, p_route_key text, p_error_code text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_route_dead_letter_no_delete(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -4944,6 +4965,12 @@ REVOKE ALL ON FUNCTION public.fn_job_dead_letter_guard() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION public.fn_job_dead_letter_insert(p_job_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_dead_letter_matches(d public.job_dead_letter, p_job_kind text, p_error_prefix text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_job_dead_letter_matches(d public.job_dead_letter, p_job_kind text, p_error_prefix text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_job_dead_letter_replay(p_dead_letter_id uuid, p_actor text); Type: ACL; Schema: public; Owner: -

@@ -65,6 +65,35 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- The filter of each queue, written once for both the batch it replays and its "more"
+-- answer. One-expression SQL: inlined into both queries.
+-- +goose StatementBegin
+CREATE FUNCTION fn_job_dead_letter_matches(d job_dead_letter, p_job_kind text, p_error_prefix text,
+                                           p_failed_after timestamptz, p_failed_before timestamptz)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    -- A job dead letter has no SQLSTATE column: error_code matches the start of last_error.
+    SELECT (p_job_kind IS NULL OR d.job_kind = p_job_kind)
+       AND (p_error_prefix IS NULL OR starts_with(d.last_error, p_error_prefix))
+       AND (p_failed_after IS NULL OR d.last_failed_at >= p_failed_after)
+       AND (p_failed_before IS NULL OR d.last_failed_at < p_failed_before)
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_dead_letter_matches(d iu_route_dead_letter, p_route_key text, p_error_code text,
+                                                p_failed_after timestamptz, p_failed_before timestamptz)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT (p_route_key IS NULL OR d.route_key = p_route_key)
+       AND (p_error_code IS NULL OR d.error_code = p_error_code)
+       AND (p_failed_after IS NULL OR d.last_failed_at >= p_failed_after)
+       AND (p_failed_before IS NULL OR d.last_failed_at < p_failed_before)
+$$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE FUNCTION fn_job_dead_letter_replay_many(p_filter jsonb, p_limit integer DEFAULT 1000)
 RETURNS jsonb
@@ -88,10 +117,7 @@ BEGIN
     FOR v_id IN
         SELECT d.id FROM job_dead_letter d
          WHERE d.resolved_at IS NULL
-           AND (f.subject IS NULL OR d.job_kind = f.subject)
-           AND (f.error_code IS NULL OR starts_with(d.last_error, f.error_code))
-           AND (f.failed_after IS NULL OR d.last_failed_at >= f.failed_after)
-           AND (f.failed_before IS NULL OR d.last_failed_at < f.failed_before)
+           AND fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)
          ORDER BY d.last_failed_at, d.id
          LIMIT p_limit
            FOR UPDATE SKIP LOCKED
@@ -104,10 +130,7 @@ BEGIN
     SELECT EXISTS (
         SELECT 1 FROM job_dead_letter d
          WHERE d.resolved_at IS NULL
-           AND (f.subject IS NULL OR d.job_kind = f.subject)
-           AND (f.error_code IS NULL OR starts_with(d.last_error, f.error_code))
-           AND (f.failed_after IS NULL OR d.last_failed_at >= f.failed_after)
-           AND (f.failed_before IS NULL OR d.last_failed_at < f.failed_before)) INTO v_more;
+           AND fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)) INTO v_more;
     RETURN jsonb_build_object('selected', v_selected, 'replayed', v_replayed, 'more', v_more);
 END;
 $$;
@@ -140,10 +163,7 @@ BEGIN
     FOR v_id IN
         SELECT d.id FROM iu_route_dead_letter d
          WHERE d.resolved_at IS NULL
-           AND (f.subject IS NULL OR d.route_key = f.subject)
-           AND (f.error_code IS NULL OR d.error_code = f.error_code)
-           AND (f.failed_after IS NULL OR d.last_failed_at >= f.failed_after)
-           AND (f.failed_before IS NULL OR d.last_failed_at < f.failed_before)
+           AND fn_iu_route_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)
          ORDER BY d.last_failed_at, d.id
          LIMIT p_limit
            FOR UPDATE SKIP LOCKED
@@ -159,10 +179,7 @@ BEGIN
     SELECT EXISTS (
         SELECT 1 FROM iu_route_dead_letter d
          WHERE d.resolved_at IS NULL
-           AND (f.subject IS NULL OR d.route_key = f.subject)
-           AND (f.error_code IS NULL OR d.error_code = f.error_code)
-           AND (f.failed_after IS NULL OR d.last_failed_at >= f.failed_after)
-           AND (f.failed_before IS NULL OR d.last_failed_at < f.failed_before)) INTO v_more;
+           AND fn_iu_route_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)) INTO v_more;
     RETURN jsonb_build_object('selected', v_selected, 'resolved', v_resolved, 'still_open', v_selected - v_resolved,
                               'statuses', v_statuses, 'more', v_more);
 END;
@@ -170,6 +187,8 @@ $$;
 -- +goose StatementEnd
 
 REVOKE ALL ON FUNCTION fn_queue_dead_letter_filter(text, jsonb, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_job_dead_letter_matches(job_dead_letter, text, text, timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_matches(iu_route_dead_letter, text, text, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_job_dead_letter_replay_many(jsonb, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_replay_many(jsonb, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION fn_job_dead_letter_replay_many(jsonb, integer) TO workflow_admin;
@@ -178,4 +197,6 @@ GRANT EXECUTE ON FUNCTION fn_iu_route_dead_letter_replay_many(jsonb, integer) TO
 -- +goose Down
 DROP FUNCTION fn_iu_route_dead_letter_replay_many(jsonb, integer);
 DROP FUNCTION fn_job_dead_letter_replay_many(jsonb, integer);
+DROP FUNCTION fn_iu_route_dead_letter_matches(iu_route_dead_letter, text, text, timestamptz, timestamptz);
+DROP FUNCTION fn_job_dead_letter_matches(job_dead_letter, text, text, timestamptz, timestamptz);
 DROP FUNCTION fn_queue_dead_letter_filter(text, jsonb, text);

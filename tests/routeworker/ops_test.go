@@ -187,17 +187,18 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_attempt_tally_add(text,text,integer,integer)":                                               nil,
 	"fn_iu_route_worker_not_registered(text,text)":                                                           nil,
 	// v_iu_route_worker_status calls these, and a view's function calls are checked against its reader
-	"fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)": {"workflow_admin"},
-	"fn_iu_route_deliver(jsonb,text,text,text)":                 nil,
-	"fn_iu_route_worker_snapshot()":                             nil,
-	"fn_iu_route_worker_foreign_txids(text)":                    {"workflow_admin"},
-	"fn_iu_event_outbox_rebase_foreign_txids()":                 {"workflow_admin"},                 // the IU002 fix
-	"fn_iu_route_worker_enabled()":                              {"dot_executor", "workflow_admin"}, // 005
-	"fn_iu_route_attempt_immutable()":                           nil,                                // 002 trigger
-	"fn_iu_route_dead_letter_immutable()":                       nil,                                // 008 trigger
-	"fn_iu_route_worker_cursor_stamp_reset()":                   nil,                                // 008 trigger
-	"fn_iu_route_dead_letter_no_delete()":                       nil,                                // 008 trigger
-	"fn_iu_route_dead_letter_replay_many(jsonb,integer)":        {"workflow_admin"},                 // 016
+	"fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)":                               {"workflow_admin"},
+	"fn_iu_route_deliver(jsonb,text,text,text)":                                               nil,
+	"fn_iu_route_worker_snapshot()":                                                           nil,
+	"fn_iu_route_worker_foreign_txids(text)":                                                  {"workflow_admin"},
+	"fn_iu_event_outbox_rebase_foreign_txids()":                                               {"workflow_admin"},                 // the IU002 fix
+	"fn_iu_route_worker_enabled()":                                                            {"dot_executor", "workflow_admin"}, // 005
+	"fn_iu_route_attempt_immutable()":                                                         nil,                                // 002 trigger
+	"fn_iu_route_dead_letter_immutable()":                                                     nil,                                // 008 trigger
+	"fn_iu_route_worker_cursor_stamp_reset()":                                                 nil,                                // 008 trigger
+	"fn_iu_route_dead_letter_no_delete()":                                                     nil,                                // 008 trigger
+	"fn_iu_route_dead_letter_matches(iu_route_dead_letter,text,text,timestamptz,timestamptz)": nil,                                // 016
+	"fn_iu_route_dead_letter_replay_many(jsonb,integer)":                                      {"workflow_admin"},                 // 016
 }
 
 // Rule: the grant matrix of the route worker's functions holds exactly, PUBLIC executes
