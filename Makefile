@@ -54,6 +54,7 @@ deploy-check: build ## Check deploy/ with promtool, systemd-analyze and the depl
 	cd deploy/check && $(GO) vet ./... && { [ ! -x $(STATICCHECK) ] || $(STATICCHECK) ./...; } && $(GO) test -count=1 ./...
 
 bench: ## Run the benchmarks once each (figures as ratios against same-run baselines), then the River comparison
+	@bash bench/deps/pgq.sh
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench/...
 	@# bench/river is its own module (River stays out of the product's go.mod): ./bench/... skips it.
 	cd bench/river && $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m .
