@@ -1305,7 +1305,7 @@ BEGIN
                                   attempt_no, detail, error_code, error_message, event_txid)
     VALUES (dl.event_id, dl.worker_name, rt.route_key, rt.route_kind, v_status, dl.idempotency_key, v_attempt,
             jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg,
-            (dl.event_snapshot->>'txid')::xid8);
+            coalesce((dl.event_snapshot->>'txid')::xid8, '0'));  -- a snapshot without txid: the oldest range
 
     PERFORM fn_iu_route_attempt_tally_add(dl.worker_name, v_status, 1, 1);
 
