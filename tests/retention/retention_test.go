@@ -349,3 +349,114 @@ func TestConversion_PopulatedInstallKeepsEveryRowAndCursor(t *testing.T) {
 		t.Fatalf("017 up again: %v", err)
 	}
 }
+
+// Rule: age counts from when a partition closed: younger than the configured days it is
+// kept (younger_than_retention), older it goes; and attempts outlive their events — an
+// attempt partition is kept while its events' partition is (events_still_kept), because
+// the attempts are what makes a re-scan of those events write nothing twice.
+func TestRetention_AgeAndAttemptsOutliveTheirEvents(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	keepForDays(t, db, "", "1") // events forever, attempts 1 day
+	txid := emit(t, db, "dry", 2)
+	po, pa := partitionOf(t, db, "event_outbox", txid), partitionOf(t, db, "iu_route_attempt", txid)
+	waitClosed(t, db, po)
+	runUntilCaughtUp(t, db, "w")
+	db.Exec(t, `UPDATE iu_history_partition SET closed_at = now() - interval '2 days' WHERE partition_name IN ($1, $2)`, po, pa)
+	r := retention(t, db, false)
+	if k := entries(r, "kept", pa); len(k) != 1 || k[0]["reason"] != "events_still_kept" {
+		t.Fatalf("attempts must stay while their events stay: %v", r)
+	}
+	keepForDays(t, db, "3", "1")
+	r = retention(t, db, false)
+	if k := entries(r, "kept", po); len(k) != 1 || k[0]["reason"] != "younger_than_retention" {
+		t.Fatalf("closed 2 days ago, retention 3 days: %s must stay: %v", po, r)
+	}
+	if k := entries(r, "kept", pa); len(k) != 1 || k[0]["reason"] != "events_still_kept" {
+		t.Fatalf("%s must stay with its events: %v", pa, r)
+	}
+	keepForDays(t, db, "1", "1")
+	r = retention(t, db, false)
+	if len(entries(r, "dropped", po)) != 1 || len(entries(r, "dropped", pa)) != 1 {
+		t.Fatalf("closed 2 days ago, retention 1 day: both go: %v", r)
+	}
+}
+
+// Rule: nothing is lost when maintenance has not run: inserts beyond the last partition
+// land in the default partition and are routed as usual (their attempts in the attempt
+// default partition, where a re-scan after a cursor reset still writes nothing twice);
+// maintenance then creates partitions only above them, reports them, and later events go
+// to a regular partition again.
+func TestPartitions_DefaultPartitionCatchesWhatMaintenanceMissed(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	burn(t, db, 3*width) // no maintenance: the partitions run out
+	txid := emit(t, db, "dry", 3)
+	if n := scalar(t, db, `SELECT count(*) FROM ONLY event_outbox_default`); n != 3 {
+		t.Fatalf("beyond the last partition the events belong in event_outbox_default; %d there (txid %s)", n, txid)
+	}
+	if n := runUntilCaughtUp(t, db, "w"); n != 3 {
+		t.Fatalf("events in the default partition: claimed %d, want 3", n)
+	}
+	if n := scalar(t, db, `SELECT count(*) FROM ONLY iu_route_attempt_default`); n != 3 {
+		t.Fatalf("their attempts belong in iu_route_attempt_default; %d there", n)
+	}
+	db.Exec(t, `SELECT fn_iu_route_worker_reset_cursor('w')`)
+	runUntilCaughtUp(t, db, "w")
+	requireExactlyOnce(t, db, "w")
+
+	m := maintain(t, db)
+	if rows, _ := m["default_rows"].(map[string]any); rows == nil || rows["event_outbox"] != float64(3) {
+		t.Fatalf("maintenance must report the rows in the default partition: %v", m)
+	}
+	if len(m["created"].([]any)) == 0 {
+		t.Fatalf("maintenance created no partition above the default rows: %v", m)
+	}
+	later := emit(t, db, "dry", 1)
+	if p := partitionOf(t, db, "event_outbox", later); !strings.HasPrefix(p, "event_outbox_p") {
+		t.Fatalf("after maintenance new events belong in a regular partition, got %q", p)
+	}
+	if n := scalar(t, db, `SELECT count(*) FROM ONLY event_outbox_default`); n != 3 {
+		t.Fatalf("the default partition must keep its 3 rows (nothing moves), has %d", n)
+	}
+	if n := runUntilCaughtUp(t, db, "w"); n != 1 {
+		t.Fatalf("claimed %d, want 1", n)
+	}
+	requireExactlyOnce(t, db, "w")
+}
+
+// Rule: maintenance is safe to call concurrently: while one call holds the maintenance
+// lock, a second returns busy at once and creates nothing twice.
+func TestPartitions_MaintenanceIsSafeConcurrently(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	c := db.Conn(t)
+	tx, err := c.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(pgtest.Ctx(t))
+	if _, err := tx.Exec(pgtest.Ctx(t), `SELECT fn_iu_partition_maintain()`); err != nil {
+		t.Fatal(err)
+	}
+	if m := maintain(t, db); m["busy"] != true {
+		t.Fatalf("a second maintenance while the first holds its lock must say busy: %v", m)
+	}
+	if err := tx.Commit(pgtest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	// Idempotent: called again it creates only what the txids used since need (other
+	// tests share the cluster's txids, so "nothing" cannot be asserted), never a second
+	// copy of a range: the ranges of each table never overlap.
+	for i := 0; i < 3; i++ {
+		if m := maintain(t, db); m["busy"] != false {
+			t.Fatalf("a call after the lock was released: %v", m)
+		}
+	}
+	if n := scalar(t, db, `
+		SELECT count(*) FROM iu_history_partition a JOIN iu_history_partition b
+		    ON a.table_name = b.table_name AND a.partition_name < b.partition_name
+		   AND coalesce(a.lower_txid, '0') < b.upper_txid AND coalesce(b.lower_txid, '0') < a.upper_txid`); n != 0 {
+		t.Fatalf("%d overlapping partition ranges", n)
+	}
+}
