@@ -173,7 +173,11 @@ BEGIN
        AND (to_jsonb(NEW) - 'txid') = (to_jsonb(OLD) - 'txid') THEN
         RETURN NEW;
     END IF;
-    -- Its partition-moving half (see 017): the old copy of a foreign row leaves its partition.
+    -- Its row-moving half: event_outbox is partitioned by txid (017), so re-stamping a row's
+    -- txid moves it to another partition, which PostgreSQL performs as a DELETE from the old
+    -- partition (firing BEFORE UPDATE, checked above, then BEFORE DELETE there) plus an
+    -- INSERT. Allowed only inside a rebase, and only for a row whose txid lies ahead of this
+    -- cluster (the only rows a rebase touches).
     IF TG_OP = 'DELETE' AND current_setting('iu.rebase_txid', true) = 'on'
        AND OLD.txid >= pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot()) THEN
         RETURN OLD;
@@ -308,7 +312,7 @@ BEGIN
     FOR r IN SELECT t.tgname, p.oid::regprocedure AS fn
                FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
               WHERE t.tgrelid = p_parent AND NOT t.tgisinternal
-                AND t.tgtype & 32 = 32          -- TRUNCATE
+                AND t.tgtype & 34 = 34          -- BEFORE (2) TRUNCATE (32)
     LOOP
         IF NOT EXISTS (SELECT 1 FROM pg_trigger x WHERE x.tgrelid = p_partition AND x.tgname = r.tgname) THEN
             EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s',
@@ -6039,6 +6043,18 @@ REVOKE ALL ON FUNCTION public.fn_queue_wake_notify_event_outbox() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION public.fn_queue_wake_notify_job_queue() FROM PUBLIC;
+
+--
+-- Name: TABLE iu_history_partition; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.iu_history_partition TO workflow_admin;
+
+--
+-- Name: TABLE iu_retention_ledger; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.iu_retention_ledger TO workflow_admin;
 
 --
 -- Name: TABLE v_iu_route_attempt_summary; Type: ACL; Schema: public; Owner: -

@@ -50,6 +50,9 @@
 -- 'ahead_txids' margin. Rows in a default partition are kept until an operator moves them
 -- (they are never dropped by retention).
 --
+-- The rebase of restored rows (fn_iu_event_outbox_rebase_foreign_txids) now moves rows
+-- between partitions; the append-only guard (001) lets exactly that DELETE half through.
+--
 -- Triggers, grants and comments are moved generically (read from the catalog), so whatever
 -- triggers earlier migrations put on the tables (the append-only guards, the package-only
 -- alert guard, the NOTIFY bridge with its transition table, which a partition may not carry)
@@ -123,37 +126,6 @@ CREATE TRIGGER trg_iu_retention_ledger_no_truncate
     BEFORE TRUNCATE ON iu_retention_ledger
     FOR EACH STATEMENT EXECUTE FUNCTION fn_iu_retention_ledger_immutable();
 
--- The append-only guard learns the one row movement a rebase causes now. Re-stamping a
--- restored row's txid moves it to another partition, which PostgreSQL performs as a DELETE
--- from the old partition (firing BEFORE UPDATE and then BEFORE DELETE there) plus an INSERT.
--- The DELETE half is allowed only inside a rebase (the flag) and only for a row whose txid
--- lies ahead of this cluster (the only rows a rebase moves); the UPDATE half still checks
--- that nothing but txid changes.
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION fn_iu_event_outbox_append_only()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    -- The one sanctioned change: fn_iu_event_outbox_rebase_foreign_txids (009) re-stamps the
-    -- txid bookkeeping column of rows restored from another cluster. It sets this flag for
-    -- its own transaction only, and nothing but txid may differ.
-    IF TG_OP = 'UPDATE' AND current_setting('iu.rebase_txid', true) = 'on'
-       AND (to_jsonb(NEW) - 'txid') = (to_jsonb(OLD) - 'txid') THEN
-        RETURN NEW;
-    END IF;
-    -- Its partition-moving half (see 017): the old copy of a foreign row leaves its partition.
-    IF TG_OP = 'DELETE' AND current_setting('iu.rebase_txid', true) = 'on'
-       AND OLD.txid >= pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot()) THEN
-        RETURN OLD;
-    END IF;
-    RAISE EXCEPTION 'fn_iu_event_outbox_append_only: event_outbox is append-only: % rejected', TG_OP
-        USING ERRCODE = 'IU001',
-              HINT = 'Emit a new event (fn_iu_emit_event) instead of changing or removing one.';
-END;
-$$;
--- +goose StatementEnd
-
 -- ---------------------------------------------------------------------------------------
 -- fn_iu_partition_guard(p_parent, p_partition): copy the parent's statement-level TRUNCATE
 -- triggers onto one partition (PostgreSQL clones row triggers to partitions, never
@@ -172,7 +144,7 @@ BEGIN
     FOR r IN SELECT t.tgname, p.oid::regprocedure AS fn
                FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
               WHERE t.tgrelid = p_parent AND NOT t.tgisinternal
-                AND t.tgtype & 32 = 32          -- TRUNCATE
+                AND t.tgtype & 34 = 34          -- BEFORE (2) TRUNCATE (32)
     LOOP
         IF NOT EXISTS (SELECT 1 FROM pg_trigger x WHERE x.tgrelid = p_partition AND x.tgname = r.tgname) THEN
             EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s',
@@ -597,8 +569,10 @@ REVOKE ALL ON FUNCTION fn_iu_retention_partition_unrouted(xid8, xid8) FROM PUBLI
 REVOKE ALL ON FUNCTION fn_iu_retention_run(boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION fn_iu_partition_maintain() TO workflow_admin, dot_executor;
 GRANT EXECUTE ON FUNCTION fn_iu_retention_run(boolean) TO workflow_admin;
+GRANT SELECT ON iu_history_partition, iu_retention_ledger TO workflow_admin;
 
 -- +goose Down
+REVOKE SELECT ON iu_history_partition, iu_retention_ledger FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION fn_iu_partition_maintain() FROM workflow_admin, dot_executor;
 REVOKE EXECUTE ON FUNCTION fn_iu_retention_run(boolean) FROM workflow_admin;
 
@@ -657,7 +631,12 @@ BEGIN
                 CHECK (txid = pg_catalog.pg_current_xact_id()) NOT VALID;
         ELSE
             ALTER TABLE iu_route_attempt RENAME CONSTRAINT iu_route_attempt_legacy_key_attempt_uq TO iu_route_attempt_key_attempt_uq;
-            ALTER TABLE iu_route_attempt ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY;
+            -- (PostgreSQL 17+ removes the parent's identity from a detached partition; older
+            -- versions never gave it one.)
+            IF (SELECT a.attidentity FROM pg_attribute a
+                 WHERE a.attrelid = 'iu_route_attempt'::regclass AND a.attname = 'id') = '' THEN
+                ALTER TABLE iu_route_attempt ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY;
+            END IF;
             EXECUTE format('ALTER TABLE iu_route_attempt ALTER COLUMN id RESTART WITH %s', v_next_id);
         END IF;
         FOREACH v_def IN ARRAY v_trig LOOP
@@ -677,26 +656,6 @@ DROP FUNCTION fn_iu_partition_maintain();
 DROP FUNCTION fn_iu_retention_config(text, text, bigint, bigint);
 DROP FUNCTION fn_iu_partition_create(text, xid8, xid8);
 DROP FUNCTION fn_iu_partition_guard(regclass, regclass);
-
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION fn_iu_event_outbox_append_only()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    -- The one sanctioned change: fn_iu_event_outbox_rebase_foreign_txids (009) re-stamps the
-    -- txid bookkeeping column of rows restored from another cluster. It sets this flag for
-    -- its own transaction only, and nothing but txid may differ.
-    IF TG_OP = 'UPDATE' AND current_setting('iu.rebase_txid', true) = 'on'
-       AND (to_jsonb(NEW) - 'txid') = (to_jsonb(OLD) - 'txid') THEN
-        RETURN NEW;
-    END IF;
-    RAISE EXCEPTION 'fn_iu_event_outbox_append_only: event_outbox is append-only: % rejected', TG_OP
-        USING ERRCODE = 'IU001',
-              HINT = 'Emit a new event (fn_iu_emit_event) instead of changing or removing one.';
-END;
-$$;
--- +goose StatementEnd
 
 DROP TABLE iu_retention_ledger;
 DROP FUNCTION fn_iu_retention_ledger_immutable();

@@ -247,6 +247,14 @@ func TestRetention_PartitionsStayAppendOnly(t *testing.T) {
 	}
 	_, err := db.Pool.Exec(pgtest.Ctx(t), `UPDATE event_outbox SET event_stream = 'x'`)
 	pgtest.RequireSQLState(t, err, "IU001")
+	// The rebase flag lets through only the DELETE half of moving a restored (foreign-txid)
+	// row; an ordinary row stays undeletable with it set.
+	c := db.Conn(t)
+	if _, err := c.Exec(pgtest.Ctx(t), `SET iu.rebase_txid = 'on'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Exec(pgtest.Ctx(t), `DELETE FROM event_outbox`)
+	pgtest.RequireSQLState(t, err, "IU001")
 }
 
 // fp is what the conversion must keep: every outbox row, every attempt (ids included),
@@ -360,6 +368,7 @@ func TestRetention_AgeAndAttemptsOutliveTheirEvents(t *testing.T) {
 	keepForDays(t, db, "", "1") // events forever, attempts 1 day
 	txid := emit(t, db, "dry", 2)
 	po, pa := partitionOf(t, db, "event_outbox", txid), partitionOf(t, db, "iu_route_attempt", txid)
+	burn(t, db, width+100)
 	waitClosed(t, db, po)
 	runUntilCaughtUp(t, db, "w")
 	db.Exec(t, `UPDATE iu_history_partition SET closed_at = now() - interval '2 days' WHERE partition_name IN ($1, $2)`, po, pa)

@@ -85,6 +85,11 @@ func checkClaimPlan(t *testing.T, raw []byte, limit int) (buffers int, root plan
 					indexScan = true
 				}
 			default:
+				// An empty partition (the legacy or default one of a fresh install) may be
+				// planned as a scan of nothing: harmless while it reads no block.
+				if n.RelationName != "event_outbox" && n.ActualRows == 0 && n.SharedHit+n.SharedRead == 0 {
+					return
+				}
 				t.Fatalf("claim reads event_outbox with a %s, not an index range scan: %s", n.NodeType, raw)
 			}
 		}
