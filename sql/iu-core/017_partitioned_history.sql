@@ -320,17 +320,30 @@ $$;
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8)
 RETURNS text[]
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = public, pg_temp
 AS $$
-    SELECT coalesce(array_agg(c.worker_name ORDER BY c.worker_name), '{}')
-      FROM iu_route_worker_cursor c
-     WHERE EXISTS (
-            SELECT 1 FROM event_outbox o
-             WHERE o.event_domain = c.event_domain
-               AND o.txid >= greatest(coalesce(p_lower, '0'::xid8), pg_snapshot_xmin(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)))
-               AND o.txid < p_upper
-               AND NOT pg_visible_in_snapshot(o.txid, coalesce(c.done_snapshot, '1:1:'::pg_snapshot)))
+-- One plain statement per worker (its domain and snapshot as parameters), not one query
+-- correlated over the cursors: the correlated form trips PostgreSQL 13's run-time partition
+-- pruning ("could not match partition child tables to plan elements").
+DECLARE
+    c         record;
+    v_done    pg_snapshot;
+    v_workers text[] := '{}';
+BEGIN
+    FOR c IN SELECT cur.worker_name, cur.event_domain, cur.done_snapshot
+               FROM iu_route_worker_cursor cur ORDER BY cur.worker_name LOOP
+        v_done := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
+        IF EXISTS (SELECT 1 FROM event_outbox o
+                    WHERE o.event_domain = c.event_domain
+                      AND o.txid >= greatest(coalesce(p_lower, '0'::xid8), pg_snapshot_xmin(v_done))
+                      AND o.txid < p_upper
+                      AND NOT pg_visible_in_snapshot(o.txid, v_done)) THEN
+            v_workers := v_workers || c.worker_name;
+        END IF;
+    END LOOP;
+    RETURN v_workers;
+END;
 $$;
 -- +goose StatementEnd
 

@@ -23,7 +23,12 @@ const width = 1000
 // and the worker "w" registered at the start of the stream.
 func setup(t *testing.T) *pgtest.DB {
 	t.Helper()
-	db := pgtest.NewDB(t)
+	return setupOn(t, pgtest.NewDB(t))
+}
+
+// setupOn is setup on a migrated database of any harness (the PostgreSQL 13 test's).
+func setupOn(t *testing.T, db *pgtest.DB) *pgtest.DB {
+	t.Helper()
 	m, err := migrate.Open(db.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +65,7 @@ func emit(t *testing.T, db *pgtest.DB, typ string, n int) string {
 	db.QueryRow(t, `
 		WITH ins AS (INSERT INTO event_outbox (event_domain, event_type, event_stream)
 		             SELECT 'iu', $1, 's' FROM generate_series(1, $2::int) RETURNING txid)
-		SELECT min(txid)::text FROM ins`, []any{typ, n}, &txid)
+		SELECT min(txid::text::numeric)::text FROM ins`, []any{typ, n}, &txid)
 	return txid
 }
 

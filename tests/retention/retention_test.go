@@ -24,7 +24,10 @@ func keepForDays(t *testing.T, db *pgtest.DB, outbox, attempts string) {
 // after it: nothing missed, nothing twice).
 func TestRetention_DropsOnlyWhatEveryCursorPassed(t *testing.T) {
 	t.Parallel()
-	db := setup(t)
+	dropsOnlyWhatEveryCursorPassed(t, setup(t))
+}
+
+func dropsOnlyWhatEveryCursorPassed(t *testing.T, db *pgtest.DB) {
 	keepForDays(t, db, "0", "0")
 	db.Exec(t, `SELECT fn_iu_route_worker_register('w2')`)
 
@@ -286,7 +289,10 @@ func relkind(t *testing.T, db *pgtest.DB, rel string) string {
 // with every row (those written after the conversion too), on which the worker goes on.
 func TestConversion_PopulatedInstallKeepsEveryRowAndCursor(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
+	conversionKeepsEveryRowAndCursor(t, pgtest.NewDB(t))
+}
+
+func conversionKeepsEveryRowAndCursor(t *testing.T, db *pgtest.DB) {
 	m, err := migrate.Open(db.URL)
 	if err != nil {
 		t.Fatal(err)
