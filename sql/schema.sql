@@ -173,6 +173,15 @@ BEGIN
        AND (to_jsonb(NEW) - 'txid') = (to_jsonb(OLD) - 'txid') THEN
         RETURN NEW;
     END IF;
+    -- Its row-moving half: event_outbox is partitioned by txid (017), so re-stamping a row's
+    -- txid moves it to another partition, which PostgreSQL performs as a DELETE from the old
+    -- partition (firing BEFORE UPDATE, checked above, then BEFORE DELETE there) plus an
+    -- INSERT. Allowed only inside a rebase, and only for a row whose txid lies ahead of this
+    -- cluster (the only rows a rebase touches).
+    IF TG_OP = 'DELETE' AND current_setting('iu.rebase_txid', true) = 'on'
+       AND OLD.txid >= pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot()) THEN
+        RETURN OLD;
+    END IF;
     RAISE EXCEPTION 'fn_iu_event_outbox_append_only: event_outbox is append-only: % rejected', TG_OP
         USING ERRCODE = 'IU001',
               HINT = 'Emit a new event (fn_iu_emit_event) instead of changing or removing one.';
@@ -260,6 +269,129 @@ CREATE FUNCTION public.fn_iu_package_owner() RETURNS oid
     -- The package owner: whoever owns this function (the role that ran the migrations).
     SELECT p.proowner FROM pg_catalog.pg_proc p
      WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure
+$$;
+
+--
+-- Name: fn_iu_partition_create(text, xid8, xid8); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_partition_create(p_table text, p_lower xid8, p_upper xid8) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_name text := p_table || '_p' || lpad(p_lower::text, 20, '0');
+BEGIN
+    EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)', v_name, p_table, p_lower, p_upper);
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (id)', v_name, v_name || '_pkey');
+    IF p_table = 'event_outbox' THEN
+        -- PostgreSQL names the child of the claim index itself; give it a name that says what it is.
+        EXECUTE format('ALTER INDEX %s RENAME TO %I',
+                       (SELECT i.inhrelid::regclass FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid
+                         WHERE i.inhparent = 'event_outbox_domain_txid_idx'::regclass AND x.indrelid = to_regclass(v_name)),
+                       v_name || '_domain_txid_idx');
+    END IF;
+    PERFORM fn_iu_partition_guard(p_table::regclass, v_name::regclass);
+    INSERT INTO iu_history_partition (partition_name, table_name, lower_txid, upper_txid)
+    VALUES (v_name, p_table, p_lower, p_upper);
+    RETURN v_name;
+END;
+$$;
+
+--
+-- Name: fn_iu_partition_guard(regclass, regclass); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_partition_guard(p_parent regclass, p_partition regclass) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT t.tgname, p.oid::regprocedure AS fn
+               FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+              WHERE t.tgrelid = p_parent AND NOT t.tgisinternal
+                AND t.tgtype & 34 = 34          -- BEFORE (2) TRUNCATE (32)
+    LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_trigger x WHERE x.tgrelid = p_partition AND x.tgname = r.tgname) THEN
+            EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION %s',
+                           r.tgname, p_partition, r.fn);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+--
+-- Name: fn_iu_partition_maintain(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_partition_maintain() RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_width   bigint;
+    v_next    xid8;
+    v_upper   xid8;
+    v_lo      xid8;
+    v_top     xid8;
+    v_old_lt  text;
+    v_created text[] := '{}';
+    v_closed  text[];
+    v_timeout boolean := false;
+BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_partition_maintain');
+    v_width := coalesce(fn_iu_retention_config('fn_iu_partition_maintain', 'retention.partition_txids', 1000, 1000000000000), 100000000);
+    IF NOT pg_try_advisory_xact_lock(hashtext('iu_core.partition_maintain')) THEN
+        RETURN jsonb_build_object('busy', true);
+    END IF;
+    v_next := pg_snapshot_xmax(pg_current_snapshot());
+
+    v_old_lt := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', '2s', true);
+    BEGIN
+        SELECT p.upper_txid INTO v_upper FROM iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
+        v_lo := v_upper;
+        -- above the highest row already in a default partition (min/max of xid8 need PostgreSQL 14)
+        SELECT o.txid INTO v_top FROM ONLY event_outbox_default o ORDER BY o.txid DESC LIMIT 1;
+        IF v_top >= v_lo THEN v_lo := (v_top::text::numeric + 1)::text::xid8; END IF;
+        SELECT a.event_txid INTO v_top FROM ONLY iu_route_attempt_default a ORDER BY a.event_txid DESC LIMIT 1;
+        IF v_top >= v_lo THEN v_lo := (v_top::text::numeric + 1)::text::xid8; END IF;
+        WHILE v_lo::text::numeric - v_next::text::numeric < v_width / 2 LOOP
+            v_upper := (v_lo::text::numeric + v_width)::text::xid8;
+            v_created := v_created || fn_iu_partition_create('event_outbox', v_lo, v_upper);
+            v_created := v_created || fn_iu_partition_create('iu_route_attempt', v_lo, v_upper);
+            v_lo := v_upper;
+        END LOOP;
+    EXCEPTION WHEN lock_not_available THEN
+        v_timeout := true;
+        v_created := '{}';
+    END;
+    PERFORM set_config('lock_timeout', v_old_lt, true);
+    SELECT p.upper_txid INTO v_upper FROM iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
+
+    WITH c AS (
+        UPDATE iu_history_partition p SET closed_at = now()
+         WHERE p.closed_at IS NULL
+           AND p.upper_txid <= pg_snapshot_xmin(pg_current_snapshot())
+        RETURNING p.partition_name)
+    SELECT coalesce(array_agg(c.partition_name ORDER BY c.partition_name), '{}') INTO v_closed FROM c;
+
+    RETURN jsonb_build_object(
+        'busy', false,
+        'lock_timeout', v_timeout,
+        'created', to_jsonb(v_created),
+        'closed', to_jsonb(v_closed),
+        'partitions', (SELECT count(*) FROM iu_history_partition),
+        'newest_upper_txid', v_upper::text,
+        'next_txid', v_next::text,
+        'ahead_txids', v_upper::text::numeric - v_next::text::numeric,
+        'width_txids', v_width,
+        'default_rows', jsonb_build_object(
+            'event_outbox', (SELECT count(*) FROM (SELECT 1 FROM ONLY event_outbox_default LIMIT 1000) d),
+            'iu_route_attempt', (SELECT count(*) FROM (SELECT 1 FROM ONLY iu_route_attempt_default LIMIT 1000) d)));
+END;
 $$;
 
 --
@@ -408,6 +540,178 @@ BEGIN
                   HINT = 'A superuser runs: ' || v_fix || ' Only superusers, the package owner and its members may create in schema public.';
     END IF;
     RETURN true;
+END;
+$$;
+
+--
+-- Name: fn_iu_retention_config(text, text, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    v_raw text := (SELECT btrim(c.value) FROM dot_config c WHERE c.key = p_key);
+BEGIN
+    IF v_raw IS NULL OR v_raw = '' THEN
+        RETURN NULL;
+    END IF;
+    IF v_raw !~ '^[0-9]{1,15}$' OR v_raw::bigint NOT BETWEEN p_min AND p_max THEN
+        RAISE EXCEPTION '%: dot_config % = % is not a whole number from % to %', p_caller, p_key, quote_literal(v_raw), p_min, p_max
+            USING ERRCODE = '22023',
+                  HINT = format('UPDATE dot_config SET value = ''<number>'' WHERE key = %L; empty keeps history forever.', p_key);
+    END IF;
+    RETURN v_raw::bigint;
+END;
+$_$;
+
+--
+-- Name: fn_iu_retention_ledger_immutable(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_retention_ledger_immutable() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'fn_iu_retention_ledger_immutable: iu_retention_ledger is append-only: % rejected', TG_OP
+        USING ERRCODE = 'IU001',
+              HINT = 'The ledger is the evidence of what retention removed; it is never changed or removed.';
+END;
+$$;
+
+--
+-- Name: fn_iu_retention_partition_unrouted(xid8, xid8); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+-- One plain statement per worker (its domain and snapshot as parameters), not one query
+-- correlated over the cursors: the correlated form trips PostgreSQL 13's run-time partition
+-- pruning ("could not match partition child tables to plan elements").
+DECLARE
+    c         record;
+    v_done    pg_snapshot;
+    v_workers text[] := '{}';
+BEGIN
+    FOR c IN SELECT cur.worker_name, cur.event_domain, cur.done_snapshot
+               FROM iu_route_worker_cursor cur ORDER BY cur.worker_name LOOP
+        v_done := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
+        IF EXISTS (SELECT 1 FROM event_outbox o
+                    WHERE o.event_domain = c.event_domain
+                      AND o.txid >= greatest(coalesce(p_lower, '0'::xid8), pg_snapshot_xmin(v_done))
+                      AND o.txid < p_upper
+                      AND NOT pg_visible_in_snapshot(o.txid, v_done)) THEN
+            v_workers := v_workers || c.worker_name;
+        END IF;
+    END LOOP;
+    RETURN v_workers;
+END;
+$$;
+
+--
+-- Name: fn_iu_retention_run(boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_retention_run(p_dry_run boolean DEFAULT true) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_outbox_days  bigint;
+    v_attempt_days bigint;
+    v_days         bigint;
+    v_xmin         xid8;
+    v_actor        text;
+    p              iu_history_partition%ROWTYPE;
+    v_workers      text[];
+    v_reason       text;
+    v_rows         bigint;
+    v_dropped      jsonb := '[]';
+    v_kept         jsonb := '[]';
+    v_gone         text[] := '{}';    -- event_outbox ranges (lower::text) gone in this run
+    v_timeout      boolean := false;
+    v_old_lt       text;
+BEGIN
+    PERFORM fn_iu_require_trusted_search_path('fn_iu_retention_run');
+    IF p_dry_run IS NULL THEN
+        RAISE EXCEPTION 'fn_iu_retention_run: p_dry_run required' USING ERRCODE = '22023',
+            HINT = 'SELECT fn_iu_retention_run(true) to see what would be dropped, fn_iu_retention_run(false) to drop it.';
+    END IF;
+    v_outbox_days  := fn_iu_retention_config('fn_iu_retention_run', 'retention.event_outbox_days', 0, 36500);
+    v_attempt_days := fn_iu_retention_config('fn_iu_retention_run', 'retention.route_attempt_days', 0, 36500);
+    v_actor := fn_queue_actor(NULL, 'fn_iu_retention_run');
+    PERFORM pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'));
+    -- closed_at must be current before ages are judged
+    UPDATE iu_history_partition h SET closed_at = now()
+     WHERE h.closed_at IS NULL AND h.upper_txid <= pg_snapshot_xmin(pg_current_snapshot());
+    v_xmin := pg_snapshot_xmin(pg_current_snapshot());
+    v_old_lt := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', '2s', true);
+
+    -- event_outbox first (an attempt partition waits for its events' partition), oldest first.
+    FOR p IN SELECT * FROM iu_history_partition h
+              ORDER BY h.table_name, h.upper_txid
+    LOOP
+        v_workers := NULL;
+        v_days := CASE p.table_name WHEN 'event_outbox' THEN v_outbox_days ELSE v_attempt_days END;
+        v_reason := CASE
+            WHEN v_days IS NULL THEN 'retention_not_configured'
+            WHEN p.closed_at IS NULL OR p.upper_txid > v_xmin THEN 'not_closed'
+            WHEN p.closed_at > now() - make_interval(days => v_days::integer) THEN 'younger_than_retention'
+        END;
+        IF v_reason IS NULL AND p.table_name = 'event_outbox' THEN
+            v_workers := fn_iu_retention_partition_unrouted(p.lower_txid, p.upper_txid);
+            IF cardinality(v_workers) > 0 THEN
+                v_reason := 'cursor_not_passed';
+            END IF;
+        ELSIF v_reason IS NULL THEN
+            IF EXISTS (SELECT 1 FROM iu_history_partition e
+                        WHERE e.table_name = 'event_outbox'
+                          AND e.lower_txid IS NOT DISTINCT FROM p.lower_txid AND e.upper_txid = p.upper_txid)
+               AND NOT coalesce(p.lower_txid::text, 'min') = ANY (v_gone) THEN
+                v_reason := 'events_still_kept';
+            ELSIF EXISTS (SELECT 1 FROM iu_route_dead_letter d
+                           WHERE d.resolved_at IS NULL
+                             AND (d.event_snapshot->>'txid')::xid8 < p.upper_txid
+                             AND (p.lower_txid IS NULL OR (d.event_snapshot->>'txid')::xid8 >= p.lower_txid)) THEN
+                v_reason := 'open_dead_letter';
+            END IF;
+        END IF;
+        IF v_reason IS NOT NULL THEN
+            v_kept := v_kept || jsonb_strip_nulls(jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
+                                                                   'reason', v_reason, 'workers', to_jsonb(v_workers)));
+            CONTINUE;
+        END IF;
+
+        EXECUTE format('SELECT count(*) FROM ONLY %I', p.partition_name) INTO v_rows;
+        IF NOT p_dry_run THEN
+            BEGIN
+                EXECUTE format('DROP TABLE %I', p.partition_name);
+            EXCEPTION WHEN lock_not_available THEN
+                v_timeout := true;
+                EXIT;
+            END;
+            DELETE FROM iu_history_partition h WHERE h.partition_name = p.partition_name;
+            INSERT INTO iu_retention_ledger (table_name, partition_name, lower_txid, upper_txid, row_count,
+                                             closed_at, retention_days, dropped_by)
+            VALUES (p.table_name, p.partition_name, p.lower_txid, p.upper_txid, v_rows, p.closed_at, v_days, v_actor);
+        END IF;
+        IF p.table_name = 'event_outbox' THEN
+            v_gone := v_gone || coalesce(p.lower_txid::text, 'min');
+        END IF;
+        v_dropped := v_dropped || jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
+                                                     'lower_txid', p.lower_txid::text, 'upper_txid', p.upper_txid::text,
+                                                     'rows', v_rows, 'closed_at', p.closed_at);
+    END LOOP;
+
+    PERFORM set_config('lock_timeout', v_old_lt, true);
+    RETURN jsonb_build_object('dry_run', p_dry_run, 'dropped', v_dropped, 'kept', v_kept,
+                              'lock_timeout', v_timeout,
+                              'retention', jsonb_build_object('event_outbox_days', v_outbox_days,
+                                                              'route_attempt_days', v_attempt_days));
 END;
 $$;
 
@@ -588,9 +892,10 @@ BEGIN
     END IF;
 
     INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
-                                  attempt_no, detail, error_code, error_message)
+                                  attempt_no, detail, error_code, error_message, event_txid)
     VALUES (dl.event_id, dl.worker_name, rt.route_key, rt.route_kind, v_status, dl.idempotency_key, v_attempt,
-            jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg);
+            jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg,
+            coalesce((dl.event_snapshot->>'txid')::xid8, '0'));  -- a snapshot without txid: the oldest range
 
     PERFORM fn_iu_route_attempt_tally_add(dl.worker_name, v_status, 1, 1);
 
@@ -961,9 +1266,9 @@ BEGIN
         END IF;
         v_key := fn_iu_route_idempotency_key(p_worker_name, e.route_key, e.id);
         BEGIN
-            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
-            VALUES (e.id, p_worker_name, e.route_key, e.route_kind, e.decision, v_key)
-            ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
+            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            VALUES (e.id, p_worker_name, e.route_key, e.route_kind, e.decision, v_key, e.txid)
+            ON CONFLICT DO NOTHING;
             GET DIAGNOSTICS v_n = ROW_COUNT;
             IF v_n = 0 THEN
                 t.already_attempted := t.already_attempted + 1;
@@ -1006,12 +1311,12 @@ BEGIN
     WITH decided AS MATERIALIZED (
         SELECT * FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
     ), ins AS (
-        INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
+        INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
         SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-               fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id)
+               fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
           FROM decided d
          WHERE d.decision <> 'deliver'
-        ON CONFLICT (idempotency_key, attempt_no) DO NOTHING
+        ON CONFLICT DO NOTHING
         RETURNING status
     )
     SELECT (SELECT count(*) FROM decided),
@@ -1070,10 +1375,12 @@ BEGIN
         BEGIN
             v_res := fn_iu_route_deliver((SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = t.deliver_ids[i]),
                                          t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
-            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail)
+            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail,
+                                          event_txid)
             VALUES (t.deliver_ids[i], p_worker_name, t.deliver_route_keys[i], t.deliver_route_kinds[i], 'sent', v_key,
-                    coalesce(v_res, '{}'::jsonb))
-            ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
+                    coalesce(v_res, '{}'::jsonb),
+                    (SELECT e.txid FROM event_outbox e WHERE e.id = t.deliver_ids[i] LIMIT 1))
+            ON CONFLICT DO NOTHING;
             t.attempts_written := t.attempts_written + 1;
             t.sent := t.sent + 1;
         EXCEPTION WHEN OTHERS THEN
@@ -1114,10 +1421,10 @@ BEGIN
     SELECT to_jsonb(e) INTO v_snap FROM event_outbox e WHERE e.id = p_event_id;
 
     INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
-                                  detail, error_code, error_message)
+                                  detail, error_code, error_message, event_txid)
     VALUES (p_event_id, p_worker_name, p_route_key, p_route_kind, 'failed', p_idempotency_key,
-            jsonb_build_object('stage', p_stage), p_error_code, p_error_message)
-    ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
+            jsonb_build_object('stage', p_stage), p_error_code, p_error_message, (v_snap->>'txid')::xid8)
+    ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     IF v_n = 1 THEN
         t.attempts_written := t.attempts_written + 1;
@@ -3872,7 +4179,8 @@ CREATE TABLE public.event_outbox (
     CONSTRAINT event_outbox_event_type_check CHECK ((event_type <> ''::text)),
     CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(safe_payload)),
     CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(safe_payload) = 'object'::text))
-);
+)
+PARTITION BY RANGE (txid);
 
 --
 -- Name: TABLE event_outbox; Type: COMMENT; Schema: public; Owner: -
@@ -3887,6 +4195,98 @@ COMMENT ON TABLE public.event_outbox IS 'Shared append-only event log. UPDATE, D
 COMMENT ON COLUMN public.event_outbox.txid IS 'Top-level transaction that inserted the row; consumers batch by snapshot difference over it.';
 
 --
+-- Name: event_outbox_default; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.event_outbox_default (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    event_domain text NOT NULL,
+    event_type text NOT NULL,
+    event_stream text NOT NULL,
+    delivery_lane text DEFAULT 'standard'::text NOT NULL,
+    event_severity text DEFAULT 'info'::text NOT NULL,
+    event_subject_table text,
+    event_subject_ref text,
+    safe_payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    occurred_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    CONSTRAINT event_outbox_delivery_lane_check CHECK ((delivery_lane = ANY (ARRAY['immediate'::text, 'standard'::text, 'batch'::text]))),
+    CONSTRAINT event_outbox_event_domain_check CHECK ((event_domain <> ''::text)),
+    CONSTRAINT event_outbox_event_severity_check CHECK ((event_severity = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text]))),
+    CONSTRAINT event_outbox_event_stream_check CHECK ((event_stream <> ''::text)),
+    CONSTRAINT event_outbox_event_type_check CHECK ((event_type <> ''::text)),
+    CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(safe_payload)),
+    CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(safe_payload) = 'object'::text)),
+    CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id()))
+);
+
+--
+-- Name: event_outbox_legacy; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.event_outbox_legacy (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    event_domain text NOT NULL,
+    event_type text NOT NULL,
+    event_stream text NOT NULL,
+    delivery_lane text DEFAULT 'standard'::text NOT NULL,
+    event_severity text DEFAULT 'info'::text NOT NULL,
+    event_subject_table text,
+    event_subject_ref text,
+    safe_payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    occurred_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    CONSTRAINT event_outbox_delivery_lane_check CHECK ((delivery_lane = ANY (ARRAY['immediate'::text, 'standard'::text, 'batch'::text]))),
+    CONSTRAINT event_outbox_event_domain_check CHECK ((event_domain <> ''::text)),
+    CONSTRAINT event_outbox_event_severity_check CHECK ((event_severity = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text]))),
+    CONSTRAINT event_outbox_event_stream_check CHECK ((event_stream <> ''::text)),
+    CONSTRAINT event_outbox_event_type_check CHECK ((event_type <> ''::text)),
+    CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(safe_payload)),
+    CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(safe_payload) = 'object'::text))
+);
+
+--
+-- Name: TABLE event_outbox_legacy; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.event_outbox_legacy IS 'Shared append-only event log. UPDATE, DELETE and TRUNCATE are rejected. Consumers keep their own cursor.';
+
+--
+-- Name: COLUMN event_outbox_legacy.txid; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.event_outbox_legacy.txid IS 'Top-level transaction that inserted the row; consumers batch by snapshot difference over it.';
+
+--
+-- Name: event_outbox_p00000000000000000746; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.event_outbox_p00000000000000000746 (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    event_domain text NOT NULL,
+    event_type text NOT NULL,
+    event_stream text NOT NULL,
+    delivery_lane text DEFAULT 'standard'::text NOT NULL,
+    event_severity text DEFAULT 'info'::text NOT NULL,
+    event_subject_table text,
+    event_subject_ref text,
+    safe_payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    occurred_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    CONSTRAINT event_outbox_delivery_lane_check CHECK ((delivery_lane = ANY (ARRAY['immediate'::text, 'standard'::text, 'batch'::text]))),
+    CONSTRAINT event_outbox_event_domain_check CHECK ((event_domain <> ''::text)),
+    CONSTRAINT event_outbox_event_severity_check CHECK ((event_severity = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text]))),
+    CONSTRAINT event_outbox_event_stream_check CHECK ((event_stream <> ''::text)),
+    CONSTRAINT event_outbox_event_type_check CHECK ((event_type <> ''::text)),
+    CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(safe_payload)),
+    CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(safe_payload) = 'object'::text)),
+    CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id()))
+);
+
+--
 -- Name: event_type_registry; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3899,6 +4299,26 @@ CREATE TABLE public.event_type_registry (
     CONSTRAINT event_type_registry_event_domain_check CHECK ((event_domain <> ''::text)),
     CONSTRAINT event_type_registry_event_type_check CHECK ((event_type <> ''::text))
 );
+
+--
+-- Name: iu_history_partition; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.iu_history_partition (
+    partition_name text NOT NULL,
+    table_name text NOT NULL,
+    lower_txid xid8,
+    upper_txid xid8 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    closed_at timestamp with time zone,
+    CONSTRAINT iu_history_partition_table_name_check CHECK ((table_name = ANY (ARRAY['event_outbox'::text, 'iu_route_attempt'::text])))
+);
+
+--
+-- Name: TABLE iu_history_partition; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.iu_history_partition IS 'Partitions of event_outbox and iu_route_attempt (txid ranges) and when each closed; kept by fn_iu_partition_maintain.';
 
 --
 -- Name: iu_outbound_route; Type: TABLE; Schema: public; Owner: -
@@ -3938,6 +4358,43 @@ ALTER TABLE public.iu_outbound_route ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
 );
 
 --
+-- Name: iu_retention_ledger; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.iu_retention_ledger (
+    id bigint NOT NULL,
+    table_name text NOT NULL,
+    partition_name text NOT NULL,
+    lower_txid xid8,
+    upper_txid xid8 NOT NULL,
+    row_count bigint NOT NULL,
+    closed_at timestamp with time zone,
+    retention_days integer NOT NULL,
+    dropped_at timestamp with time zone DEFAULT now() NOT NULL,
+    dropped_by text NOT NULL,
+    dropped_session_user text DEFAULT SESSION_USER NOT NULL
+);
+
+--
+-- Name: TABLE iu_retention_ledger; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.iu_retention_ledger IS 'One row per history partition dropped by fn_iu_retention_run: which range, how many rows, by whom, when. Append-only.';
+
+--
+-- Name: iu_retention_ledger_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.iu_retention_ledger ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.iu_retention_ledger_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: iu_route_attempt; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3954,15 +4411,45 @@ CREATE TABLE public.iu_route_attempt (
     error_code text,
     error_message text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    event_txid xid8 NOT NULL,
     CONSTRAINT iu_route_attempt_attempt_no_check CHECK ((attempt_no > 0)),
     CONSTRAINT iu_route_attempt_status_check CHECK ((status = ANY (ARRAY['dry_run'::text, 'disabled'::text, 'skipped'::text, 'failed'::text, 'sent'::text])))
-);
+)
+PARTITION BY RANGE (event_txid);
 
 --
 -- Name: TABLE iu_route_attempt; Type: COMMENT; Schema: public; Owner: -
 --
 
 COMMENT ON TABLE public.iu_route_attempt IS 'Route worker audit: one row per event decision (attempt_no 1) and per replay. Never changed or removed.';
+
+--
+-- Name: COLUMN iu_route_attempt.event_txid; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.iu_route_attempt.event_txid IS 'The routed event''s txid: the partition key, so every attempt of one event lands in one partition.';
+
+--
+-- Name: iu_route_attempt_default; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.iu_route_attempt_default (
+    id bigint NOT NULL,
+    event_ref uuid NOT NULL,
+    worker_name text,
+    route_key text,
+    route_kind text,
+    status text NOT NULL,
+    idempotency_key text NOT NULL,
+    attempt_no integer DEFAULT 1 NOT NULL,
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL,
+    error_code text,
+    error_message text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    event_txid xid8 NOT NULL,
+    CONSTRAINT iu_route_attempt_attempt_no_check CHECK ((attempt_no > 0)),
+    CONSTRAINT iu_route_attempt_status_check CHECK ((status = ANY (ARRAY['dry_run'::text, 'disabled'::text, 'skipped'::text, 'failed'::text, 'sent'::text])))
+);
 
 --
 -- Name: iu_route_attempt_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -3975,6 +4462,56 @@ ALTER TABLE public.iu_route_attempt ALTER COLUMN id ADD GENERATED ALWAYS AS IDEN
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+--
+-- Name: iu_route_attempt_legacy; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.iu_route_attempt_legacy (
+    id bigint NOT NULL,
+    event_ref uuid NOT NULL,
+    worker_name text,
+    route_key text,
+    route_kind text,
+    status text NOT NULL,
+    idempotency_key text NOT NULL,
+    attempt_no integer DEFAULT 1 NOT NULL,
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL,
+    error_code text,
+    error_message text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    event_txid xid8 NOT NULL,
+    CONSTRAINT iu_route_attempt_attempt_no_check CHECK ((attempt_no > 0)),
+    CONSTRAINT iu_route_attempt_status_check CHECK ((status = ANY (ARRAY['dry_run'::text, 'disabled'::text, 'skipped'::text, 'failed'::text, 'sent'::text])))
+);
+
+--
+-- Name: TABLE iu_route_attempt_legacy; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.iu_route_attempt_legacy IS 'Route worker audit: one row per event decision (attempt_no 1) and per replay. Never changed or removed.';
+
+--
+-- Name: iu_route_attempt_p00000000000000000746; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.iu_route_attempt_p00000000000000000746 (
+    id bigint NOT NULL,
+    event_ref uuid NOT NULL,
+    worker_name text,
+    route_key text,
+    route_kind text,
+    status text NOT NULL,
+    idempotency_key text NOT NULL,
+    attempt_no integer DEFAULT 1 NOT NULL,
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL,
+    error_code text,
+    error_message text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    event_txid xid8 NOT NULL,
+    CONSTRAINT iu_route_attempt_attempt_no_check CHECK ((attempt_no > 0)),
+    CONSTRAINT iu_route_attempt_status_check CHECK ((status = ANY (ARRAY['dry_run'::text, 'disabled'::text, 'skipped'::text, 'failed'::text, 'sent'::text])))
 );
 
 --
@@ -4326,6 +4863,42 @@ UNION ALL
 COMMENT ON VIEW public.v_queue_health IS 'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue and job_kind_paused rows. Watch status_hint stale / open and severity.';
 
 --
+-- Name: event_outbox_default; Type: TABLE ATTACH; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_default DEFAULT;
+
+--
+-- Name: event_outbox_legacy; Type: TABLE ATTACH; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_legacy FOR VALUES FROM (MINVALUE) TO ('746');
+
+--
+-- Name: event_outbox_p00000000000000000746; Type: TABLE ATTACH; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_p00000000000000000746 FOR VALUES FROM ('746') TO ('100000746');
+
+--
+-- Name: iu_route_attempt_default; Type: TABLE ATTACH; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_default DEFAULT;
+
+--
+-- Name: iu_route_attempt_legacy; Type: TABLE ATTACH; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_legacy FOR VALUES FROM (MINVALUE) TO ('746');
+
+--
+-- Name: iu_route_attempt_p00000000000000000746; Type: TABLE ATTACH; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_p00000000000000000746 FOR VALUES FROM ('746') TO ('100000746');
+
+--
 -- Name: dot_config dot_config_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4333,11 +4906,25 @@ ALTER TABLE ONLY public.dot_config
     ADD CONSTRAINT dot_config_pkey PRIMARY KEY (key);
 
 --
--- Name: event_outbox event_outbox_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: event_outbox_default event_outbox_default_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.event_outbox
-    ADD CONSTRAINT event_outbox_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.event_outbox_default
+    ADD CONSTRAINT event_outbox_default_pkey PRIMARY KEY (id);
+
+--
+-- Name: event_outbox_legacy event_outbox_legacy_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.event_outbox_legacy
+    ADD CONSTRAINT event_outbox_legacy_pkey PRIMARY KEY (id);
+
+--
+-- Name: event_outbox_p00000000000000000746 event_outbox_p00000000000000000746_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.event_outbox_p00000000000000000746
+    ADD CONSTRAINT event_outbox_p00000000000000000746_pkey PRIMARY KEY (id);
 
 --
 -- Name: event_outbox event_outbox_txid_is_inserter; Type: CHECK CONSTRAINT; Schema: public; Owner: -
@@ -4352,6 +4939,13 @@ ALTER TABLE public.event_outbox
 
 ALTER TABLE ONLY public.event_type_registry
     ADD CONSTRAINT event_type_registry_pkey PRIMARY KEY (event_domain, event_type);
+
+--
+-- Name: iu_history_partition iu_history_partition_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_history_partition
+    ADD CONSTRAINT iu_history_partition_pkey PRIMARY KEY (partition_name);
 
 --
 -- Name: iu_outbound_route iu_outbound_route_match_uq; Type: CONSTRAINT; Schema: public; Owner: -
@@ -4375,18 +4969,67 @@ ALTER TABLE ONLY public.iu_outbound_route
     ADD CONSTRAINT iu_outbound_route_route_key_key UNIQUE (route_key);
 
 --
+-- Name: iu_retention_ledger iu_retention_ledger_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_retention_ledger
+    ADD CONSTRAINT iu_retention_ledger_pkey PRIMARY KEY (id);
+
+--
 -- Name: iu_route_attempt iu_route_attempt_key_attempt_uq; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.iu_route_attempt
-    ADD CONSTRAINT iu_route_attempt_key_attempt_uq UNIQUE (idempotency_key, attempt_no);
+    ADD CONSTRAINT iu_route_attempt_key_attempt_uq UNIQUE (idempotency_key, attempt_no, event_txid);
 
 --
--- Name: iu_route_attempt iu_route_attempt_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: iu_route_attempt_default iu_route_attempt_default_idempotency_key_attempt_no_event_t_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.iu_route_attempt
-    ADD CONSTRAINT iu_route_attempt_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.iu_route_attempt_default
+    ADD CONSTRAINT iu_route_attempt_default_idempotency_key_attempt_no_event_t_key UNIQUE (idempotency_key, attempt_no, event_txid);
+
+--
+-- Name: iu_route_attempt_default iu_route_attempt_default_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_attempt_default
+    ADD CONSTRAINT iu_route_attempt_default_pkey PRIMARY KEY (id);
+
+--
+-- Name: iu_route_attempt_legacy iu_route_attempt_legacy_idempotency_key_attempt_no_event_tx_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_attempt_legacy
+    ADD CONSTRAINT iu_route_attempt_legacy_idempotency_key_attempt_no_event_tx_key UNIQUE (idempotency_key, attempt_no, event_txid);
+
+--
+-- Name: iu_route_attempt_legacy iu_route_attempt_legacy_key_attempt_uq; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_attempt_legacy
+    ADD CONSTRAINT iu_route_attempt_legacy_key_attempt_uq UNIQUE (idempotency_key, attempt_no);
+
+--
+-- Name: iu_route_attempt_legacy iu_route_attempt_legacy_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_attempt_legacy
+    ADD CONSTRAINT iu_route_attempt_legacy_pkey PRIMARY KEY (id);
+
+--
+-- Name: iu_route_attempt_p00000000000000000746 iu_route_attempt_p00000000000000000746_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_attempt_p00000000000000000746
+    ADD CONSTRAINT iu_route_attempt_p00000000000000000746_pkey PRIMARY KEY (id);
+
+--
+-- Name: iu_route_attempt_p00000000000000000746 iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_attempt_p00000000000000000746
+    ADD CONSTRAINT iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key UNIQUE (idempotency_key, attempt_no, event_txid);
 
 --
 -- Name: iu_route_attempt_tally iu_route_attempt_tally_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -4462,7 +5105,25 @@ ALTER TABLE ONLY public.queue_stale_alert
 -- Name: event_outbox_domain_txid_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX event_outbox_domain_txid_idx ON public.event_outbox USING btree (event_domain, txid, id);
+CREATE INDEX event_outbox_domain_txid_idx ON ONLY public.event_outbox USING btree (event_domain, txid, id);
+
+--
+-- Name: event_outbox_default_domain_txid_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX event_outbox_default_domain_txid_idx ON public.event_outbox_default USING btree (event_domain, txid, id);
+
+--
+-- Name: event_outbox_legacy_domain_txid_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX event_outbox_legacy_domain_txid_idx ON public.event_outbox_legacy USING btree (event_domain, txid, id);
+
+--
+-- Name: event_outbox_p00000000000000000746_domain_txid_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX event_outbox_p00000000000000000746_domain_txid_idx ON public.event_outbox_p00000000000000000746 USING btree (event_domain, txid, id);
 
 --
 -- Name: iu_route_dead_letter_open_idx; Type: INDEX; Schema: public; Owner: -
@@ -4513,6 +5174,42 @@ CREATE INDEX job_queue_finished_idx ON public.job_queue USING btree (finished_at
 CREATE INDEX job_queue_lease_idx ON public.job_queue USING btree (lease_expires_at) WHERE (status = 'running'::text);
 
 --
+-- Name: event_outbox_default_domain_txid_idx; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_outbox_default_domain_txid_idx;
+
+--
+-- Name: event_outbox_legacy_domain_txid_idx; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_outbox_legacy_domain_txid_idx;
+
+--
+-- Name: event_outbox_p00000000000000000746_domain_txid_idx; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_outbox_p00000000000000000746_domain_txid_idx;
+
+--
+-- Name: iu_route_attempt_default_idempotency_key_attempt_no_event_t_key; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.iu_route_attempt_key_attempt_uq ATTACH PARTITION public.iu_route_attempt_default_idempotency_key_attempt_no_event_t_key;
+
+--
+-- Name: iu_route_attempt_legacy_idempotency_key_attempt_no_event_tx_key; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.iu_route_attempt_key_attempt_uq ATTACH PARTITION public.iu_route_attempt_legacy_idempotency_key_attempt_no_event_tx_key;
+
+--
+-- Name: iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key; Type: INDEX ATTACH; Schema: public; Owner: -
+--
+
+ALTER INDEX public.iu_route_attempt_key_attempt_uq ATTACH PARTITION public.iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key;
+
+--
 -- Name: dot_config trg_dot_config_touch; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -4531,6 +5228,24 @@ CREATE TRIGGER trg_event_outbox_append_only BEFORE DELETE OR UPDATE ON public.ev
 CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
 
 --
+-- Name: event_outbox_default trg_event_outbox_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_default FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
+
+--
+-- Name: event_outbox_legacy trg_event_outbox_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_legacy FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
+
+--
+-- Name: event_outbox_p00000000000000000746 trg_event_outbox_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_p00000000000000000746 FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
+
+--
 -- Name: event_outbox trg_event_outbox_package_only; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -4543,6 +5258,18 @@ CREATE TRIGGER trg_event_outbox_package_only BEFORE INSERT ON public.event_outbo
 CREATE TRIGGER trg_event_outbox_wake_notify AFTER INSERT ON public.event_outbox REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_event_outbox();
 
 --
+-- Name: iu_retention_ledger trg_iu_retention_ledger_immutable; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_iu_retention_ledger_immutable BEFORE DELETE OR UPDATE ON public.iu_retention_ledger FOR EACH ROW EXECUTE FUNCTION public.fn_iu_retention_ledger_immutable();
+
+--
+-- Name: iu_retention_ledger trg_iu_retention_ledger_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_iu_retention_ledger_no_truncate BEFORE TRUNCATE ON public.iu_retention_ledger FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_retention_ledger_immutable();
+
+--
 -- Name: iu_route_attempt trg_iu_route_attempt_immutable; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -4553,6 +5280,24 @@ CREATE TRIGGER trg_iu_route_attempt_immutable BEFORE DELETE OR UPDATE ON public.
 --
 
 CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_attempt_immutable();
+
+--
+-- Name: iu_route_attempt_default trg_iu_route_attempt_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_default FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_attempt_immutable();
+
+--
+-- Name: iu_route_attempt_legacy trg_iu_route_attempt_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_legacy FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_attempt_immutable();
+
+--
+-- Name: iu_route_attempt_p00000000000000000746 trg_iu_route_attempt_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_p00000000000000000746 FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_attempt_immutable();
 
 --
 -- Name: iu_route_dead_letter trg_iu_route_dead_letter_immutable; Type: TRIGGER; Schema: public; Owner: -
@@ -4663,6 +5408,26 @@ REVOKE ALL ON FUNCTION public.fn_iu_is_blank(p_value text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.fn_iu_package_owner() FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_partition_create(p_table text, p_lower xid8, p_upper xid8); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_partition_create(p_table text, p_lower xid8, p_upper xid8) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_partition_guard(p_parent regclass, p_partition regclass); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_partition_guard(p_parent regclass, p_partition regclass) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_partition_maintain(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_partition_maintain() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_partition_maintain() TO workflow_admin;
+GRANT ALL ON FUNCTION public.fn_iu_partition_maintain() TO dot_executor;
+
+--
 -- Name: FUNCTION fn_iu_payload_denied_paths(p_payload jsonb); Type: ACL; Schema: public; Owner: -
 --
 
@@ -4691,6 +5456,31 @@ REVOKE ALL ON FUNCTION public.fn_iu_require_name(p_caller text, p_param text, p_
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_require_trusted_search_path(p_caller text, p_full boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_retention_ledger_immutable(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_retention_ledger_immutable() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_retention_run(p_dry_run boolean); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_retention_run(p_dry_run boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_retention_run(p_dry_run boolean) TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_route_attempt_immutable(); Type: ACL; Schema: public; Owner: -
@@ -5266,6 +6056,18 @@ REVOKE ALL ON FUNCTION public.fn_queue_wake_notify_event_outbox() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION public.fn_queue_wake_notify_job_queue() FROM PUBLIC;
+
+--
+-- Name: TABLE iu_history_partition; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.iu_history_partition TO workflow_admin;
+
+--
+-- Name: TABLE iu_retention_ledger; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.iu_retention_ledger TO workflow_admin;
 
 --
 -- Name: TABLE v_iu_route_attempt_summary; Type: ACL; Schema: public; Owner: -

@@ -112,15 +112,18 @@ func TestSubstrate_GatesFailClosed(t *testing.T) {
 	}
 }
 
-// Rule: iu_route_attempt has UNIQUE (idempotency_key, attempt_no) and is never changed.
+// Rule: iu_route_attempt has UNIQUE (idempotency_key, attempt_no) for the attempts of one
+// event (they share event_txid, the partition key) and is never changed.
 func TestSubstrate_AttemptUniqueAndImmutable(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
-	ins := `INSERT INTO iu_route_attempt (event_ref, status, idempotency_key, attempt_no) VALUES (gen_random_uuid(), 'skipped', 'k1', $1)`
-	db.Exec(t, ins, 1)
-	_, err := db.Pool.Exec(ctx(t), ins, 1)
+	var txid string
+	db.QueryRow(t, `SELECT pg_current_xact_id()::text`, nil, &txid)
+	ins := `INSERT INTO iu_route_attempt (event_ref, status, idempotency_key, attempt_no, event_txid) VALUES (gen_random_uuid(), 'skipped', 'k1', $1, $2::xid8)`
+	db.Exec(t, ins, 1, txid)
+	_, err := db.Pool.Exec(ctx(t), ins, 1, txid)
 	requireSQLState(t, err, "23505")
-	db.Exec(t, ins, 2)
+	db.Exec(t, ins, 2, txid)
 	_, err = db.Pool.Exec(ctx(t), `DELETE FROM iu_route_attempt`)
 	requireSQLState(t, err, "IU001")
 	_, err = db.Pool.Exec(ctx(t), `UPDATE iu_route_attempt SET status = 'sent'`)

@@ -187,14 +187,14 @@ WITH page AS MATERIALIZED (
      ORDER BY o.txid, o.id
      LIMIT $2
 ), ins AS (
-    INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
+    INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
     SELECT p.id, $1, rt.route_key, rt.route_kind,
            CASE WHEN rt.id IS NULL THEN 'skipped' WHEN NOT rt.enabled THEN 'disabled' ELSE 'dry_run' END,
-           'iu_wrk:' || $1 || ':' || coalesce(rt.route_key, 'none') || ':' || p.id::text
+           'iu_wrk:' || $1 || ':' || coalesce(rt.route_key, 'none') || ':' || p.id::text, p.txid
       FROM page p
       LEFT JOIN iu_outbound_route rt
              ON rt.event_domain = 'iu' AND rt.event_type = p.event_type AND rt.event_stream = p.event_stream
-    ON CONFLICT (idempotency_key, attempt_no) DO NOTHING
+    ON CONFLICT DO NOTHING
     RETURNING status
 ), last AS (
     SELECT p.txid, p.id, p.created_at FROM page p ORDER BY p.txid DESC, p.id DESC LIMIT 1

@@ -388,6 +388,13 @@ func (s *Service) housekeeping(ctx context.Context, nextStale, nextReap *time.Ti
 		} else {
 			s.log.Debug("stale-check", "result", res.Raw)
 		}
+		if p, ok := s.db.(tick.Partitioner); ok {
+			if raw, err := p.MaintainPartitions(ctx); err != nil {
+				s.dbError("partitions", err)
+			} else {
+				s.log.Debug("partition maintenance", "result", raw)
+			}
+		}
 		s.refreshHealth(ctx)
 	}
 	if !now.Before(*nextReap) {

@@ -74,6 +74,13 @@ func (s *Store) PruneJobs(ctx context.Context) (json.RawMessage, error) {
 	return s.jsonCall(ctx, "running fn_job_prune()", "SELECT fn_job_prune()::text")
 }
 
+// MaintainPartitions runs fn_iu_partition_maintain(): history partitions of event_outbox
+// and iu_route_attempt created ahead of the txids in use, closes recorded. Idempotent; a
+// concurrent call returns {"busy": true}.
+func (s *Store) MaintainPartitions(ctx context.Context) (json.RawMessage, error) {
+	return s.jsonCall(ctx, "running fn_iu_partition_maintain()", "SELECT fn_iu_partition_maintain()::text")
+}
+
 // Heartbeat writes the runner's own heartbeat through fn_queue_heartbeat_tick with status
 // ok, warn or error (metadata must pass the payload-hygiene check: no body, content, raw,
 // secret... keys).

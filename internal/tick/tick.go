@@ -23,6 +23,14 @@ type Pruner interface {
 	PruneJobs(ctx context.Context) (json.RawMessage, error)
 }
 
+// Partitioner is a DB that also keeps the history tables partitioned ahead
+// (fn_iu_partition_maintain); store.Store is one. It runs right after the stale-check, on
+// the stale-check's cadence: it must run often enough that producers never outrun the
+// partitions (they would land in the default partition, which retention never drops).
+type Partitioner interface {
+	MaintainPartitions(ctx context.Context) (json.RawMessage, error)
+}
+
 // Why a worker's drain stopped.
 const (
 	StopCaughtUp = "caught_up"
@@ -168,6 +176,8 @@ type Options struct {
 	MaxBatches int           // per worker (0: none)
 	SkipStale  bool          // do not run fn_queue_stale_check
 	SkipReap   bool          // do not run fn_job_reap_expired_leases (nor fn_job_prune)
+	// SkipPartitions: do not run fn_iu_partition_maintain
+	SkipPartitions bool
 	// CallTimeout is one call's client-side deadline; with a Budget, the worker runs as a
 	// whole are bounded by Budget + CallTimeout (the last batch may start just before the
 	// budget ends and then runs at most one call timeout).
@@ -188,6 +198,7 @@ type Summary struct {
 	StaleCheck  json.RawMessage `json:"stale_check,omitempty"`
 	Reaper      json.RawMessage `json:"reaper,omitempty"`
 	Pruned      json.RawMessage `json:"pruned,omitempty"`
+	Partitions  json.RawMessage `json:"partitions,omitempty"`
 	DurationMS  int64           `json:"duration_ms"`
 	Errors      []string        `json:"errors,omitempty"`
 }
@@ -232,6 +243,13 @@ func Run(ctx context.Context, db DB, o Options) (Summary, error) {
 			errs = append(errs, err)
 		}
 		s.StaleCheck = res.Raw
+	}
+	if p, ok := db.(Partitioner); ok && !o.SkipPartitions && live() {
+		raw, err := p.MaintainPartitions(ctx)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.Partitions = raw
 	}
 	if !o.SkipReap && live() {
 		res, err := db.ReapLeases(ctx)

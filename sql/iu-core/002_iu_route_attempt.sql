@@ -22,6 +22,10 @@ CREATE TABLE iu_route_attempt (
     error_code      text,
     error_message   text,
     created_at      timestamptz NOT NULL DEFAULT now(),
+    -- The routed event's txid (replays: from the dead letter's snapshot). 017 partitions the
+    -- table by it, so every attempt of one event lands in one partition; no default: every
+    -- writer passes it.
+    event_txid      xid8        NOT NULL,
     CONSTRAINT iu_route_attempt_key_attempt_uq UNIQUE (idempotency_key, attempt_no)
 );
 

@@ -61,8 +61,9 @@
 -- aborts the batch.
 --
 -- Two layers keep attempts unique: the cursor (a run reads nothing already passed) and the
--- idempotency key (ON CONFLICT (idempotency_key, attempt_no) DO NOTHING), so even a re-scan
--- after fn_iu_route_worker_reset_cursor writes no duplicate.
+-- idempotency key (UNIQUE (idempotency_key, attempt_no[, event_txid]): ON CONFLICT DO NOTHING
+-- without a target, so whichever unique index the attempt's partition has counts, see 017),
+-- so even a re-scan after fn_iu_route_worker_reset_cursor writes no duplicate.
 --
 -- Cursor sanity: transaction ids restart in another cluster (dump/restore), so stored
 -- snapshots are meaningless there. The cursor records pg_control_system().system_identifier
@@ -644,10 +645,10 @@ BEGIN
     SELECT to_jsonb(e) INTO v_snap FROM event_outbox e WHERE e.id = p_event_id;
 
     INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
-                                  detail, error_code, error_message)
+                                  detail, error_code, error_message, event_txid)
     VALUES (p_event_id, p_worker_name, p_route_key, p_route_kind, 'failed', p_idempotency_key,
-            jsonb_build_object('stage', p_stage), p_error_code, p_error_message)
-    ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
+            jsonb_build_object('stage', p_stage), p_error_code, p_error_message, (v_snap->>'txid')::xid8)
+    ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     IF v_n = 1 THEN
         t.attempts_written := t.attempts_written + 1;
@@ -706,12 +707,12 @@ BEGIN
     WITH decided AS MATERIALIZED (
         SELECT * FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
     ), ins AS (
-        INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
+        INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
         SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-               fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id)
+               fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
           FROM decided d
          WHERE d.decision <> 'deliver'
-        ON CONFLICT (idempotency_key, attempt_no) DO NOTHING
+        ON CONFLICT DO NOTHING
         RETURNING status
     )
     SELECT (SELECT count(*) FROM decided),
@@ -791,9 +792,9 @@ BEGIN
         END IF;
         v_key := fn_iu_route_idempotency_key(p_worker_name, e.route_key, e.id);
         BEGIN
-            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
-            VALUES (e.id, p_worker_name, e.route_key, e.route_kind, e.decision, v_key)
-            ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
+            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            VALUES (e.id, p_worker_name, e.route_key, e.route_kind, e.decision, v_key, e.txid)
+            ON CONFLICT DO NOTHING;
             GET DIAGNOSTICS v_n = ROW_COUNT;
             IF v_n = 0 THEN
                 t.already_attempted := t.already_attempted + 1;
@@ -844,10 +845,12 @@ BEGIN
         BEGIN
             v_res := fn_iu_route_deliver((SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = t.deliver_ids[i]),
                                          t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
-            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail)
+            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail,
+                                          event_txid)
             VALUES (t.deliver_ids[i], p_worker_name, t.deliver_route_keys[i], t.deliver_route_kinds[i], 'sent', v_key,
-                    coalesce(v_res, '{}'::jsonb))
-            ON CONFLICT (idempotency_key, attempt_no) DO NOTHING;
+                    coalesce(v_res, '{}'::jsonb),
+                    (SELECT e.txid FROM event_outbox e WHERE e.id = t.deliver_ids[i] LIMIT 1))
+            ON CONFLICT DO NOTHING;
             t.attempts_written := t.attempts_written + 1;
             t.sent := t.sent + 1;
         EXCEPTION WHEN OTHERS THEN
@@ -1299,9 +1302,10 @@ BEGIN
     END IF;
 
     INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
-                                  attempt_no, detail, error_code, error_message)
+                                  attempt_no, detail, error_code, error_message, event_txid)
     VALUES (dl.event_id, dl.worker_name, rt.route_key, rt.route_kind, v_status, dl.idempotency_key, v_attempt,
-            jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg);
+            jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg,
+            coalesce((dl.event_snapshot->>'txid')::xid8, '0'));  -- a snapshot without txid: the oldest range
 
     PERFORM fn_iu_route_attempt_tally_add(dl.worker_name, v_status, 1, 1);
 

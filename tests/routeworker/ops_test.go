@@ -199,6 +199,14 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_dead_letter_no_delete()":                                                     nil,                                // 008 trigger
 	"fn_iu_route_dead_letter_matches(iu_route_dead_letter,text,text,timestamptz,timestamptz)": nil,                                // 016
 	"fn_iu_route_dead_letter_replay_many(jsonb,integer)":                                      {"workflow_admin"},                 // 016
+	// 017: history partitions and retention
+	"fn_iu_partition_maintain()":                      {"dot_executor", "workflow_admin"}, // the runner keeps partitions ahead
+	"fn_iu_retention_run(boolean)":                    {"workflow_admin"},                 // drops history: operators only
+	"fn_iu_partition_guard(regclass,regclass)":        nil,
+	"fn_iu_partition_create(text,xid8,xid8)":          nil,
+	"fn_iu_retention_config(text,text,bigint,bigint)": nil,
+	"fn_iu_retention_partition_unrouted(xid8,xid8)":   nil,
+	"fn_iu_retention_ledger_immutable()":              nil, // trigger
 }
 
 // Rule: the grant matrix of the route worker's functions holds exactly, PUBLIC executes
@@ -207,7 +215,7 @@ var routeFunctions = pgtest.GrantMatrix{
 func TestGrants_RouteWorkerMatrixAndPinnedSearchPath(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
-	pgtest.RequireGrants(t, db, routeFunctions, `fn\_iu\_route\_%`)
+	pgtest.RequireGrants(t, db, routeFunctions, `fn\_iu\_route\_%`, `fn\_iu\_partition\_%`, `fn\_iu\_retention\_%`)
 	// Views: SELECT to workflow_admin only.
 	for _, v := range []string{"v_iu_route_worker_status", "v_iu_route_dead_letter_open", "v_iu_route_attempt_summary"} {
 		var admin, exec, public bool

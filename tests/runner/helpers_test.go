@@ -134,6 +134,7 @@ type tickSummary struct {
 	} `json:"workers"`
 	StaleCheck map[string]any `json:"stale_check"`
 	Reaper     map[string]any `json:"reaper"`
+	Partitions map[string]any `json:"partitions"`
 }
 
 func parseTick(t testing.TB, r result) tickSummary {

@@ -62,6 +62,38 @@ func TestTickRoutesBacklogInOneTick(t *testing.T) {
 	}
 }
 
+// Rule: a tick keeps the history partitions (fn_iu_partition_maintain): it records the
+// partitions whose txids all finished as closed (here the legacy ones the conversion
+// attached), which retention needs before it may drop anything, and prints the document;
+// --skip-partitions leaves it out.
+func TestTickMaintainsHistoryPartitions(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, false)
+	closed := func() int {
+		var n int
+		db.QueryRow(t, `SELECT count(*) FROM iu_history_partition WHERE closed_at IS NOT NULL`, nil, &n)
+		return n
+	}
+	if n := closed(); n != 0 {
+		t.Fatalf("%d partitions closed before any maintenance, want 0", n)
+	}
+	s := parseTick(t, runCLI(t, cleanEnv(), "tick", "--database-url", db.URL, "--skip-partitions"))
+	if s.Partitions != nil || closed() != 0 {
+		t.Fatalf("--skip-partitions still maintained partitions: %v", s.Partitions)
+	}
+	r := runCLI(t, cleanEnv(), "tick", "--database-url", db.URL)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	s = parseTick(t, r)
+	if s.Partitions == nil || s.Partitions["busy"] != false {
+		t.Fatalf("tick summary has no partition maintenance: %+v", s)
+	}
+	if n := closed(); n != 2 {
+		t.Fatalf("after a tick %d partitions are recorded closed, want the 2 legacy ones", n)
+	}
+}
+
 // Rule: an unreachable database exits 1 with one clear stderr line: a JSON log record
 // (every stderr line is JSON) whose error says what failed.
 func TestTickUnreachableDatabaseExitsOne(t *testing.T) {

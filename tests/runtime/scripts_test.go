@@ -205,8 +205,8 @@ func TestVerify_EachCheckFailsWhenItsRuleBreaks(t *testing.T) {
 		{"W4", "the default worker's cursor is seeded by 060", ``, false, "no cursor for iu_outbound_default"},
 		{"W4", "a cursor position recorded in another cluster is not a seeded cursor",
 			`UPDATE iu_route_worker_cursor SET system_identifier = 42 WHERE worker_name = 'iu_outbound_default'`, true, "another cluster"},
-		{"W5", "UNIQUE (idempotency_key, attempt_no) guards the attempts",
-			`ALTER TABLE iu_route_attempt DROP CONSTRAINT iu_route_attempt_key_attempt_uq`, true, "iu_route_attempt(idempotency_key, attempt_no)"},
+		{"W5", "UNIQUE (idempotency_key, attempt_no, event_txid) guards the attempts",
+			`ALTER TABLE iu_route_attempt DROP CONSTRAINT iu_route_attempt_key_attempt_uq`, true, "iu_route_attempt(idempotency_key, attempt_no, event_txid)"},
 		{"W6", "a disabled no-delete trigger makes dead letters deletable",
 			`ALTER TABLE iu_route_dead_letter DISABLE TRIGGER trg_iu_route_dead_letter_no_delete`, true, "iu_route_dead_letter delete"},
 		{"W7", "a delivery seam that returns instead of raising 0A000 is fail-open",
@@ -218,8 +218,9 @@ func TestVerify_EachCheckFailsWhenItsRuleBreaks(t *testing.T) {
 			   END LOOP; END $$`, true, "returned instead of raising"},
 		{"W8", "two attempts with the same (idempotency_key, attempt_no) are duplicates",
 			`ALTER TABLE iu_route_attempt DROP CONSTRAINT iu_route_attempt_key_attempt_uq;
-			 INSERT INTO iu_route_attempt (event_ref, status, idempotency_key) VALUES
-			   (gen_random_uuid(), 'skipped', 'iu_wrk:x:none:dup'), (gen_random_uuid(), 'skipped', 'iu_wrk:x:none:dup')`,
+			 INSERT INTO iu_route_attempt (event_ref, status, idempotency_key, event_txid) VALUES
+			   (gen_random_uuid(), 'skipped', 'iu_wrk:x:none:dup', pg_current_xact_id()),
+			   (gen_random_uuid(), 'skipped', 'iu_wrk:x:none:dup', pg_current_xact_id())`,
 			true, "1 duplicated"},
 		{"W9", "PUBLIC may execute none of the package functions",
 			`GRANT EXECUTE ON FUNCTION fn_iu_route_worker_run(text, integer) TO PUBLIC`, true, "PUBLIC executes 1 function(s): fn_iu_route_worker_run"},

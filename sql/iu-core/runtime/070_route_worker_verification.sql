@@ -17,7 +17,9 @@
 --                               consults both gates
 --   W4 cursor seeded            iu_outbound_default has a cursor on domain 'iu' that belongs
 --                               to this cluster, and a heartbeat row
---   W5 uniqueness constraints   UNIQUE (idempotency_key, attempt_no) on attempts, UNIQUE
+--   W5 uniqueness constraints   UNIQUE (idempotency_key, attempt_no, event_txid) on attempts
+--                               (partitioned by event_txid: every attempt of one event shares
+--                               it, so per partition this is (idempotency_key, attempt_no)), UNIQUE
 --                               idempotency_key on dead letters, route match and route_key
 --                               unique, one cursor per worker
 --   W6 dead letters undeletable enabled BEFORE DELETE (row) and BEFORE TRUNCATE triggers that
@@ -186,7 +188,7 @@ w4 AS (
 ),
 -- W5: a unique, non-partial index (constraint or not) over exactly these columns.
 w5_want(rel, cols) AS (
-    VALUES ('iu_route_attempt',       ARRAY['idempotency_key', 'attempt_no']),
+    VALUES ('iu_route_attempt',       ARRAY['idempotency_key', 'attempt_no', 'event_txid']),
            ('iu_route_dead_letter',   ARRAY['idempotency_key']),
            ('iu_outbound_route',      ARRAY['event_domain', 'event_type', 'event_stream']),
            ('iu_outbound_route',      ARRAY['route_key']),
@@ -322,7 +324,7 @@ checks(ord, "check", pass, detail) AS (
       FROM w4
     UNION ALL
     SELECT 5, 'W5 uniqueness constraints', missing = '',
-           CASE WHEN missing = '' THEN format('%s unique keys present: attempt (idempotency_key, attempt_no), dead letter idempotency_key, route match, route_key, cursor worker_name', wanted)
+           CASE WHEN missing = '' THEN format('%s unique keys present: attempt (idempotency_key, attempt_no, event_txid), dead letter idempotency_key, route match, route_key, cursor worker_name', wanted)
                 ELSE 'missing unique: ' || missing END
       FROM w5
     UNION ALL
