@@ -190,6 +190,8 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)":                               {"workflow_admin"},
 	"fn_iu_route_deliver(jsonb,text,text,text)":                                               nil,
 	"fn_iu_route_worker_snapshot()":                                                           nil,
+	"fn_iu_route_worker_cursor_check(iu_route_worker_cursor)":                                 nil, // the rule, unguarded: owner only
+	"fn_iu_route_worker_foreign_rows(text)":                                                   nil, // the probe, unguarded: owner only
 	"fn_iu_route_worker_foreign_txids(text)":                                                  {"workflow_admin"},
 	"fn_iu_event_outbox_rebase_foreign_txids()":                                               {"workflow_admin"},                 // the IU002 fix
 	"fn_iu_route_worker_enabled()":                                                            {"dot_executor", "workflow_admin"}, // 005
