@@ -754,23 +754,8 @@ $$;
 CREATE FUNCTION public.fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
-DECLARE
-    h queue_heartbeat%ROWTYPE;
 BEGIN
-    SELECT * INTO h FROM queue_heartbeat WHERE executor_id = p_worker_name;
-    IF NOT FOUND THEN
-        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
-                                     last_beat_payload, ticks_total, expected_cadence_seconds,
-                                     stale_threshold_seconds)
-        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
-               d.expected_cadence_seconds, d.stale_threshold_seconds
-          FROM fn_queue_heartbeat_defaults('PG_worker') d
-        ON CONFLICT (executor_id) DO NOTHING;
-        RETURN;
-    END IF;
-    IF h.ticks_total > 0 AND h.status = 'ok'
-       AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
-       AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM (p_payload->>'reason') THEN
+    IF NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, p_payload->>'reason')) THEN
         RETURN; -- not due
     END IF;
     UPDATE queue_heartbeat hb
@@ -779,7 +764,32 @@ BEGIN
            status            = 'ok',
            last_beat_payload = p_payload
      WHERE hb.executor_id = p_worker_name;
+    IF NOT FOUND THEN
+        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
+                                     last_beat_payload, ticks_total, expected_cadence_seconds,
+                                     stale_threshold_seconds)
+        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
+               d.expected_cadence_seconds, d.stale_threshold_seconds
+          FROM fn_queue_heartbeat_defaults('PG_worker') d
+        ON CONFLICT (executor_id) DO NOTHING;
+    END IF;
 END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_beat_due(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text) RETURNS SETOF boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT true
+      FROM (SELECT 1) one
+      LEFT JOIN queue_heartbeat h ON h.executor_id = p_worker_name
+     WHERE h.executor_id IS NULL
+        OR NOT (h.ticks_total > 0 AND h.status = 'ok'
+                AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
+                AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM p_reason)
 $$;
 
 --
@@ -1685,9 +1695,11 @@ BEGIN
         -- empty window just opened and closed adds nothing: the rows not visible in it are
         -- exactly the rows not visible in done). Write nothing but a due heartbeat, so idle
         -- polling neither consumes transaction ids nor leaves dead row versions behind.
-        PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
-            jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
-                               'held_open_count', jsonb_array_length(v_holders)));
+        IF EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL)) THEN
+            PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+                jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
+                                   'held_open_count', jsonb_array_length(v_holders)));
+        END IF;
         RETURN v_summary;
     END IF;
     PERFORM fn_iu_route_worker_advance(p_worker_name, c.event_domain,
@@ -4786,6 +4798,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_worker_advance(p_worker_name text, p_e
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_beat_due(p_worker_name text, p_reason text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: public; Owner: -

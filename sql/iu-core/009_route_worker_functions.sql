@@ -889,37 +889,44 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- fn_iu_route_worker_beat: beat the worker's queue_heartbeat row when a beat is due, and
--- re-register it with the PG_worker defaults if someone removed it. An invoked worker is
--- alive, so a gated no-op beats too, with the reason in the payload.
--- A beat is due when the last one is older than a quarter of the worker's expected
--- cadence (15 s at the default 60 s: far inside any stale threshold, so the stale-check
--- still sees a polling worker as fresh), when no run has beaten it yet, when its status is
--- not ok, or when the gate state changed (the payload's reason). Otherwise the row is only
--- read: a worker polled every 100 ms does not write its heartbeat ten times a second.
+-- fn_iu_route_worker_beat_due: THE rule for when a run beats its heartbeat. One row when a
+-- beat is due (none when not): the last beat is older than a quarter of the worker's
+-- expected cadence (15 s at the default 60 s: far inside any stale threshold, so the
+-- stale-check still sees a polling worker as fresh), no run has beaten it yet, its status
+-- is not ok, the gate state changed (p_reason, the payload's reason: NULL for an ungated
+-- run), or the row is missing (someone removed it: the beat re-registers it). Otherwise
+-- the row is only read: a worker polled every 100 ms does not write its heartbeat ten
+-- times a second.
+-- Inlinable SQL, so an idle run asks with one planned probe before it builds a payload.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_beat_due(p_worker_name text, p_reason text)
+RETURNS SETOF boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT true
+      FROM (SELECT 1) one
+      LEFT JOIN queue_heartbeat h ON h.executor_id = p_worker_name
+     WHERE h.executor_id IS NULL
+        OR NOT (h.ticks_total > 0 AND h.status = 'ok'
+                AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
+                AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM p_reason)
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_beat: beat the worker's queue_heartbeat row when a beat is due
+-- (fn_iu_route_worker_beat_due), and re-register it with the PG_worker defaults if someone
+-- removed it. An invoked worker is alive, so a gated no-op beats too, with the reason in
+-- the payload.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
-DECLARE
-    h queue_heartbeat%ROWTYPE;
 BEGIN
-    SELECT * INTO h FROM queue_heartbeat WHERE executor_id = p_worker_name;
-    IF NOT FOUND THEN
-        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
-                                     last_beat_payload, ticks_total, expected_cadence_seconds,
-                                     stale_threshold_seconds)
-        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
-               d.expected_cadence_seconds, d.stale_threshold_seconds
-          FROM fn_queue_heartbeat_defaults('PG_worker') d
-        ON CONFLICT (executor_id) DO NOTHING;
-        RETURN;
-    END IF;
-    IF h.ticks_total > 0 AND h.status = 'ok'
-       AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
-       AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM (p_payload->>'reason') THEN
+    IF NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, p_payload->>'reason')) THEN
         RETURN; -- not due
     END IF;
     UPDATE queue_heartbeat hb
@@ -928,6 +935,15 @@ BEGIN
            status            = 'ok',
            last_beat_payload = p_payload
      WHERE hb.executor_id = p_worker_name;
+    IF NOT FOUND THEN
+        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
+                                     last_beat_payload, ticks_total, expected_cadence_seconds,
+                                     stale_threshold_seconds)
+        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
+               d.expected_cadence_seconds, d.stale_threshold_seconds
+          FROM fn_queue_heartbeat_defaults('PG_worker') d
+        ON CONFLICT (executor_id) DO NOTHING;
+    END IF;
 END;
 $$;
 -- +goose StatementEnd
@@ -1260,9 +1276,11 @@ BEGIN
         -- empty window just opened and closed adds nothing: the rows not visible in it are
         -- exactly the rows not visible in done). Write nothing but a due heartbeat, so idle
         -- polling neither consumes transaction ids nor leaves dead row versions behind.
-        PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
-            jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
-                               'held_open_count', jsonb_array_length(v_holders)));
+        IF EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL)) THEN
+            PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+                jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
+                                   'held_open_count', jsonb_array_length(v_holders)));
+        END IF;
         RETURN v_summary;
     END IF;
     PERFORM fn_iu_route_worker_advance(p_worker_name, c.event_domain,
@@ -1634,6 +1652,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_worker_fail(iu_route_run_tally, text, uuid, t
 REVOKE ALL ON FUNCTION fn_iu_route_worker_decide_page(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_decide_each(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_deliver_page(iu_route_run_tally, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_beat_due(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_beat(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_route_run_tally, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_register(text, text) FROM PUBLIC;
@@ -1667,6 +1686,7 @@ DROP FUNCTION fn_iu_route_worker_register(text, text);
 DROP FUNCTION fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_route_run_tally, jsonb);
 DROP FUNCTION fn_iu_route_attempt_tally_add(text, text, integer, integer);
 DROP FUNCTION fn_iu_route_worker_beat(text, text, jsonb);
+DROP FUNCTION fn_iu_route_worker_beat_due(text, text);
 DROP FUNCTION fn_iu_route_worker_deliver_page(iu_route_run_tally, text);
 DROP FUNCTION fn_iu_route_worker_decide_each(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION fn_iu_route_worker_decide_page(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
