@@ -735,7 +735,6 @@ $$;
 
 CREATE FUNCTION public.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer) RETURNS void
     LANGUAGE sql
-    SET search_path TO 'public', 'pg_temp'
     AS $$
     INSERT INTO iu_route_attempt_tally AS t (worker_name, status, attempts, replays)
     VALUES (p_worker_name, p_status, p_attempts, p_replays)
@@ -1023,7 +1022,6 @@ $$;
 
 CREATE FUNCTION public.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally public.iu_route_run_tally, p_summary jsonb) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
     AS $$
 BEGIN
     UPDATE iu_route_worker_cursor cur
@@ -1059,26 +1057,10 @@ $$;
 --
 
 CREATE FUNCTION public.fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb) RETURNS void
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    LANGUAGE plpgsql
     AS $$
-DECLARE
-    h queue_heartbeat%ROWTYPE;
 BEGIN
-    SELECT * INTO h FROM queue_heartbeat WHERE executor_id = p_worker_name;
-    IF NOT FOUND THEN
-        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
-                                     last_beat_payload, ticks_total, expected_cadence_seconds,
-                                     stale_threshold_seconds)
-        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
-               d.expected_cadence_seconds, d.stale_threshold_seconds
-          FROM fn_queue_heartbeat_defaults('PG_worker') d
-        ON CONFLICT (executor_id) DO NOTHING;
-        RETURN;
-    END IF;
-    IF h.ticks_total > 0 AND h.status = 'ok'
-       AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
-       AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM (p_payload->>'reason') THEN
+    IF NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, p_payload->>'reason')) THEN
         RETURN; -- not due
     END IF;
     UPDATE queue_heartbeat hb
@@ -1087,7 +1069,32 @@ BEGIN
            status            = 'ok',
            last_beat_payload = p_payload
      WHERE hb.executor_id = p_worker_name;
+    IF NOT FOUND THEN
+        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
+                                     last_beat_payload, ticks_total, expected_cadence_seconds,
+                                     stale_threshold_seconds)
+        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
+               d.expected_cadence_seconds, d.stale_threshold_seconds
+          FROM fn_queue_heartbeat_defaults('PG_worker') d
+        ON CONFLICT (executor_id) DO NOTHING;
+    END IF;
 END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_beat_due(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text) RETURNS SETOF boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT true
+      FROM (SELECT 1) one
+      LEFT JOIN queue_heartbeat h ON h.executor_id = p_worker_name
+     WHERE h.executor_id IS NULL
+        OR NOT (h.ticks_total > 0 AND h.status = 'ok'
+                AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
+                AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM p_reason)
 $$;
 
 --
@@ -1188,35 +1195,38 @@ CREATE TABLE public.iu_route_worker_cursor (
 COMMENT ON TABLE public.iu_route_worker_cursor IS 'One row per route worker: its own position in event_outbox (snapshot pair + keyset) and run counters.';
 
 --
+-- Name: fn_iu_route_worker_cursor_check(public.iu_route_worker_cursor); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor) RETURNS SETOF text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid
+                THEN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
+                            quote_literal(p_cursor.worker_name), p_cursor.system_identifier, k.sysid)
+                ELSE format('cursor of worker %s holds transaction ids ahead of this cluster (stored xmax %s, current %s)',
+                            quote_literal(p_cursor.worker_name),
+                            coalesce(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot)),
+                            k.xmax) END
+      FROM (SELECT s.system_identifier AS sysid, pg_snapshot_xmax(pg_current_snapshot()) AS xmax
+              FROM pg_control_system() s) k
+     WHERE (p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid)
+        OR pg_snapshot_xmax(p_cursor.done_snapshot) > k.xmax
+        OR pg_snapshot_xmax(p_cursor.window_snapshot) > k.xmax
+        OR p_cursor.window_txid >= k.xmax
+$$;
+
+--
 -- Name: fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor) RETURNS text
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
--- PL/pgSQL rather than SQL: its expressions are prepared once per session, where a
--- non-inlined SQL function would be planned again on every run.
-DECLARE
-    v_sysid bigint;
-    v_xmax  xid8;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_cursor_problem');
-    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_xmax  := pg_snapshot_xmax(pg_current_snapshot());
-    IF p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> v_sysid THEN
-        RETURN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
-                      quote_literal(p_cursor.worker_name), p_cursor.system_identifier, v_sysid);
-    END IF;
-    IF pg_snapshot_xmax(p_cursor.done_snapshot) > v_xmax
-       OR pg_snapshot_xmax(p_cursor.window_snapshot) > v_xmax
-       OR p_cursor.window_txid >= v_xmax THEN
-        RETURN format('cursor of worker %s holds transaction ids ahead of this cluster (stored xmax %s, current %s)',
-                      quote_literal(p_cursor.worker_name),
-                      coalesce(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot)), v_xmax);
-    END IF;
-    RETURN NULL;
-END;
+    -- The guard first (a CASE evaluates it before the check).
+    SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_iu_route_worker_cursor_problem') THEN
+           (SELECT k FROM fn_iu_route_worker_cursor_check(p_cursor) k LIMIT 1) END
 $$;
 
 --
@@ -1241,7 +1251,6 @@ $$;
 
 CREATE FUNCTION public.fn_iu_route_worker_decide_each(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS public.iu_route_run_tally
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     t       iu_route_run_tally := p_tally;
@@ -1296,7 +1305,6 @@ $$;
 
 CREATE FUNCTION public.fn_iu_route_worker_decide_page(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS public.iu_route_run_tally
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     t          iu_route_run_tally := p_tally;
@@ -1357,7 +1365,6 @@ $$;
 
 CREATE FUNCTION public.fn_iu_route_worker_deliver_page(p_tally public.iu_route_run_tally, p_worker_name text) RETURNS public.iu_route_run_tally
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     t       iu_route_run_tally := p_tally;
@@ -1411,7 +1418,6 @@ $$;
 
 CREATE FUNCTION public.fn_iu_route_worker_fail(p_tally public.iu_route_run_tally, p_worker_name text, p_event_id uuid, p_route_key text, p_route_kind text, p_idempotency_key text, p_error_code text, p_error_message text, p_stage text) RETURNS public.iu_route_run_tally
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     t      iu_route_run_tally := p_tally;
@@ -1445,6 +1451,21 @@ END;
 $$;
 
 --
+-- Name: fn_iu_route_worker_foreign_rows(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_foreign_rows(p_event_domain text) RETURNS SETOF xid8
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT o.txid
+      FROM event_outbox o
+     WHERE o.event_domain = p_event_domain
+       AND o.txid >= pg_snapshot_xmax(pg_current_snapshot())
+       AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned()
+     LIMIT 1
+$$;
+
+--
 -- Name: fn_iu_route_worker_foreign_txids(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1454,10 +1475,7 @@ CREATE FUNCTION public.fn_iu_route_worker_foreign_txids(p_event_domain text) RET
     AS $$
     -- The guard first (a CASE evaluates it before the probe; a WHERE clause would not promise that).
     SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_iu_route_worker_foreign_txids') THEN
-           EXISTS (SELECT 1 FROM event_outbox o
-                    WHERE o.event_domain = p_event_domain
-                      AND o.txid >= pg_snapshot_xmax(pg_current_snapshot())
-                      AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned()) END
+           EXISTS (SELECT 1 FROM fn_iu_route_worker_foreign_rows(p_event_domain)) END
 $$;
 
 --
@@ -1541,8 +1559,7 @@ $$;
 --
 
 CREATE FUNCTION public.fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot) RETURNS jsonb
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    LANGUAGE plpgsql STABLE
     AS $$
 DECLARE
     v_now_snap pg_snapshot := pg_current_snapshot();
@@ -1586,7 +1603,6 @@ $$;
 
 CREATE FUNCTION public.fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean) RETURNS boolean
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     -- The advisory-lock class of this package's route workers ('iu' + 1): the second key
@@ -1822,6 +1838,7 @@ DECLARE
     v_worker_on    boolean;
     v_reason       text;
     v_problem      text;
+    v_foreign      boolean;
     v_done         pg_snapshot;
     v_done_moved   boolean := false;
     v_window       pg_snapshot;
@@ -1872,15 +1889,19 @@ BEGIN
                                   'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
     END IF;
 
-    -- Cursor sanity: the stored position must belong to this cluster.
-    v_problem := fn_iu_route_worker_cursor_problem(c);
+    -- Cursor sanity (the stored position must belong to this cluster) and rows restored
+    -- from another cluster, in one statement: both checks are inlined, unguarded internals
+    -- (this function passed the guard above).
+    SELECT (SELECT k FROM fn_iu_route_worker_cursor_check(c) k LIMIT 1),
+           EXISTS (SELECT 1 FROM fn_iu_route_worker_foreign_rows(c.event_domain))
+      INTO v_problem, v_foreign;
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: %', v_problem
             USING ERRCODE = 'IU002',
                   HINT = format('The cursor comes from another cluster (dump/restore?). Re-anchor it: SELECT fn_iu_route_worker_reset_cursor(%L); the re-scan writes no duplicate attempts (idempotency keys).', p_worker_name);
     END IF;
     -- Rows restored from another cluster would stay invisible to every window: refuse and say so.
-    IF fn_iu_route_worker_foreign_txids(c.event_domain) THEN
+    IF v_foreign THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: event_outbox holds % rows whose transaction ids come from another cluster (dump/restore?)',
             quote_literal(c.event_domain)
             USING ERRCODE = 'IU002',
@@ -1904,18 +1925,28 @@ BEGIN
         v_page_limit := p_batch_limit - t.claimed;
         v_before     := t.claimed;
 
-        -- The common path: the whole page decided and audited in one statement (one
-        -- subtransaction); should it fail, the page again, one event per block.
-        BEGIN
-            t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                v_after_txid, v_after_id, v_page_limit);
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-            v_fallback_err := v_state || ': ' || v_msg;
-            t := fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                v_after_txid, v_after_id, v_page_limit);
-        END;
-        t := fn_iu_route_worker_deliver_page(t, p_worker_name);
+        IF v_opened_here AND v_after_txid IS NULL
+           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_claim(c.event_domain, v_done, v_window, NULL, NULL, 1)) THEN
+            -- The first page of a window this run opened, and the window holds nothing (the
+            -- caught-up poll): one probe of the claim instead of the page statement and its
+            -- subtransaction. The empty window closes below, as a short page.
+            NULL;
+        ELSE
+            -- The common path: the whole page decided and audited in one statement (one
+            -- subtransaction); should it fail, the page again, one event per block.
+            BEGIN
+                t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                    v_after_txid, v_after_id, v_page_limit);
+            EXCEPTION WHEN OTHERS THEN
+                GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+                v_fallback_err := v_state || ': ' || v_msg;
+                t := fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                    v_after_txid, v_after_id, v_page_limit);
+            END;
+            IF cardinality(t.deliver_ids) > 0 THEN
+                t := fn_iu_route_worker_deliver_page(t, p_worker_name);
+            END IF;
+        END IF;
 
         v_page := t.claimed - v_before;
         IF v_page > 0 THEN
@@ -1971,9 +2002,11 @@ BEGIN
         -- empty window just opened and closed adds nothing: the rows not visible in it are
         -- exactly the rows not visible in done). Write nothing but a due heartbeat, so idle
         -- polling neither consumes transaction ids nor leaves dead row versions behind.
-        PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
-            jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
-                               'held_open_count', jsonb_array_length(v_holders)));
+        IF EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL)) THEN
+            PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+                jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
+                                   'held_open_count', jsonb_array_length(v_holders)));
+        END IF;
         RETURN v_summary;
     END IF;
     PERFORM fn_iu_route_worker_advance(p_worker_name, c.event_domain,
@@ -5557,10 +5590,22 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_worker_advance(p_worker_name text, p_e
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_route_worker_beat_due(p_worker_name text, p_reason text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: public; Owner: -
@@ -5606,6 +5651,12 @@ GRANT ALL ON FUNCTION public.fn_iu_route_worker_enabled() TO dot_executor;
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_fail(p_tally public.iu_route_run_tally, p_worker_name text, p_event_id uuid, p_route_key text, p_route_kind text, p_idempotency_key text, p_error_code text, p_error_message text, p_stage text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_foreign_rows(p_event_domain text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_foreign_rows(p_event_domain text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_foreign_txids(p_event_domain text); Type: ACL; Schema: public; Owner: -

@@ -16,7 +16,7 @@
 -- The rules, each written once (a newcomer looking for "the decision" finds one function):
 --   fn_iu_route_decide             route found / enabled / dry_run -> skipped | disabled | dry_run | deliver
 --   fn_iu_route_idempotency_key    iu_wrk:{worker}:{route_key or none}:{event_id}
---   fn_iu_route_worker_cursor_problem  is a stored position from this cluster? (IU002)
+--   fn_iu_route_worker_cursor_check    is a stored position from this cluster? (IU002)
 --   v_iu_route_worker_status       the one worker-health computation (backlog, dead letters,
 --                                  cursor sanity); the health function and v_queue_health read it
 -- A run, as the small functions it calls, in order:
@@ -191,7 +191,6 @@ $$;
 CREATE FUNCTION fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean)
 RETURNS boolean
 LANGUAGE plpgsql
-SET search_path = public, pg_temp
 AS $$
 DECLARE
     -- The advisory-lock class of this package's route workers ('iu' + 1): the second key
@@ -213,43 +212,56 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- fn_iu_route_worker_cursor_problem: THE cursor sanity rule (run refuses, health reports).
+-- fn_iu_route_worker_cursor_check: THE cursor sanity rule (run refuses, health reports).
 --   p_cursor  a iu_route_worker_cursor row
--- Returns NULL when the stored position belongs to this cluster, else a sentence saying
--- why not: the recorded system_identifier differs (dump/restore or pg_upgrade into another
--- cluster), or a stored snapshot or keyset position lies at or beyond this cluster's next
--- transaction id (no transaction of this cluster can have produced it). SECURITY DEFINER:
--- pg_control_system() is not for every role, and v_iu_route_worker_status calls this.
+-- Returns no row when the stored position belongs to this cluster, else one row: a
+-- sentence saying why not. Either the recorded system_identifier differs (dump/restore or
+-- pg_upgrade into another cluster), or a stored snapshot or keyset position lies at or
+-- beyond this cluster's next transaction id (no transaction of this cluster can have
+-- produced it).
+-- Internal and unguarded: inlinable SQL (no SECURITY DEFINER, no SET), so a run plans it
+-- into its own sanity statement instead of paying a guarded call per run. Nobody but the
+-- owner may execute it; its callers (fn_iu_route_worker_run, and
+-- fn_iu_route_worker_cursor_problem for the status view) are SECURITY DEFINER entry
+-- points that pin search_path and pass the writable-schema guard first.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_cursor_check(p_cursor iu_route_worker_cursor)
+RETURNS SETOF text
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE WHEN p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid
+                THEN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
+                            quote_literal(p_cursor.worker_name), p_cursor.system_identifier, k.sysid)
+                ELSE format('cursor of worker %s holds transaction ids ahead of this cluster (stored xmax %s, current %s)',
+                            quote_literal(p_cursor.worker_name),
+                            coalesce(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot)),
+                            k.xmax) END
+      FROM (SELECT s.system_identifier AS sysid, pg_snapshot_xmax(pg_current_snapshot()) AS xmax
+              FROM pg_control_system() s) k
+     WHERE (p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid)
+        OR pg_snapshot_xmax(p_cursor.done_snapshot) > k.xmax
+        OR pg_snapshot_xmax(p_cursor.window_snapshot) > k.xmax
+        OR p_cursor.window_txid >= k.xmax
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_cursor_problem: fn_iu_route_worker_cursor_check as one value (NULL
+-- when the cursor is sane) for v_iu_route_worker_status, whose reader (workflow_admin)
+-- executes it. SECURITY DEFINER: pg_control_system() is not for every role; guarded,
+-- because it is granted.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_cursor_problem(p_cursor iu_route_worker_cursor)
 RETURNS text
-LANGUAGE plpgsql STABLE
+LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = public, pg_temp
 AS $$
--- PL/pgSQL rather than SQL: its expressions are prepared once per session, where a
--- non-inlined SQL function would be planned again on every run.
-DECLARE
-    v_sysid bigint;
-    v_xmax  xid8;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_cursor_problem');
-    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_xmax  := pg_snapshot_xmax(pg_current_snapshot());
-    IF p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> v_sysid THEN
-        RETURN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
-                      quote_literal(p_cursor.worker_name), p_cursor.system_identifier, v_sysid);
-    END IF;
-    IF pg_snapshot_xmax(p_cursor.done_snapshot) > v_xmax
-       OR pg_snapshot_xmax(p_cursor.window_snapshot) > v_xmax
-       OR p_cursor.window_txid >= v_xmax THEN
-        RETURN format('cursor of worker %s holds transaction ids ahead of this cluster (stored xmax %s, current %s)',
-                      quote_literal(p_cursor.worker_name),
-                      coalesce(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot)), v_xmax);
-    END IF;
-    RETURN NULL;
-END;
+    -- The guard first (a CASE evaluates it before the check).
+    SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_iu_route_worker_cursor_problem') THEN
+           (SELECT k FROM fn_iu_route_worker_cursor_check(p_cursor) k LIMIT 1) END
 $$;
 -- +goose StatementEnd
 
@@ -427,15 +439,14 @@ $$;
 -- Internal: the transactions that hold a worker's windows open — in-progress xids of the
 -- stored snapshots that are still running, with their backend (pid, age) when visible.
 -- pid and backend_xid are visible to any role; xact_start, state and the age of another
--- role's session need the function owner (the migrating role) to be superuser or a member
--- of pg_read_all_stats, otherwise they are null (the txid and the count are always there).
+-- role's session need the executing role to be superuser or a member of pg_read_all_stats,
+-- otherwise they are null (the txid and the count are always there). Its callers (run,
+-- health) are SECURITY DEFINER, so that role is the function owner (the migrating role).
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
-SECURITY DEFINER
-SET search_path = public, pg_temp
 AS $$
 DECLARE
     v_now_snap pg_snapshot := pg_current_snapshot();
@@ -502,11 +513,33 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- Internal: does the domain hold committed rows whose txid lies at or beyond this cluster's
--- next transaction id? No transaction of this cluster can have written them (a visible row
--- committed before the statement's snapshot, so its txid is below xmax), so they were
--- restored from another cluster: left alone they would stay invisible to every window.
--- One probe at the top of the (event_domain, txid, id) index; normally it finds nothing.
+-- fn_iu_route_worker_foreign_rows: committed rows of the domain whose txid lies at or
+-- beyond this cluster's next transaction id (at most one: the question is whether any
+-- exist). No transaction of this cluster can have written them (a visible row committed
+-- before the statement's snapshot, so its txid is below xmax), so they were restored from
+-- another cluster: left alone they would stay invisible to every window. One probe at the
+-- top of the (event_domain, txid, id) index; normally it finds nothing.
+-- Internal and unguarded, inlinable SQL like fn_iu_route_worker_cursor_check (and for the
+-- same reason): executed by nobody but the owner, through guarded entry points.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_foreign_rows(p_event_domain text)
+RETURNS SETOF xid8
+LANGUAGE sql STABLE
+AS $$
+    SELECT o.txid
+      FROM event_outbox o
+     WHERE o.event_domain = p_event_domain
+       AND o.txid >= pg_snapshot_xmax(pg_current_snapshot())
+       AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned()
+     LIMIT 1
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_foreign_txids: fn_iu_route_worker_foreign_rows as a yes/no for
+-- v_iu_route_worker_status, whose reader (workflow_admin) executes it; guarded, because
+-- it is granted.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_foreign_txids(p_event_domain text)
@@ -517,10 +550,7 @@ SET search_path = public, pg_temp
 AS $$
     -- The guard first (a CASE evaluates it before the probe; a WHERE clause would not promise that).
     SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_iu_route_worker_foreign_txids') THEN
-           EXISTS (SELECT 1 FROM event_outbox o
-                    WHERE o.event_domain = p_event_domain
-                      AND o.txid >= pg_snapshot_xmax(pg_current_snapshot())
-                      AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned()) END
+           EXISTS (SELECT 1 FROM fn_iu_route_worker_foreign_rows(p_event_domain)) END
 $$;
 -- +goose StatementEnd
 
@@ -635,7 +665,6 @@ CREATE FUNCTION fn_iu_route_worker_fail(
 )
 RETURNS iu_route_run_tally
 LANGUAGE plpgsql
-SET search_path = public, pg_temp
 AS $$
 DECLARE
     t      iu_route_run_tally := p_tally;
@@ -692,7 +721,6 @@ CREATE FUNCTION fn_iu_route_worker_decide_page(
 )
 RETURNS iu_route_run_tally
 LANGUAGE plpgsql
-SET search_path = public, pg_temp
 AS $$
 DECLARE
     t          iu_route_run_tally := p_tally;
@@ -767,7 +795,6 @@ CREATE FUNCTION fn_iu_route_worker_decide_each(
 )
 RETURNS iu_route_run_tally
 LANGUAGE plpgsql
-SET search_path = public, pg_temp
 AS $$
 DECLARE
     t       iu_route_run_tally := p_tally;
@@ -827,7 +854,6 @@ $$;
 CREATE FUNCTION fn_iu_route_worker_deliver_page(p_tally iu_route_run_tally, p_worker_name text)
 RETURNS iu_route_run_tally
 LANGUAGE plpgsql
-SET search_path = public, pg_temp
 AS $$
 DECLARE
     t       iu_route_run_tally := p_tally;
@@ -866,39 +892,44 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- fn_iu_route_worker_beat: beat the worker's queue_heartbeat row when a beat is due, and
--- re-register it with the PG_worker defaults if someone removed it. An invoked worker is
--- alive, so a gated no-op beats too, with the reason in the payload.
--- A beat is due when the last one is older than a quarter of the worker's expected
--- cadence (15 s at the default 60 s: far inside any stale threshold, so the stale-check
--- still sees a polling worker as fresh), when no run has beaten it yet, when its status is
--- not ok, or when the gate state changed (the payload's reason). Otherwise the row is only
--- read: a worker polled every 100 ms does not write its heartbeat ten times a second.
+-- fn_iu_route_worker_beat_due: THE rule for when a run beats its heartbeat. One row when a
+-- beat is due (none when not): the last beat is older than a quarter of the worker's
+-- expected cadence (15 s at the default 60 s: far inside any stale threshold, so the
+-- stale-check still sees a polling worker as fresh), no run has beaten it yet, its status
+-- is not ok, the gate state changed (p_reason, the payload's reason: NULL for an ungated
+-- run), or the row is missing (someone removed it: the beat re-registers it). Otherwise
+-- the row is only read: a worker polled every 100 ms does not write its heartbeat ten
+-- times a second.
+-- Inlinable SQL, so an idle run asks with one planned probe before it builds a payload.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_beat_due(p_worker_name text, p_reason text)
+RETURNS SETOF boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT true
+      FROM (SELECT 1) one
+      LEFT JOIN queue_heartbeat h ON h.executor_id = p_worker_name
+     WHERE h.executor_id IS NULL
+        OR NOT (h.ticks_total > 0 AND h.status = 'ok'
+                AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
+                AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM p_reason)
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_beat: beat the worker's queue_heartbeat row when a beat is due
+-- (fn_iu_route_worker_beat_due), and re-register it with the PG_worker defaults if someone
+-- removed it. An invoked worker is alive, so a gated no-op beats too, with the reason in
+-- the payload.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb)
 RETURNS void
 LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = public, pg_temp
 AS $$
-DECLARE
-    h queue_heartbeat%ROWTYPE;
 BEGIN
-    SELECT * INTO h FROM queue_heartbeat WHERE executor_id = p_worker_name;
-    IF NOT FOUND THEN
-        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
-                                     last_beat_payload, ticks_total, expected_cadence_seconds,
-                                     stale_threshold_seconds)
-        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
-               d.expected_cadence_seconds, d.stale_threshold_seconds
-          FROM fn_queue_heartbeat_defaults('PG_worker') d
-        ON CONFLICT (executor_id) DO NOTHING;
-        RETURN;
-    END IF;
-    IF h.ticks_total > 0 AND h.status = 'ok'
-       AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
-       AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM (p_payload->>'reason') THEN
+    IF NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, p_payload->>'reason')) THEN
         RETURN; -- not due
     END IF;
     UPDATE queue_heartbeat hb
@@ -907,6 +938,15 @@ BEGIN
            status            = 'ok',
            last_beat_payload = p_payload
      WHERE hb.executor_id = p_worker_name;
+    IF NOT FOUND THEN
+        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
+                                     last_beat_payload, ticks_total, expected_cadence_seconds,
+                                     stale_threshold_seconds)
+        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
+               d.expected_cadence_seconds, d.stale_threshold_seconds
+          FROM fn_queue_heartbeat_defaults('PG_worker') d
+        ON CONFLICT (executor_id) DO NOTHING;
+    END IF;
 END;
 $$;
 -- +goose StatementEnd
@@ -920,7 +960,6 @@ $$;
 CREATE FUNCTION fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer)
 RETURNS void
 LANGUAGE sql
-SET search_path = public, pg_temp
 AS $$
     INSERT INTO iu_route_attempt_tally AS t (worker_name, status, attempts, replays)
     VALUES (p_worker_name, p_status, p_attempts, p_replays)
@@ -951,7 +990,6 @@ CREATE FUNCTION fn_iu_route_worker_advance(
 )
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = public, pg_temp
 AS $$
 BEGIN
     UPDATE iu_route_worker_cursor cur
@@ -1077,6 +1115,7 @@ DECLARE
     v_worker_on    boolean;
     v_reason       text;
     v_problem      text;
+    v_foreign      boolean;
     v_done         pg_snapshot;
     v_done_moved   boolean := false;
     v_window       pg_snapshot;
@@ -1127,15 +1166,19 @@ BEGIN
                                   'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
     END IF;
 
-    -- Cursor sanity: the stored position must belong to this cluster.
-    v_problem := fn_iu_route_worker_cursor_problem(c);
+    -- Cursor sanity (the stored position must belong to this cluster) and rows restored
+    -- from another cluster, in one statement: both checks are inlined, unguarded internals
+    -- (this function passed the guard above).
+    SELECT (SELECT k FROM fn_iu_route_worker_cursor_check(c) k LIMIT 1),
+           EXISTS (SELECT 1 FROM fn_iu_route_worker_foreign_rows(c.event_domain))
+      INTO v_problem, v_foreign;
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: %', v_problem
             USING ERRCODE = 'IU002',
                   HINT = format('The cursor comes from another cluster (dump/restore?). Re-anchor it: SELECT fn_iu_route_worker_reset_cursor(%L); the re-scan writes no duplicate attempts (idempotency keys).', p_worker_name);
     END IF;
     -- Rows restored from another cluster would stay invisible to every window: refuse and say so.
-    IF fn_iu_route_worker_foreign_txids(c.event_domain) THEN
+    IF v_foreign THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: event_outbox holds % rows whose transaction ids come from another cluster (dump/restore?)',
             quote_literal(c.event_domain)
             USING ERRCODE = 'IU002',
@@ -1159,18 +1202,28 @@ BEGIN
         v_page_limit := p_batch_limit - t.claimed;
         v_before     := t.claimed;
 
-        -- The common path: the whole page decided and audited in one statement (one
-        -- subtransaction); should it fail, the page again, one event per block.
-        BEGIN
-            t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                v_after_txid, v_after_id, v_page_limit);
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-            v_fallback_err := v_state || ': ' || v_msg;
-            t := fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                v_after_txid, v_after_id, v_page_limit);
-        END;
-        t := fn_iu_route_worker_deliver_page(t, p_worker_name);
+        IF v_opened_here AND v_after_txid IS NULL
+           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_claim(c.event_domain, v_done, v_window, NULL, NULL, 1)) THEN
+            -- The first page of a window this run opened, and the window holds nothing (the
+            -- caught-up poll): one probe of the claim instead of the page statement and its
+            -- subtransaction. The empty window closes below, as a short page.
+            NULL;
+        ELSE
+            -- The common path: the whole page decided and audited in one statement (one
+            -- subtransaction); should it fail, the page again, one event per block.
+            BEGIN
+                t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                    v_after_txid, v_after_id, v_page_limit);
+            EXCEPTION WHEN OTHERS THEN
+                GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+                v_fallback_err := v_state || ': ' || v_msg;
+                t := fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                    v_after_txid, v_after_id, v_page_limit);
+            END;
+            IF cardinality(t.deliver_ids) > 0 THEN
+                t := fn_iu_route_worker_deliver_page(t, p_worker_name);
+            END IF;
+        END IF;
 
         v_page := t.claimed - v_before;
         IF v_page > 0 THEN
@@ -1226,9 +1279,11 @@ BEGIN
         -- empty window just opened and closed adds nothing: the rows not visible in it are
         -- exactly the rows not visible in done). Write nothing but a due heartbeat, so idle
         -- polling neither consumes transaction ids nor leaves dead row versions behind.
-        PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
-            jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
-                               'held_open_count', jsonb_array_length(v_holders)));
+        IF EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL)) THEN
+            PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+                jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
+                                   'held_open_count', jsonb_array_length(v_holders)));
+        END IF;
         RETURN v_summary;
     END IF;
     PERFORM fn_iu_route_worker_advance(p_worker_name, c.event_domain,
@@ -1573,13 +1628,18 @@ COMMENT ON VIEW v_iu_route_attempt_summary IS
 -- ---------------------------------------------------------------------------------------
 -- Privileges, in one place: PUBLIC executes nothing; executors run the worker, operators
 -- the rest. Internal helpers are executed by nobody but the owner (through the SECURITY
--- DEFINER entry points). A view's function calls are checked against its reader, so the
+-- DEFINER entry points), and carry neither SECURITY DEFINER nor SET search_path: they run
+-- inside an entry point that already pinned search_path and passed the writable-schema
+-- guard, and a SET clause would cost a configuration save and restore on every call (and
+-- keep SQL functions from being inlined). A function a role may execute directly keeps
+-- both, and the guard. A view's function calls are checked against its reader, so the
 -- functions v_iu_route_worker_status calls are granted to workflow_admin too.
 -- ---------------------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION fn_iu_route_decide(text, boolean, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_idempotency_key(text, text, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_require_name(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_not_registered(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_check(iu_route_worker_cursor) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_lock(text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_attempt_tally_add(text, text, integer, integer) FROM PUBLIC;
@@ -1588,6 +1648,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, x
 REVOKE ALL ON FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_holders(pg_snapshot, pg_snapshot) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_snapshot() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_foreign_rows(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_foreign_txids(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_rebase_foreign_txids() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_deliver(jsonb, text, text, text) FROM PUBLIC;
@@ -1595,6 +1656,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_worker_fail(iu_route_run_tally, text, uuid, t
 REVOKE ALL ON FUNCTION fn_iu_route_worker_decide_page(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_decide_each(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_deliver_page(iu_route_run_tally, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_beat_due(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_beat(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_route_run_tally, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_register(text, text) FROM PUBLIC;
@@ -1628,6 +1690,7 @@ DROP FUNCTION fn_iu_route_worker_register(text, text);
 DROP FUNCTION fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_route_run_tally, jsonb);
 DROP FUNCTION fn_iu_route_attempt_tally_add(text, text, integer, integer);
 DROP FUNCTION fn_iu_route_worker_beat(text, text, jsonb);
+DROP FUNCTION fn_iu_route_worker_beat_due(text, text);
 DROP FUNCTION fn_iu_route_worker_deliver_page(iu_route_run_tally, text);
 DROP FUNCTION fn_iu_route_worker_decide_each(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION fn_iu_route_worker_decide_page(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
@@ -1636,12 +1699,14 @@ DROP TYPE iu_route_run_tally;
 DROP FUNCTION fn_iu_route_deliver(jsonb, text, text, text);
 DROP FUNCTION fn_iu_event_outbox_rebase_foreign_txids();
 DROP FUNCTION fn_iu_route_worker_foreign_txids(text);
+DROP FUNCTION fn_iu_route_worker_foreign_rows(text);
 DROP FUNCTION fn_iu_route_worker_snapshot();
 DROP FUNCTION fn_iu_route_worker_holders(pg_snapshot, pg_snapshot);
 DROP FUNCTION fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid);
 DROP FUNCTION fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor);
+DROP FUNCTION fn_iu_route_worker_cursor_check(iu_route_worker_cursor);
 DROP FUNCTION fn_iu_route_worker_lock(text, text, boolean);
 DROP FUNCTION fn_iu_route_worker_not_registered(text, text);
 DROP FUNCTION fn_iu_route_worker_require_name(text, text);

@@ -174,6 +174,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_claim(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                               nil,
 	"fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                    nil,
 	"fn_iu_route_worker_beat(text,text,jsonb)":                                                               nil,
+	"fn_iu_route_worker_beat_due(text,text)":                                                                 nil,
 	"fn_iu_route_worker_fail(iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                    nil,
 	"fn_iu_route_worker_decide_page(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)": nil,
 	"fn_iu_route_worker_decide_each(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)": nil,
@@ -190,6 +191,8 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)":                               {"workflow_admin"},
 	"fn_iu_route_deliver(jsonb,text,text,text)":                                               nil,
 	"fn_iu_route_worker_snapshot()":                                                           nil,
+	"fn_iu_route_worker_cursor_check(iu_route_worker_cursor)":                                 nil, // the rule, unguarded: owner only
+	"fn_iu_route_worker_foreign_rows(text)":                                                   nil, // the probe, unguarded: owner only
 	"fn_iu_route_worker_foreign_txids(text)":                                                  {"workflow_admin"},
 	"fn_iu_event_outbox_rebase_foreign_txids()":                                               {"workflow_admin"},                 // the IU002 fix
 	"fn_iu_route_worker_enabled()":                                                            {"dot_executor", "workflow_admin"}, // 005
@@ -225,6 +228,45 @@ func TestGrants_RouteWorkerMatrixAndPinnedSearchPath(t *testing.T) {
 			[]any{v}, &admin, &exec, &public)
 		if !admin || exec || public {
 			t.Errorf("%s: workflow_admin %v, dot_executor %v, PUBLIC %v; want true, false, false", v, admin, exec, public)
+		}
+	}
+}
+
+// Rule: the writable-schema guard runs once per call of an entry point, and nothing that a
+// role may call skips it. Every fn_iu_route_* function that runs with the owner's rights
+// (SECURITY DEFINER) and that workflow_admin or dot_executor may execute calls
+// fn_iu_require_trusted_search_path; the unguarded internals the run inlines instead (the
+// cursor sanity rule, the foreign-row probe, the beat rule) are neither SECURITY DEFINER
+// nor executable by those roles, so they are only ever reached through a guarded entry
+// point.
+func TestGrants_EveryCallableDefinerGuards(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	var unguarded []string
+	db.QueryRow(t, `
+		SELECT coalesce(array_agg(p.oid::regprocedure::text ORDER BY 1), '{}')
+		  FROM pg_proc p
+		 WHERE p.pronamespace = 'public'::regnamespace
+		   AND p.proname LIKE 'fn\_iu\_route\_%'
+		   AND p.prosecdef
+		   AND (has_function_privilege('workflow_admin', p.oid, 'EXECUTE')
+		        OR has_function_privilege('dot_executor', p.oid, 'EXECUTE'))
+		   AND p.prosrc !~ '\mfn_iu_require_trusted_search_path\('`, nil, &unguarded)
+	if len(unguarded) > 0 {
+		t.Errorf("callable SECURITY DEFINER functions without the guard: %v", unguarded)
+	}
+	for _, sig := range []string{
+		"fn_iu_route_worker_cursor_check(iu_route_worker_cursor)",
+		"fn_iu_route_worker_foreign_rows(text)",
+		"fn_iu_route_worker_beat_due(text,text)",
+	} {
+		var secdef, admin, exec bool
+		db.QueryRow(t, `SELECT p.prosecdef, has_function_privilege('workflow_admin', p.oid, 'EXECUTE'),
+		                       has_function_privilege('dot_executor', p.oid, 'EXECUTE')
+		                  FROM pg_proc p WHERE p.oid = $1::regprocedure`, []any{sig}, &secdef, &admin, &exec)
+		if secdef || admin || exec {
+			t.Errorf("%s is unguarded, so it must be owner-only and run with its caller's rights: SECURITY DEFINER %v, workflow_admin %v, dot_executor %v",
+				sig, secdef, admin, exec)
 		}
 	}
 }
