@@ -91,9 +91,9 @@ $$;
 
 CREATE FUNCTION public.fn_iu_core_routes_enabled() RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT fn_iu_require_trusted_search_path('fn_iu_core_routes_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
+    SELECT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
 $$;
 
 --
@@ -1407,9 +1407,9 @@ $$;
 
 CREATE FUNCTION public.fn_iu_route_worker_enabled() RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT fn_iu_require_trusted_search_path('fn_iu_route_worker_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
+    SELECT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
 $$;
 
 --

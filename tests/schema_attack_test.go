@@ -231,3 +231,68 @@ func requirePgErr(t testing.TB, err error, code string) *pgconn.PgError {
 	}
 	return pe
 }
+
+// Rule: the two gate readers never resolve anything in public, so they read the real
+// gates even while public is writable and holds a planted operator. They run with
+// search_path = pg_catalog, pg_temp and name public.dot_config, which is why they carry no
+// writable-schema guard of their own (every run still passes the guard before it reads
+// them). The attack: an untrusted login plants public.=(text, text) answering true for
+// anything, so a reader resolving "value = 'true'" through public would open both gates.
+func TestSchemaAttack_GateReadersResolveNothingInPublic(t *testing.T) {
+	t.Parallel()
+	pgtest.NewEmptyDB(t)
+	h, err := pgtest.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := context.Background()
+	admin := connURL(t, h.Server.AdminURL, "", "")
+	name := fmt.Sprintf("iu_gate_attack_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	attacker, executor := name+"_atk", name+"_exe"
+	mustExec(t, admin, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
+	t.Cleanup(func() {
+		_, _ = admin.Exec(c, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
+		_, _ = admin.Exec(c, `DROP ROLE IF EXISTS `+pgx.Identifier{attacker}.Sanitize())
+		_, _ = admin.Exec(c, `DROP ROLE IF EXISTS `+pgx.Identifier{executor}.Sanitize())
+	})
+	dbURL := h.Server.DBURL(name)
+	if err := migrate.Up(ctx(t), dbURL); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	super := connURL(t, dbURL, "", "")
+	mustExec(t, super, `CREATE ROLE `+pgx.Identifier{attacker}.Sanitize()+` LOGIN PASSWORD 'pw'`)
+	mustExec(t, super, `CREATE ROLE `+pgx.Identifier{executor}.Sanitize()+` LOGIN PASSWORD 'pw' IN ROLE dot_executor`)
+	mustExec(t, super, `GRANT CREATE ON SCHEMA public TO PUBLIC`)
+	mustExec(t, connURL(t, dbURL, attacker, "pw"), `
+		CREATE TABLE public.attack_log (ran_as text);
+		GRANT INSERT ON public.attack_log TO PUBLIC;
+		CREATE FUNCTION public.attack_eq(a text, b text) RETURNS boolean LANGUAGE plpgsql AS $$
+		BEGIN
+		    INSERT INTO public.attack_log (ran_as) VALUES (current_user);
+		    RETURN true;
+		END;
+		$$;
+		CREATE OPERATOR public.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.attack_eq);`)
+	exe := connURL(t, dbURL, executor, "pw")
+	// The executor's own path puts public first, as a careless client would.
+	mustExec(t, exe, `SET search_path = public, pg_catalog`)
+	var master, worker bool
+	if err := exe.QueryRow(c, `SELECT fn_iu_core_routes_enabled(), fn_iu_route_worker_enabled()`).Scan(&master, &worker); err != nil {
+		t.Fatalf("reading the gates with a planted operator in public: %v", err)
+	}
+	var ranAs string
+	if err := super.QueryRow(c, `SELECT coalesce(string_agg(ran_as, ','), '') FROM public.attack_log`).Scan(&ranAs); err != nil {
+		t.Fatal(err)
+	}
+	if master || worker || ranAs != "" {
+		t.Fatalf("closed gates read routes_enabled=%v route_worker_enabled=%v; the planted operator ran as %q", master, worker, ranAs)
+	}
+	// And an open gate still reads open (the readers are not simply answering false).
+	mustExec(t, super, `UPDATE dot_config SET value = 'true' WHERE key = 'iu_core.routes_enabled'`)
+	if err := exe.QueryRow(c, `SELECT fn_iu_core_routes_enabled(), fn_iu_route_worker_enabled()`).Scan(&master, &worker); err != nil {
+		t.Fatal(err)
+	}
+	if !master || worker {
+		t.Fatalf("after opening only the master gate: routes_enabled=%v route_worker_enabled=%v", master, worker)
+	}
+}

@@ -37,8 +37,11 @@ INSERT INTO dot_config (key, value, description) VALUES
     ('iu_core.routes_enabled',       'false', 'Master gate of iu-core routing. Only ''true'' opens it.'),
     ('iu_core.route_worker_enabled', 'false', 'Route worker kill-switch. Only ''true'' opens it.');
 
--- The gate readers start with the writable-schema guard (fn_iu_require_trusted_search_path,
--- 001): AND is evaluated left to right here, so a refusal comes before anything else runs.
+-- The gate readers run with search_path = pg_catalog, pg_temp and name the table as
+-- public.dot_config: public is not on their path, so nothing planted there (an operator, a
+-- function, a table) can be resolved by them, and they need no writable-schema guard
+-- (fn_iu_require_trusted_search_path, 001). That keeps them cheap enough for every run of
+-- every worker to read both. PostgreSQL never looks up functions or operators in pg_temp.
 -- The body stays one plain SELECT over dot_config, so the runtime verification can run it
 -- against simulated values.
 -- +goose StatementBegin
@@ -46,9 +49,9 @@ CREATE FUNCTION fn_iu_core_routes_enabled()
 RETURNS boolean
 LANGUAGE sql STABLE
 SECURITY DEFINER
-SET search_path = public, pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT fn_iu_require_trusted_search_path('fn_iu_core_routes_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
+    SELECT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
 $$;
 -- +goose StatementEnd
 
@@ -57,9 +60,9 @@ CREATE FUNCTION fn_iu_route_worker_enabled()
 RETURNS boolean
 LANGUAGE sql STABLE
 SECURITY DEFINER
-SET search_path = public, pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT fn_iu_require_trusted_search_path('fn_iu_route_worker_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
+    SELECT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
 $$;
 -- +goose StatementEnd
 
