@@ -3501,6 +3501,52 @@ END;
 $$;
 
 --
+-- Name: fn_queue_notify_bridge_sync(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_notify_bridge_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET lock_timeout TO '5s'
+    AS $$
+DECLARE
+    v_open boolean := fn_queue_notify_enabled();
+    v_has_event boolean;
+    v_has_job boolean;
+BEGIN
+    SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid = 'public.event_outbox'::pg_catalog.regclass AND t.tgname = 'trg_event_outbox_wake_notify'),
+           EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid = 'public.job_queue'::pg_catalog.regclass AND t.tgname = 'trg_job_queue_wake_notify')
+      INTO v_has_event, v_has_job;
+    BEGIN
+        IF v_open AND NOT v_has_event THEN
+            CREATE TRIGGER trg_event_outbox_wake_notify
+                AFTER INSERT ON public.event_outbox
+                REFERENCING NEW TABLE AS new_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_event_outbox();
+        ELSIF NOT v_open AND v_has_event THEN
+            DROP TRIGGER trg_event_outbox_wake_notify ON public.event_outbox;
+        END IF;
+        IF v_open AND NOT v_has_job THEN
+            CREATE TRIGGER trg_job_queue_wake_notify
+                AFTER INSERT ON public.job_queue
+                REFERENCING NEW TABLE AS new_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_job_queue();
+        ELSIF NOT v_open AND v_has_job THEN
+            DROP TRIGGER trg_job_queue_wake_notify ON public.job_queue;
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        RAISE EXCEPTION 'fn_queue_notify_bridge_sync: the NOTIFY bridge gate could not be % within 5 s: a transaction holds event_outbox or job_queue',
+            CASE WHEN v_open THEN 'opened' ELSE 'closed' END
+            USING ERRCODE = '55P03',
+                  HINT = 'Retry the dot_config change; pg_locks shows which session holds the table.';
+    END;
+    RETURN NULL;
+END;
+$$;
+
+--
 -- Name: fn_queue_notify_enabled(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4513,6 +4559,12 @@ CREATE INDEX job_queue_finished_idx ON public.job_queue USING btree (finished_at
 CREATE INDEX job_queue_lease_idx ON public.job_queue USING btree (lease_expires_at) WHERE (status = 'running'::text);
 
 --
+-- Name: dot_config trg_dot_config_notify_bridge_sync; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_dot_config_notify_bridge_sync AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.dot_config FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_notify_bridge_sync();
+
+--
 -- Name: dot_config trg_dot_config_touch; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -4535,12 +4587,6 @@ CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outb
 --
 
 CREATE TRIGGER trg_event_outbox_package_only BEFORE INSERT ON public.event_outbox FOR EACH ROW WHEN (((new.event_domain = 'system'::text) AND (new.event_type = ANY (ARRAY['queue_worker_silent'::text, 'queue_worker_recovered'::text])))) EXECUTE FUNCTION public.fn_iu_event_outbox_package_only();
-
---
--- Name: event_outbox trg_event_outbox_wake_notify; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER trg_event_outbox_wake_notify AFTER INSERT ON public.event_outbox REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_event_outbox();
 
 --
 -- Name: iu_route_attempt trg_iu_route_attempt_immutable; Type: TRIGGER; Schema: public; Owner: -
@@ -4589,12 +4635,6 @@ CREATE TRIGGER trg_job_dead_letter_guard BEFORE DELETE OR UPDATE ON public.job_d
 --
 
 CREATE TRIGGER trg_job_dead_letter_no_truncate BEFORE TRUNCATE ON public.job_dead_letter FOR EACH STATEMENT EXECUTE FUNCTION public.fn_job_dead_letter_guard();
-
---
--- Name: job_queue trg_job_queue_wake_notify; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER trg_job_queue_wake_notify AFTER INSERT ON public.job_queue REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_job_queue();
 
 --
 -- Name: queue_heartbeat trg_queue_stale_alert_row; Type: TRIGGER; Schema: public; Owner: -
@@ -5233,6 +5273,12 @@ GRANT ALL ON FUNCTION public.fn_queue_heartbeat_tick(p_executor_name text, p_exe
 
 REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payload jsonb, p_actor text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payload jsonb, p_actor text) TO dot_executor;
+
+--
+-- Name: FUNCTION fn_queue_notify_bridge_sync(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_notify_bridge_sync() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_queue_notify_enabled(); Type: ACL; Schema: public; Owner: -
