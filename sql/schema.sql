@@ -6,6 +6,27 @@
 --
 
 --
+-- Name: iu_delivery_lane; Type: DOMAIN; Schema: public; Owner: -
+--
+
+CREATE DOMAIN public.iu_delivery_lane AS text
+	CONSTRAINT iu_delivery_lane_valid CHECK ((VALUE = ANY (ARRAY['immediate'::text, 'standard'::text, 'batch'::text])));
+
+--
+-- Name: iu_event_name; Type: DOMAIN; Schema: public; Owner: -
+--
+
+CREATE DOMAIN public.iu_event_name AS text
+	CONSTRAINT iu_event_name_not_empty CHECK ((VALUE <> ''::text));
+
+--
+-- Name: iu_event_severity; Type: DOMAIN; Schema: public; Owner: -
+--
+
+CREATE DOMAIN public.iu_event_severity AS text
+	CONSTRAINT iu_event_severity_valid CHECK ((VALUE = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text])));
+
+--
 -- Name: iu_route_run_tally; Type: TYPE; Schema: public; Owner: -
 --
 
@@ -26,6 +47,48 @@ CREATE TYPE public.iu_route_run_tally AS (
 	deliver_route_keys text[],
 	deliver_route_kinds text[]
 );
+
+--
+-- Name: fn_iu_payload_is_clean(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_payload_is_clean(p_payload jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+    -- Keys match case-insensitively: Token and PASSWORD carry the same secret as token and
+    -- password. Two steps, so a clean payload (the common case) pays for one regex over its
+    -- text and no jsonpath walk:
+    --   1. a prefilter over the payload's text: a denylisted key, in any case, always
+    --      appears there as "key": (jsonb prints every key that way, and a quote inside a
+    --      string is escaped), so no match means clean. A match may be a false alarm (a
+    --      string value quoting such a text), so it only decides whether to look closer;
+    --   2. the exact test: `.**` visits every level (objects and array elements, nested
+    --      arrays too), the type filter keeps the objects and `.keyvalue()` lists their
+    --      members; a key is denied when it equals a listed word, anchored ("tokenizer" and
+    --      "body_length" pass). Without the type filter .keyvalue() errs on a scalar and @?
+    --      answers NULL, which a CHECK would read as "passes".
+    --
+    -- Everything is pg_catalog-qualified on purpose. This function is inlined into the
+    -- CHECKs that call it (the outbox's payload domain, other tables' CHECKs) and into
+    -- callers' queries (no SET search_path, which would stop the inlining and cost a
+    -- function call per row), and an inlined body is resolved in the CALLER's search_path: an unqualified `@?`, `~*` or jsonpath could pick an operator or
+    -- type a producer created in its own schema (before or after public) and switch
+    -- hygiene off.
+    SELECT p_payload IS NULL
+        OR NOT (CAST(p_payload AS pg_catalog.text) OPERATOR(pg_catalog.~*)
+                    CAST('"(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)": ' AS pg_catalog.text)
+                AND p_payload OPERATOR(pg_catalog.@?) CAST(
+                    '$.** ? (@.type() == "object").keyvalue() ? (@.key like_regex "^(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)$" flag "i")'
+                    AS pg_catalog.jsonpath))
+$_$;
+
+--
+-- Name: iu_safe_payload; Type: DOMAIN; Schema: public; Owner: -
+--
+
+CREATE DOMAIN public.iu_safe_payload AS jsonb
+	CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(VALUE))
+	CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(VALUE) = 'object'::text));
 
 --
 -- Name: fn_cut_heartbeat_ping(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
@@ -104,23 +167,89 @@ CREATE FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, 
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
+    -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
+    -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
+    -- outside its list, a payload that is not a clean JSON object, an unregistered type;
+    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT whose
+    -- WHERE is one expression over every argument rule (fn_iu_is_blank and
+    -- fn_iu_payload_is_clean inlined into it) AND the type's registration; no row back
+    -- means nothing was written, and only then does fn_iu_emit_event_refuse walk the rules
+    -- one by one to raise the right error (or the type is unregistered). A blank subject,
+    -- however long, is not an error: it is stored as NULL.
 DECLARE
     v_id uuid;
 BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_emit_event');
+    -- Everything on the accepting path is qualified and exactly typed (see the header).
+    -- One statement: the row is produced only when no argument rule is broken (the OR of
+    -- them IS FALSE) and the type is registered.
+    INSERT INTO public.event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
+                                     event_subject_table, event_subject_ref, safe_payload)
+    SELECT p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+           CASE WHEN public.fn_iu_is_blank(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
+           CASE WHEN public.fn_iu_is_blank(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
+           p_safe_payload
+     WHERE (public.fn_iu_is_blank(p_event_domain) OR public.fn_iu_is_blank(p_event_type)
+                OR public.fn_iu_is_blank(p_event_stream)
+                OR pg_catalog.octet_length(p_event_domain) OPERATOR(pg_catalog.>) 200
+                OR pg_catalog.octet_length(p_event_type) OPERATOR(pg_catalog.>) 200
+                OR pg_catalog.octet_length(p_event_stream) OPERATOR(pg_catalog.>) 200
+                OR (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
+                    AND NOT public.fn_iu_is_blank(p_event_subject_table))
+                OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
+                    AND NOT public.fn_iu_is_blank(p_event_subject_ref))
+                OR (p_event_domain OPERATOR(pg_catalog.=) 'system'::pg_catalog.text
+                    AND p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[]))
+                OR p_delivery_lane IS NULL
+                OR p_delivery_lane OPERATOR(pg_catalog.<>) ALL ('{immediate,standard,batch}'::pg_catalog.text[])
+                OR p_event_severity IS NULL
+                OR p_event_severity OPERATOR(pg_catalog.<>) ALL ('{debug,info,warning,critical}'::pg_catalog.text[])
+                OR p_safe_payload IS NULL
+                OR pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.<>) 'object'::pg_catalog.text
+                OR NOT public.fn_iu_payload_is_clean(p_safe_payload)) IS FALSE   -- no rule broken
+       AND EXISTS (SELECT FROM public.event_type_registry r
+                    WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
+                      AND r.event_type OPERATOR(pg_catalog.=) p_event_type)
+    RETURNING id INTO v_id;
+    IF v_id IS NULL THEN
+        -- Nothing written: explain why. A broken argument rule raises in the refuse
+        -- function (guarded); otherwise the type is not registered.
+        PERFORM public.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
+                                               p_event_severity, p_event_subject_table, p_event_subject_ref,
+                                               p_safe_payload);
+        RAISE EXCEPTION 'fn_iu_emit_event: event type %/% is not registered', p_event_domain, p_event_type
+            USING ERRCODE = '22023',
+                  HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
+                                p_event_domain, p_event_type);
+    END IF;
+    RETURN v_id;
+END;
+$$;
+
+--
+-- Name: fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+    -- The argument rules of fn_iu_emit_event, one after the other, each refusal in its
+    -- caller's name: raises on the first one broken, returns when all hold. Called by
+    -- fn_iu_emit_event only when its INSERT wrote nothing (its one-expression test flagged
+    -- an argument, or the type is unregistered: then this returns and the caller says so).
+    -- Touches nothing. Runs inside fn_iu_emit_event's rights and
+    -- search_path, so the guard comes first (called exactly typed: nothing planted can
+    -- match it better).
+BEGIN
+    PERFORM public.fn_iu_require_trusted_search_path('fn_iu_emit_event'::pg_catalog.text, false);
     PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_domain', p_event_domain);
     PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_type', p_event_type);
     PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_stream', p_event_stream);
     -- Optional subject: blank is the same as none (stored as NULL); when given, bounded
     -- like a name.
-    IF btrim(p_event_subject_table, E' \t\r\n\f\x0B') = '' THEN
-        p_event_subject_table := NULL;
-    ELSIF p_event_subject_table IS NOT NULL THEN
+    IF NOT fn_iu_is_blank(p_event_subject_table) THEN
         PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_table', p_event_subject_table);
     END IF;
-    IF btrim(p_event_subject_ref, E' \t\r\n\f\x0B') = '' THEN
-        p_event_subject_ref := NULL;
-    ELSIF p_event_subject_ref IS NOT NULL THEN
+    IF NOT fn_iu_is_blank(p_event_subject_ref) THEN
         PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_ref', p_event_subject_ref, 1000);
     END IF;
     -- The stale-check's alerts are the package's own voice: a caller who could emit a
@@ -141,20 +270,6 @@ BEGIN
             coalesce(quote_literal(p_event_severity), 'NULL') USING ERRCODE = '22023';
     END IF;
     PERFORM fn_iu_payload_require_clean('fn_iu_emit_event', 'p_safe_payload', p_safe_payload);
-    IF NOT EXISTS (SELECT 1 FROM event_type_registry r
-                    WHERE r.event_domain = p_event_domain AND r.event_type = p_event_type) THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: event type %/% is not registered', p_event_domain, p_event_type
-            USING ERRCODE = '22023',
-                  HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
-                                p_event_domain, p_event_type);
-    END IF;
-
-    INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
-                              event_subject_table, event_subject_ref, safe_payload)
-    VALUES (p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
-            p_event_subject_table, p_event_subject_ref, p_safe_payload)
-    RETURNING id INTO v_id;
-    RETURN v_id;
 END;
 $$;
 
@@ -199,10 +314,13 @@ BEGIN
     -- system/queue_worker_silent and system/queue_worker_recovered are the package's own
     -- alerts (fn_queue_stale_check writes them as the package owner). A producer with INSERT
     -- on event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
-    -- people paged by them. The trigger's WHEN clause limits the call to those two types, so
-    -- every other insert pays nothing. The owner is read from the catalog (this function's
-    -- own owner): the inserting role needs no grant for the test to run.
-    IF pg_catalog.pg_has_role(current_user,
+    -- people paged by them. The trigger's WHEN clause limits the call to types starting
+    -- with queue_worker_, so every other insert pays nothing; the exact test is here. The
+    -- owner is read from the catalog (this function's own owner): the inserting role needs
+    -- no grant for the test to run.
+    IF NOT (NEW.event_domain OPERATOR(pg_catalog.=) 'system'
+            AND NEW.event_type OPERATOR(pg_catalog.=) ANY (ARRAY['queue_worker_silent', 'queue_worker_recovered']::pg_catalog.text[]))
+       OR pg_catalog.pg_has_role(current_user,
                               (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid = 'public.fn_iu_event_outbox_package_only()'::pg_catalog.regprocedure),
                               'MEMBER') THEN
         RETURN NEW;
@@ -422,40 +540,6 @@ CREATE FUNCTION public.fn_iu_payload_denied_paths(p_payload jsonb) RETURNS text[
      WHERE path <> '$'
        AND lower(regexp_replace(path, '^.*[.]', '')) IN ('body','content','raw','vector','embedding',
                                                           'secret','token','password','ssn','personal_data')
-$_$;
-
---
--- Name: fn_iu_payload_is_clean(jsonb); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_payload_is_clean(p_payload jsonb) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $_$
-    -- Keys match case-insensitively: Token and PASSWORD carry the same secret as token and
-    -- password. Two steps, so a clean payload (the common case) pays for one regex over its
-    -- text and no jsonpath walk:
-    --   1. a prefilter over the payload's text: a denylisted key, in any case, always
-    --      appears there as "key": (jsonb prints every key that way, and a quote inside a
-    --      string is escaped), so no match means clean. A match may be a false alarm (a
-    --      string value quoting such a text), so it only decides whether to look closer;
-    --   2. the exact test: `.**` visits every level (objects and array elements, nested
-    --      arrays too), the type filter keeps the objects and `.keyvalue()` lists their
-    --      members; a key is denied when it equals a listed word, anchored ("tokenizer" and
-    --      "body_length" pass). Without the type filter .keyvalue() errs on a scalar and @?
-    --      answers NULL, which a CHECK would read as "passes".
-    --
-    -- Everything is pg_catalog-qualified on purpose. This function is inlined into the
-    -- table CHECK and into callers' queries (no SET search_path, which would stop the
-    -- inlining and cost a function call per row), and an inlined body is resolved in the
-    -- CALLER's search_path: an unqualified `@?`, `~*` or jsonpath could pick an operator or
-    -- type a producer created in its own schema (before or after public) and switch
-    -- hygiene off.
-    SELECT p_payload IS NULL
-        OR NOT (CAST(p_payload AS pg_catalog.text) OPERATOR(pg_catalog.~*)
-                    CAST('"(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)": ' AS pg_catalog.text)
-                AND p_payload OPERATOR(pg_catalog.@?) CAST(
-                    '$.** ? (@.type() == "object").keyvalue() ? (@.key like_regex "^(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)$" flag "i")'
-                    AS pg_catalog.jsonpath))
 $_$;
 
 --
@@ -3841,6 +3925,52 @@ END;
 $$;
 
 --
+-- Name: fn_queue_notify_bridge_sync(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_notify_bridge_sync() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET lock_timeout TO '5s'
+    AS $$
+DECLARE
+    v_open boolean := fn_queue_notify_enabled();
+    v_has_event boolean;
+    v_has_job boolean;
+BEGIN
+    SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid = 'public.event_outbox'::pg_catalog.regclass AND t.tgname = 'trg_event_outbox_wake_notify'),
+           EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid = 'public.job_queue'::pg_catalog.regclass AND t.tgname = 'trg_job_queue_wake_notify')
+      INTO v_has_event, v_has_job;
+    BEGIN
+        IF v_open AND NOT v_has_event THEN
+            CREATE TRIGGER trg_event_outbox_wake_notify
+                AFTER INSERT ON public.event_outbox
+                REFERENCING NEW TABLE AS new_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_event_outbox();
+        ELSIF NOT v_open AND v_has_event THEN
+            DROP TRIGGER trg_event_outbox_wake_notify ON public.event_outbox;
+        END IF;
+        IF v_open AND NOT v_has_job THEN
+            CREATE TRIGGER trg_job_queue_wake_notify
+                AFTER INSERT ON public.job_queue
+                REFERENCING NEW TABLE AS new_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_job_queue();
+        ELSIF NOT v_open AND v_has_job THEN
+            DROP TRIGGER trg_job_queue_wake_notify ON public.job_queue;
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        RAISE EXCEPTION 'fn_queue_notify_bridge_sync: the NOTIFY bridge gate could not be % within 5 s: a transaction holds event_outbox or job_queue',
+            CASE WHEN v_open THEN 'opened' ELSE 'closed' END
+            USING ERRCODE = '55P03',
+                  HINT = 'Retry the dot_config change; pg_locks shows which session holds the table.';
+    END;
+    RETURN NULL;
+END;
+$$;
+
+--
 -- Name: fn_queue_notify_enabled(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4194,24 +4324,17 @@ COMMENT ON TABLE public.dot_config IS 'Operator configuration. Gates are fail-cl
 
 CREATE TABLE public.event_outbox (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
-    event_domain text NOT NULL,
-    event_type text NOT NULL,
-    event_stream text NOT NULL,
-    delivery_lane text DEFAULT 'standard'::text NOT NULL,
-    event_severity text DEFAULT 'info'::text NOT NULL,
+    event_domain public.iu_event_name NOT NULL,
+    event_type public.iu_event_name NOT NULL,
+    event_stream public.iu_event_name NOT NULL,
+    delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
+    event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
     event_subject_table text,
     event_subject_ref text,
-    safe_payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    CONSTRAINT event_outbox_delivery_lane_check CHECK ((delivery_lane = ANY (ARRAY['immediate'::text, 'standard'::text, 'batch'::text]))),
-    CONSTRAINT event_outbox_event_domain_check CHECK ((event_domain <> ''::text)),
-    CONSTRAINT event_outbox_event_severity_check CHECK ((event_severity = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text]))),
-    CONSTRAINT event_outbox_event_stream_check CHECK ((event_stream <> ''::text)),
-    CONSTRAINT event_outbox_event_type_check CHECK ((event_type <> ''::text)),
-    CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(safe_payload)),
-    CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(safe_payload) = 'object'::text))
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL
 )
 PARTITION BY RANGE (txid);
 
@@ -4233,24 +4356,17 @@ COMMENT ON COLUMN public.event_outbox.txid IS 'Top-level transaction that insert
 
 CREATE TABLE public.event_outbox_default (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
-    event_domain text NOT NULL,
-    event_type text NOT NULL,
-    event_stream text NOT NULL,
-    delivery_lane text DEFAULT 'standard'::text NOT NULL,
-    event_severity text DEFAULT 'info'::text NOT NULL,
+    event_domain public.iu_event_name NOT NULL,
+    event_type public.iu_event_name NOT NULL,
+    event_stream public.iu_event_name NOT NULL,
+    delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
+    event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
     event_subject_table text,
     event_subject_ref text,
-    safe_payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    CONSTRAINT event_outbox_delivery_lane_check CHECK ((delivery_lane = ANY (ARRAY['immediate'::text, 'standard'::text, 'batch'::text]))),
-    CONSTRAINT event_outbox_event_domain_check CHECK ((event_domain <> ''::text)),
-    CONSTRAINT event_outbox_event_severity_check CHECK ((event_severity = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text]))),
-    CONSTRAINT event_outbox_event_stream_check CHECK ((event_stream <> ''::text)),
-    CONSTRAINT event_outbox_event_type_check CHECK ((event_type <> ''::text)),
-    CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(safe_payload)),
-    CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(safe_payload) = 'object'::text)),
     CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id()))
 );
 
@@ -4260,24 +4376,17 @@ CREATE TABLE public.event_outbox_default (
 
 CREATE TABLE public.event_outbox_legacy (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
-    event_domain text NOT NULL,
-    event_type text NOT NULL,
-    event_stream text NOT NULL,
-    delivery_lane text DEFAULT 'standard'::text NOT NULL,
-    event_severity text DEFAULT 'info'::text NOT NULL,
+    event_domain public.iu_event_name NOT NULL,
+    event_type public.iu_event_name NOT NULL,
+    event_stream public.iu_event_name NOT NULL,
+    delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
+    event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
     event_subject_table text,
     event_subject_ref text,
-    safe_payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    CONSTRAINT event_outbox_delivery_lane_check CHECK ((delivery_lane = ANY (ARRAY['immediate'::text, 'standard'::text, 'batch'::text]))),
-    CONSTRAINT event_outbox_event_domain_check CHECK ((event_domain <> ''::text)),
-    CONSTRAINT event_outbox_event_severity_check CHECK ((event_severity = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text]))),
-    CONSTRAINT event_outbox_event_stream_check CHECK ((event_stream <> ''::text)),
-    CONSTRAINT event_outbox_event_type_check CHECK ((event_type <> ''::text)),
-    CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(safe_payload)),
-    CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(safe_payload) = 'object'::text))
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL
 );
 
 --
@@ -4298,24 +4407,17 @@ COMMENT ON COLUMN public.event_outbox_legacy.txid IS 'Top-level transaction that
 
 CREATE TABLE public.event_outbox_p00000000000000000746 (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
-    event_domain text NOT NULL,
-    event_type text NOT NULL,
-    event_stream text NOT NULL,
-    delivery_lane text DEFAULT 'standard'::text NOT NULL,
-    event_severity text DEFAULT 'info'::text NOT NULL,
+    event_domain public.iu_event_name NOT NULL,
+    event_type public.iu_event_name NOT NULL,
+    event_stream public.iu_event_name NOT NULL,
+    delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
+    event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
     event_subject_table text,
     event_subject_ref text,
-    safe_payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    CONSTRAINT event_outbox_delivery_lane_check CHECK ((delivery_lane = ANY (ARRAY['immediate'::text, 'standard'::text, 'batch'::text]))),
-    CONSTRAINT event_outbox_event_domain_check CHECK ((event_domain <> ''::text)),
-    CONSTRAINT event_outbox_event_severity_check CHECK ((event_severity = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text]))),
-    CONSTRAINT event_outbox_event_stream_check CHECK ((event_stream <> ''::text)),
-    CONSTRAINT event_outbox_event_type_check CHECK ((event_type <> ''::text)),
-    CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(safe_payload)),
-    CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(safe_payload) = 'object'::text)),
     CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id()))
 );
 
@@ -5243,6 +5345,12 @@ ALTER INDEX public.iu_route_attempt_key_attempt_uq ATTACH PARTITION public.iu_ro
 ALTER INDEX public.iu_route_attempt_key_attempt_uq ATTACH PARTITION public.iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key;
 
 --
+-- Name: dot_config trg_dot_config_notify_bridge_sync; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER trg_dot_config_notify_bridge_sync AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.dot_config FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_notify_bridge_sync();
+
+--
 -- Name: dot_config trg_dot_config_touch; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -5282,13 +5390,7 @@ CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outb
 -- Name: event_outbox trg_event_outbox_package_only; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_event_outbox_package_only BEFORE INSERT ON public.event_outbox FOR EACH ROW WHEN (((new.event_domain = 'system'::text) AND (new.event_type = ANY (ARRAY['queue_worker_silent'::text, 'queue_worker_recovered'::text])))) EXECUTE FUNCTION public.fn_iu_event_outbox_package_only();
-
---
--- Name: event_outbox trg_event_outbox_wake_notify; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER trg_event_outbox_wake_notify AFTER INSERT ON public.event_outbox REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_event_outbox();
+CREATE TRIGGER trg_event_outbox_package_only BEFORE INSERT ON public.event_outbox FOR EACH ROW WHEN (((new.event_type)::text ^@ 'queue_worker_'::text)) EXECUTE FUNCTION public.fn_iu_event_outbox_package_only();
 
 --
 -- Name: iu_retention_ledger trg_iu_retention_ledger_immutable; Type: TRIGGER; Schema: public; Owner: -
@@ -5369,16 +5471,16 @@ CREATE TRIGGER trg_job_dead_letter_guard BEFORE DELETE OR UPDATE ON public.job_d
 CREATE TRIGGER trg_job_dead_letter_no_truncate BEFORE TRUNCATE ON public.job_dead_letter FOR EACH STATEMENT EXECUTE FUNCTION public.fn_job_dead_letter_guard();
 
 --
--- Name: job_queue trg_job_queue_wake_notify; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER trg_job_queue_wake_notify AFTER INSERT ON public.job_queue REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_job_queue();
-
---
 -- Name: queue_heartbeat trg_queue_stale_alert_row; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER trg_queue_stale_alert_row AFTER INSERT ON public.queue_heartbeat FOR EACH ROW EXECUTE FUNCTION public.fn_queue_stale_alert_row();
+
+--
+-- Name: FUNCTION fn_iu_payload_is_clean(p_payload jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_payload_is_clean(p_payload jsonb) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_cut_heartbeat_ping(p_executor_name text, p_executor_kind text, p_status text, p_metadata jsonb); Type: ACL; Schema: public; Owner: -
@@ -5408,6 +5510,12 @@ GRANT ALL ON FUNCTION public.fn_iu_core_routes_enabled() TO dot_executor;
 REVOKE ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) TO workflow_admin;
 GRANT ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) TO dot_executor;
+
+--
+-- Name: FUNCTION fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_event_outbox_append_only(); Type: ACL; Schema: public; Owner: -
@@ -5465,12 +5573,6 @@ GRANT ALL ON FUNCTION public.fn_iu_partition_maintain() TO dot_executor;
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_payload_denied_paths(p_payload jsonb) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_payload_is_clean(p_payload jsonb); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_payload_is_clean(p_payload jsonb) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_payload_require_clean(p_caller text, p_param text, p_payload jsonb); Type: ACL; Schema: public; Owner: -
@@ -6074,6 +6176,12 @@ GRANT ALL ON FUNCTION public.fn_queue_heartbeat_tick(p_executor_name text, p_exe
 
 REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payload jsonb, p_actor text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payload jsonb, p_actor text) TO dot_executor;
+
+--
+-- Name: FUNCTION fn_queue_notify_bridge_sync(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_notify_bridge_sync() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_queue_notify_enabled(); Type: ACL; Schema: public; Owner: -

@@ -22,12 +22,17 @@ type producer struct {
 
 // bareTables: copies of event_outbox made in the bench database with
 // CREATE TABLE ... (LIKE event_outbox ...), so they follow whatever the migrations
-// install: columns, defaults, NOT NULLs and indexes always; CHECKs only where asked;
-// triggers never (LIKE copies none), except the NOTIFY bridge's, copied explicitly.
-var bareTables = []struct{ name, like string }{
-	{"bench_bare", "INCLUDING DEFAULTS INCLUDING INDEXES"},
-	{"bench_bare_checks", "INCLUDING DEFAULTS INCLUDING INDEXES INCLUDING CONSTRAINTS"},
-	{"bench_bare_bridge", "INCLUDING DEFAULTS INCLUDING INDEXES"},
+// install: columns, defaults, NOT NULLs and indexes always; the row rules (the table's
+// CHECKs and its columns' domain constraints) only where asked: elsewhere a column whose
+// type is a domain gets the domain's base type; triggers never (LIKE copies none), except
+// the NOTIFY bridge's, copied explicitly when event_outbox carries them.
+var bareTables = []struct {
+	name, like string
+	rules      bool
+}{
+	{"bench_bare", "INCLUDING DEFAULTS INCLUDING INDEXES", false},
+	{"bench_bare_checks", "INCLUDING DEFAULTS INCLUDING INDEXES INCLUDING CONSTRAINTS", true},
+	{"bench_bare_bridge", "INCLUDING DEFAULTS INCLUDING INDEXES", false},
 }
 
 // BenchmarkPgqProducers: single-row insert rates, 2 concurrent clients, synchronous_commit
@@ -65,10 +70,10 @@ func BenchmarkPgqProducers(b *testing.B) {
 		{key: "bare", label: "bare (no CHECKs/triggers)", sql: `INSERT INTO bench_bare ` + outboxCols},
 		{key: "checks", label: "bare + outbox CHECKs", sql: `INSERT INTO bench_bare_checks ` + outboxCols},
 	}
-	if bridge != "" {
-		producers = append(producers, &producer{key: "bridge", label: "bare + bridge trigger",
-			sql: `INSERT INTO bench_bare_bridge ` + outboxCols})
-	}
+	// Always measured: the bare copy with whatever bridge trigger event_outbox carries with
+	// the gate as installed (closed: none, so this is the cost of a closed gate).
+	producers = append(producers, &producer{key: "bridge", label: "bare + bridge (gate as is)",
+		sql: `INSERT INTO bench_bare_bridge ` + outboxCols})
 
 	clients := make([]*pgx.Conn, 2)
 	for i := range clients {
@@ -96,6 +101,7 @@ func BenchmarkPgqProducers(b *testing.B) {
 	}
 	b.ReportMetric(rate["emit"]/rate["pgq"], "emit/pgq")
 	b.ReportMetric(rate["direct"]/rate["bare"], "direct/bare")
+	b.ReportMetric(rate["bridge"]/rate["bare"], "bridge/bare")
 
 	var tbl strings.Builder
 	fmt.Fprintf(&tbl, "producer insert rates: single-row autocommit inserts, %d clients, synchronous_commit off, ~%d rows present in each target, %d rounds x %ds, loaded in %s; NOTIFY gate %q\n",
@@ -111,11 +117,10 @@ func BenchmarkPgqProducers(b *testing.B) {
 	fmt.Fprintf(&tbl, "ratios: emit/PgQ %s (target >= 0.8), direct/bare %s (target >= 0.9), direct/PgQ %s, bare+CHECKs/bare %s",
 		fmtRatio(rate["emit"]/rate["pgq"]), fmtRatio(rate["direct"]/rate["bare"]), fmtRatio(rate["direct"]/rate["pgq"]),
 		fmtRatio(rate["checks"]/rate["bare"]))
-	if bridge != "" {
-		fmt.Fprintf(&tbl, ", bare+bridge/bare %s (closed gate: target ~1.00; trigger %s)", fmtRatio(rate["bridge"]/rate["bare"]), bridge)
-	} else {
-		fmt.Fprintf(&tbl, "; no NOTIFY bridge trigger found on event_outbox: not measured")
+	if bridge == "" {
+		bridge = "none on event_outbox: a closed gate installs no trigger"
 	}
+	fmt.Fprintf(&tbl, ", bare+bridge/bare %s (closed gate: target ~1.00; trigger copied: %s)", fmtRatio(rate["bridge"]/rate["bare"]), bridge)
 	fmt.Println(tbl.String())
 }
 
@@ -137,6 +142,17 @@ func prepareProducers(ctx context.Context, b *testing.B, conn *pgx.Conn, rows in
 		  FROM generate_series(1, $1::int) g`, rows, seq)
 	for _, t := range bareTables {
 		exec(ctx, b, conn, "creating "+t.name, `CREATE TABLE `+t.name+` (LIKE event_outbox `+t.like+`)`)
+		if !t.rules {
+			// No row rules: each domain-typed column becomes its base type (the table is
+			// still empty, so nothing is rewritten).
+			exec(ctx, b, conn, "stripping the domains of "+t.name, `DO $$ DECLARE r record; BEGIN
+				FOR r IN SELECT a.attname, format_type(t.typbasetype, a.atttypmod) AS base
+				           FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+				          WHERE a.attrelid = '`+t.name+`'::regclass AND a.attnum > 0 AND NOT a.attisdropped AND t.typtype = 'd'
+				LOOP
+					EXECUTE format('ALTER TABLE `+t.name+` ALTER COLUMN %I TYPE %s', r.attname, r.base);
+				END LOOP; END $$`)
+		}
 		// The outbox's rows as they are, txid included: the copied txid CHECK (the stored
 		// txid is always the inserter's) is dropped for the preload and put back NOT VALID,
 		// exactly as the outbox carries it, so the timed inserts pay for it.

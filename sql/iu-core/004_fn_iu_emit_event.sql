@@ -4,42 +4,60 @@
 -- argument up front so a caller gets a clear, function-prefixed error with the right
 -- SQLSTATE instead of a bare constraint violation. It refuses the two alert types the
 -- stale-check owns (system/queue_worker_silent and system/queue_worker_recovered).
+--
+-- It is every producer's hot path, so it costs one cheap test of all arguments, one
+-- statement (the INSERT, which checks the registration in the same statement) and the
+-- table's own rules; the step-by-step explanation (fn_iu_emit_event_refuse) runs only when
+-- the cheap test finds something wrong.
+--
+-- The writable-schema rule, on this path. Like every SECURITY DEFINER function it runs with
+-- search_path = public, pg_temp, where an untrusted role that may CREATE in public could
+-- plant a better-matching overload of a function or operator (see 001). The package's
+-- other SECURITY DEFINER functions refuse to run while that is possible (the guard,
+-- fn_iu_require_trusted_search_path, ~30 us of catalog probes per call: on a producer's
+-- single-row emit that alone cost about as much as the insert). fn_iu_emit_event's
+-- accepting path instead resolves nothing a planted object could win: every function and
+-- operator on it is schema-qualified (pg_catalog.x, OPERATOR(pg_catalog.=), public.fn_...)
+-- and called with arguments of exactly its declared types (an exact match is always
+-- chosen, and nobody but the owner can create a second function with the same name and
+-- argument types in public); the table's rules are stored resolved. Its refusing paths,
+-- written plainly, call the guard first. TestSchemaAttack_EmitResolvesNothingPlanted
+-- plants overloads of everything the accepting path calls and shows none of them runs.
 
 -- +goose Up
 
 -- +goose StatementBegin
-CREATE FUNCTION fn_iu_emit_event(
+CREATE FUNCTION fn_iu_emit_event_refuse(
     p_event_domain        text,
     p_event_type          text,
     p_event_stream        text,
-    p_delivery_lane       text  DEFAULT 'standard',
-    p_event_severity      text  DEFAULT 'info',
-    p_event_subject_table text  DEFAULT NULL,
-    p_event_subject_ref   text  DEFAULT NULL,
-    p_safe_payload        jsonb DEFAULT '{}'::jsonb
+    p_delivery_lane       text,
+    p_event_severity      text,
+    p_event_subject_table text,
+    p_event_subject_ref   text,
+    p_safe_payload        jsonb
 )
-RETURNS uuid
+RETURNS void
 LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = public, pg_temp
 AS $$
-DECLARE
-    v_id uuid;
+    -- The argument rules of fn_iu_emit_event, one after the other, each refusal in its
+    -- caller's name: raises on the first one broken, returns when all hold. Called by
+    -- fn_iu_emit_event only when its INSERT wrote nothing (its one-expression test flagged
+    -- an argument, or the type is unregistered: then this returns and the caller says so).
+    -- Touches nothing. Runs inside fn_iu_emit_event's rights and
+    -- search_path, so the guard comes first (called exactly typed: nothing planted can
+    -- match it better).
 BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_emit_event');
+    PERFORM public.fn_iu_require_trusted_search_path('fn_iu_emit_event'::pg_catalog.text, false);
     PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_domain', p_event_domain);
     PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_type', p_event_type);
     PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_stream', p_event_stream);
     -- Optional subject: blank is the same as none (stored as NULL); when given, bounded
     -- like a name.
-    IF btrim(p_event_subject_table, E' \t\r\n\f\x0B') = '' THEN
-        p_event_subject_table := NULL;
-    ELSIF p_event_subject_table IS NOT NULL THEN
+    IF NOT fn_iu_is_blank(p_event_subject_table) THEN
         PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_table', p_event_subject_table);
     END IF;
-    IF btrim(p_event_subject_ref, E' \t\r\n\f\x0B') = '' THEN
-        p_event_subject_ref := NULL;
-    ELSIF p_event_subject_ref IS NOT NULL THEN
+    IF NOT fn_iu_is_blank(p_event_subject_ref) THEN
         PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_ref', p_event_subject_ref, 1000);
     END IF;
     -- The stale-check's alerts are the package's own voice: a caller who could emit a
@@ -60,25 +78,88 @@ BEGIN
             coalesce(quote_literal(p_event_severity), 'NULL') USING ERRCODE = '22023';
     END IF;
     PERFORM fn_iu_payload_require_clean('fn_iu_emit_event', 'p_safe_payload', p_safe_payload);
-    IF NOT EXISTS (SELECT 1 FROM event_type_registry r
-                    WHERE r.event_domain = p_event_domain AND r.event_type = p_event_type) THEN
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_emit_event(
+    p_event_domain        text,
+    p_event_type          text,
+    p_event_stream        text,
+    p_delivery_lane       text  DEFAULT 'standard',
+    p_event_severity      text  DEFAULT 'info',
+    p_event_subject_table text  DEFAULT NULL,
+    p_event_subject_ref   text  DEFAULT NULL,
+    p_safe_payload        jsonb DEFAULT '{}'::jsonb
+)
+RETURNS uuid
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = public, pg_temp
+AS $$
+    -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
+    -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
+    -- outside its list, a payload that is not a clean JSON object, an unregistered type;
+    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT whose
+    -- WHERE is one expression over every argument rule (fn_iu_is_blank and
+    -- fn_iu_payload_is_clean inlined into it) AND the type's registration; no row back
+    -- means nothing was written, and only then does fn_iu_emit_event_refuse walk the rules
+    -- one by one to raise the right error (or the type is unregistered). A blank subject,
+    -- however long, is not an error: it is stored as NULL.
+DECLARE
+    v_id uuid;
+BEGIN
+    -- Everything on the accepting path is qualified and exactly typed (see the header).
+    -- One statement: the row is produced only when no argument rule is broken (the OR of
+    -- them IS FALSE) and the type is registered.
+    INSERT INTO public.event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
+                                     event_subject_table, event_subject_ref, safe_payload)
+    SELECT p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+           CASE WHEN public.fn_iu_is_blank(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
+           CASE WHEN public.fn_iu_is_blank(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
+           p_safe_payload
+     WHERE (public.fn_iu_is_blank(p_event_domain) OR public.fn_iu_is_blank(p_event_type)
+                OR public.fn_iu_is_blank(p_event_stream)
+                OR pg_catalog.octet_length(p_event_domain) OPERATOR(pg_catalog.>) 200
+                OR pg_catalog.octet_length(p_event_type) OPERATOR(pg_catalog.>) 200
+                OR pg_catalog.octet_length(p_event_stream) OPERATOR(pg_catalog.>) 200
+                OR (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
+                    AND NOT public.fn_iu_is_blank(p_event_subject_table))
+                OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
+                    AND NOT public.fn_iu_is_blank(p_event_subject_ref))
+                OR (p_event_domain OPERATOR(pg_catalog.=) 'system'::pg_catalog.text
+                    AND p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[]))
+                OR p_delivery_lane IS NULL
+                OR p_delivery_lane OPERATOR(pg_catalog.<>) ALL ('{immediate,standard,batch}'::pg_catalog.text[])
+                OR p_event_severity IS NULL
+                OR p_event_severity OPERATOR(pg_catalog.<>) ALL ('{debug,info,warning,critical}'::pg_catalog.text[])
+                OR p_safe_payload IS NULL
+                OR pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.<>) 'object'::pg_catalog.text
+                OR NOT public.fn_iu_payload_is_clean(p_safe_payload)) IS FALSE   -- no rule broken
+       AND EXISTS (SELECT FROM public.event_type_registry r
+                    WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
+                      AND r.event_type OPERATOR(pg_catalog.=) p_event_type)
+    RETURNING id INTO v_id;
+    IF v_id IS NULL THEN
+        -- Nothing written: explain why. A broken argument rule raises in the refuse
+        -- function (guarded); otherwise the type is not registered.
+        PERFORM public.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
+                                               p_event_severity, p_event_subject_table, p_event_subject_ref,
+                                               p_safe_payload);
         RAISE EXCEPTION 'fn_iu_emit_event: event type %/% is not registered', p_event_domain, p_event_type
             USING ERRCODE = '22023',
                   HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
                                 p_event_domain, p_event_type);
     END IF;
-
-    INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
-                              event_subject_table, event_subject_ref, safe_payload)
-    VALUES (p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
-            p_event_subject_table, p_event_subject_ref, p_safe_payload)
-    RETURNING id INTO v_id;
     RETURN v_id;
 END;
 $$;
 -- +goose StatementEnd
 
+REVOKE ALL ON FUNCTION fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_emit_event(text, text, text, text, text, text, text, jsonb) FROM PUBLIC;
 
 -- +goose Down
 DROP FUNCTION fn_iu_emit_event(text, text, text, text, text, text, text, jsonb);
+DROP FUNCTION fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb);

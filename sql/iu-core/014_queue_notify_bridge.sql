@@ -4,7 +4,22 @@
 --   fn_queue_notify_enabled()   reads dot_config queue.notify.bridge_enabled (seeded 'false';
 --                               fail-closed: only the exact value 'true' opens it)
 --   AFTER INSERT statement triggers on event_outbox and job_queue that call
---   pg_notify('queue_wake_' || domain, payload).
+--   pg_notify('queue_wake_' || domain, payload), present ONLY while the gate is open;
+--   fn_queue_notify_bridge_sync()  a trigger on dot_config that adds them when the gate
+--                               opens and drops them when it closes.
+--
+-- Why the triggers come and go with the gate: a statement trigger with a transition table
+-- makes PostgreSQL capture every inserted row into a tuplestore and queue an AFTER event,
+-- and the function then reads the gate (a guarded call) on every statement. A trigger that
+-- is there but switched off cost every producer about a third of its insert rate. A closed
+-- gate now installs nothing, so it costs nothing. The gate is still opened and closed the
+-- way it always was (UPDATE/INSERT/DELETE on dot_config, which only the package owner and
+-- superusers may write); the sync runs as the package owner (the triggers' table owner) in
+-- the same transaction, so the gate's value and the triggers' presence commit together.
+-- The trigger functions still read the gate first: if the two ever disagree (triggers
+-- disabled during a restore, session_replication_role = replica), a closed gate still
+-- sends nothing, and an open gate without triggers only falls back to the poll. Any write
+-- to the key (UPDATE dot_config SET value = value WHERE key = ...) re-syncs them.
 --
 -- Why: listeners wake at once instead of waiting for the next poll. NOTIFY is only a signal:
 -- PostgreSQL stays the source of truth and a missed notification loses nothing (the poll
@@ -30,11 +45,6 @@
 --     the tables anyway: the signal is only a wake-up.
 
 -- +goose Up
-
-INSERT INTO dot_config (key, value, description) VALUES
-    ('queue.notify.bridge_enabled', 'false',
-     'NOTIFY wake-up bridge on event_outbox and job_queue inserts (channel queue_wake_<domain>). Only ''true'' opens it.')
-ON CONFLICT (key) DO NOTHING;
 
 -- Starts with the writable-schema guard (fn_iu_require_trusted_search_path, 001); AND is
 -- evaluated left to right here, so a refusal comes first.
@@ -170,24 +180,87 @@ END;
 $$;
 -- +goose StatementEnd
 
-CREATE TRIGGER trg_event_outbox_wake_notify
-    AFTER INSERT ON event_outbox
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fn_queue_wake_notify_event_outbox();
+-- fn_queue_notify_bridge_sync: an AFTER statement trigger on dot_config (any INSERT, UPDATE,
+-- DELETE or TRUNCATE; the table is small and rarely written) that makes the bridge's two
+-- triggers present exactly when fn_queue_notify_enabled() is true:
+--   open   and a trigger is missing -> CREATE TRIGGER (statement level, REFERENCING NEW
+--          TABLE: allowed on a partitioned table's root too);
+--   closed and a trigger is present -> DROP TRIGGER;
+--   otherwise nothing (no DDL, no lock: the other gates and settings change freely).
+-- SECURITY DEFINER: the DDL runs as the package owner, who owns both tables, whoever wrote
+-- dot_config (today only the owner and superusers may). Guarded like every SECURITY
+-- DEFINER function (the enabled test comes first and starts with the guard). CREATE and
+-- DROP TRIGGER lock the table against inserts until the flip commits, so the wait for that
+-- lock is bounded (lock_timeout 5 s): behind a long transaction on the outbox the flip
+-- fails with 55P03 and a HINT instead of stalling every producer queued behind it.
+-- +goose StatementBegin
+CREATE FUNCTION fn_queue_notify_bridge_sync()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = public, pg_temp
+SET lock_timeout = '5s'
+AS $$
+DECLARE
+    v_open boolean := fn_queue_notify_enabled();
+    v_has_event boolean;
+    v_has_job boolean;
+BEGIN
+    SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid = 'public.event_outbox'::pg_catalog.regclass AND t.tgname = 'trg_event_outbox_wake_notify'),
+           EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                    WHERE t.tgrelid = 'public.job_queue'::pg_catalog.regclass AND t.tgname = 'trg_job_queue_wake_notify')
+      INTO v_has_event, v_has_job;
+    BEGIN
+        IF v_open AND NOT v_has_event THEN
+            CREATE TRIGGER trg_event_outbox_wake_notify
+                AFTER INSERT ON public.event_outbox
+                REFERENCING NEW TABLE AS new_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_event_outbox();
+        ELSIF NOT v_open AND v_has_event THEN
+            DROP TRIGGER trg_event_outbox_wake_notify ON public.event_outbox;
+        END IF;
+        IF v_open AND NOT v_has_job THEN
+            CREATE TRIGGER trg_job_queue_wake_notify
+                AFTER INSERT ON public.job_queue
+                REFERENCING NEW TABLE AS new_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_job_queue();
+        ELSIF NOT v_open AND v_has_job THEN
+            DROP TRIGGER trg_job_queue_wake_notify ON public.job_queue;
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        RAISE EXCEPTION 'fn_queue_notify_bridge_sync: the NOTIFY bridge gate could not be % within 5 s: a transaction holds event_outbox or job_queue',
+            CASE WHEN v_open THEN 'opened' ELSE 'closed' END
+            USING ERRCODE = '55P03',
+                  HINT = 'Retry the dot_config change; pg_locks shows which session holds the table.';
+    END;
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
 
-CREATE TRIGGER trg_job_queue_wake_notify
-    AFTER INSERT ON job_queue
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fn_queue_wake_notify_job_queue();
+CREATE TRIGGER trg_dot_config_notify_bridge_sync
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON dot_config
+    FOR EACH STATEMENT EXECUTE FUNCTION fn_queue_notify_bridge_sync();
 
 REVOKE ALL ON FUNCTION fn_queue_notify_enabled() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_wake_notify_event_outbox() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_queue_wake_notify_job_queue() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_queue_notify_bridge_sync() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION fn_queue_notify_enabled() TO workflow_admin, dot_executor;
 
+-- The gate, seeded closed (the insert fires the sync: a key kept from before that reads
+-- 'true' gets its triggers).
+INSERT INTO dot_config (key, value, description) VALUES
+    ('queue.notify.bridge_enabled', 'false',
+     'NOTIFY wake-up bridge on event_outbox and job_queue inserts (channel queue_wake_<domain>). Only ''true'' opens it.')
+ON CONFLICT (key) DO NOTHING;
+
 -- +goose Down
-DROP TRIGGER trg_job_queue_wake_notify ON job_queue;
-DROP TRIGGER trg_event_outbox_wake_notify ON event_outbox;
+DROP TRIGGER trg_dot_config_notify_bridge_sync ON dot_config;
+DROP TRIGGER IF EXISTS trg_job_queue_wake_notify ON job_queue;
+DROP TRIGGER IF EXISTS trg_event_outbox_wake_notify ON event_outbox;
+DROP FUNCTION fn_queue_notify_bridge_sync();
 DROP FUNCTION fn_queue_wake_notify_job_queue();
 DROP FUNCTION fn_queue_wake_notify_event_outbox();
 DROP FUNCTION fn_queue_notify_enabled();

@@ -209,3 +209,58 @@ func TestNotify_OversizedPayloadNeverFailsInsert(t *testing.T) {
 	_, p = next(t, l)
 	sameKeys(t, p, "layer", "event_id", "event_domain", "event_type", "lane", "occurred_at")
 }
+
+// Rule: a closed gate costs producers nothing, because the bridge's triggers exist only
+// while the gate is open. Every way of writing the gate (UPDATE, upsert, DELETE of the key,
+// TRUNCATE of dot_config, a value that is not exactly 'true') leaves the triggers present
+// exactly when fn_queue_notify_enabled() reads true, in the same transaction (a rolled-back
+// opening leaves nothing behind), and the re-created triggers still signal.
+func TestNotify_ClosedGateInstallsNoTrigger(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	present := func(what string, want bool) {
+		t.Helper()
+		var n int
+		db.QueryRow(t, `SELECT count(*)::int FROM pg_trigger
+		                 WHERE (tgrelid, tgname) IN (('event_outbox'::regclass, 'trg_event_outbox_wake_notify'),
+		                                             ('job_queue'::regclass, 'trg_job_queue_wake_notify'))`, nil, &n)
+		if want && n != 2 || !want && n != 0 {
+			t.Fatalf("%s: %d of the 2 bridge triggers present, want them %s", what, n, map[bool]string{true: "present", false: "absent"}[want])
+		}
+	}
+	present("as installed (gate seeded 'false')", false)
+	setConfig(t, db, "queue.notify.bridge_enabled", "true")
+	present("gate opened by upsert", true)
+	db.Exec(t, `UPDATE dot_config SET value = 'TRUE' WHERE key = 'queue.notify.bridge_enabled'`)
+	present("gate set to 'TRUE' (not exactly 'true': closed)", false)
+	db.Exec(t, `UPDATE dot_config SET value = 'true' WHERE key = 'queue.notify.bridge_enabled'`)
+	present("gate opened by UPDATE", true)
+	db.Exec(t, `DELETE FROM dot_config WHERE key = 'queue.notify.bridge_enabled'`)
+	present("gate key deleted (missing: closed)", false)
+	setConfig(t, db, "queue.notify.bridge_enabled", "true")
+	present("gate key re-inserted as 'true'", true)
+	db.Exec(t, `UPDATE dot_config SET value = 'true' WHERE key = 'iu_core.routes_enabled'`)
+	present("another key written while open", true)
+
+	// The re-created trigger signals.
+	l := listen(t, db, "queue_wake_iu")
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'after_reopen', 's')`)
+	if _, p := next(t, l); p["event_type"] != "after_reopen" {
+		t.Fatalf("payload %v", p)
+	}
+
+	// Closing in a transaction that rolls back leaves the gate and the triggers as they were.
+	tx, err := db.Pool.Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx(t), `UPDATE dot_config SET value = 'false' WHERE key = 'queue.notify.bridge_enabled'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	present("close rolled back", true)
+	db.Exec(t, `TRUNCATE dot_config`)
+	present("dot_config truncated (every gate missing: closed)", false)
+}

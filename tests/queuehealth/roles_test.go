@@ -43,6 +43,7 @@ var queueFunctions = pgtest.GrantMatrix{
 	"fn_job_dead_letter_guard()":                                                    nil,
 	"fn_queue_wake_notify_event_outbox()":                                           nil,
 	"fn_queue_wake_notify_job_queue()":                                              nil,
+	"fn_queue_notify_bridge_sync()":                                                 nil, // trigger: adds/drops the bridge's triggers with the gate
 	"fn_job_complete(uuid,text,uuid)":                                               {"dot_executor"},
 	"fn_job_fail(uuid,text,text,uuid)":                                              {"dot_executor"},
 	"fn_job_extend_lease(uuid,text,uuid,integer)":                                   {"dot_executor"},

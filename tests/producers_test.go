@@ -1,0 +1,191 @@
+package tests
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// Rule: the outbox's row rules (names non-empty, lane and severity from their lists, the
+// payload a JSON object free of denylisted keys at any depth and in any letter case, the
+// stale-check's alert types written only by the package) hold on every write path a
+// producer with INSERT has: one row, a bad row behind a good one in a multi-row VALUES,
+// INSERT ... SELECT, a data-modifying CTE, explicit casts to the base type, and COPY. The
+// rules are enforced by the columns' domains and the insert trigger, not by table CHECKs
+// (those are re-planned for every statement); this test is the attempt to get around them.
+// Nothing of a refused statement is stored.
+func TestProducers_RowRulesHoldOnEveryWritePath(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	p, _ := producer(t, db)
+	c := ctx(t)
+	good := `('iu', 'prod', 's', 'standard', 'info', '{"ok": 1}'::jsonb)`
+	bad := map[string]string{
+		"empty domain":            `('', 'prod', 's', 'standard', 'info', '{}'::jsonb)`,
+		"empty type":              `('iu', '', 's', 'standard', 'info', '{}'::jsonb)`,
+		"empty stream":            `('iu', 'prod', '', 'standard', 'info', '{}'::jsonb)`,
+		"lane":                    `('iu', 'prod', 's', 'urgent', 'info', '{}'::jsonb)`,
+		"lane, letter case":       `('iu', 'prod', 's', 'Standard', 'info', '{}'::jsonb)`,
+		"severity":                `('iu', 'prod', 's', 'standard', 'fatal', '{}'::jsonb)`,
+		"payload not an object":   `('iu', 'prod', 's', 'standard', 'info', '[1]'::jsonb)`,
+		"payload scalar":          `('iu', 'prod', 's', 'standard', 'info', '"x"'::jsonb)`,
+		"hygiene, deep, any case": `('iu', 'prod', 's', 'standard', 'info', '{"a": [1, {"b": {"PassWord": 1}}]}'::jsonb)`,
+	}
+	const cols = `(event_domain, event_type, event_stream, delivery_lane, event_severity, safe_payload)`
+	count := func() int {
+		var n int
+		db.QueryRow(t, `SELECT count(*)::int FROM event_outbox WHERE event_type <> 'good_copy'`, nil, &n)
+		return n
+	}
+	before := count()
+	for name, row := range bad {
+		for path, stmt := range map[string]string{
+			"VALUES":             `INSERT INTO event_outbox ` + cols + ` VALUES ` + row,
+			"behind a good row":  `INSERT INTO event_outbox ` + cols + ` VALUES ` + good + `, ` + row,
+			"INSERT ... SELECT":  `INSERT INTO event_outbox ` + cols + ` SELECT * FROM (VALUES ` + row + `) v`,
+			"CTE":                `WITH w AS (INSERT INTO event_outbox ` + cols + ` VALUES ` + row + `) SELECT 1`,
+			"cast to base types": `INSERT INTO event_outbox ` + cols + ` SELECT a::text, b::text, c::text, d::text, e::text, f::jsonb FROM (VALUES ` + row + `) v(a, b, c, d, e, f)`,
+		} {
+			_, err := p.Exec(c, stmt)
+			if e := requireSQLState(t, err, "23514"); e == nil {
+				t.Fatalf("%s via %s: accepted", name, path)
+			}
+		}
+		// COPY: the same rules on the bulk path (text format; the row as psql would send it).
+		var fields []string
+		if err := db.Pool.QueryRow(c, `SELECT ARRAY[a, b, c, d, e, f::text] FROM (VALUES `+row+`) v(a, b, c, d, e, f)`).Scan(&fields); err != nil {
+			t.Fatal(err)
+		}
+		_, err := p.PgConn().CopyFrom(c, strings.NewReader(strings.Join(fields, "\t")+"\n"),
+			`COPY event_outbox `+cols+` FROM STDIN`)
+		requireSQLState(t, err, "23514")
+	}
+	if n := count(); n != before {
+		t.Fatalf("refused statements stored %d rows", n-before)
+	}
+
+	// The stale-check's alerts: refused on every path (42501), however they are written;
+	// near misses are ordinary events.
+	alert := `('system', 'queue_worker_silent', 'alert', 'immediate', 'critical', '{}'::jsonb)`
+	for path, stmt := range map[string]string{
+		"VALUES":            `INSERT INTO event_outbox ` + cols + ` VALUES ` + alert,
+		"behind a good row": `INSERT INTO event_outbox ` + cols + ` VALUES ` + good + `, ` + alert,
+		"INSERT ... SELECT": `INSERT INTO event_outbox ` + cols + ` SELECT 'system', 'queue_worker_' || 'recovered', 'alert', 'standard', 'info', '{}'::jsonb`,
+	} {
+		_, err := p.Exec(c, stmt)
+		requireSQLState(t, err, "42501")
+		_ = path
+	}
+	_, err := p.PgConn().CopyFrom(c, strings.NewReader("system\tqueue_worker_silent\talert\tstandard\tinfo\t{}\n"),
+		`COPY event_outbox `+cols+` FROM STDIN`)
+	requireSQLState(t, err, "42501")
+	for _, ok := range []string{
+		`('ops', 'queue_worker_silent', 'alert', 'standard', 'info', '{}'::jsonb)`,
+		`('system', 'queue_worker_silenced', 'alert', 'standard', 'info', '{}'::jsonb)`,
+		`('system', 'queue_worker', 'alert', 'standard', 'info', '{}'::jsonb)`,
+	} {
+		if _, err := p.Exec(c, `INSERT INTO event_outbox `+cols+` VALUES `+ok); err != nil {
+			t.Fatalf("%s is an ordinary event: %v", ok, err)
+		}
+	}
+	if n := count(); n != before+3 {
+		t.Fatalf("stored %d rows, want only the 3 ordinary ones", n-before)
+	}
+}
+
+// Rule: a writable public schema never hands out the package owner's rights through
+// fn_iu_emit_event. Its accepting path does not call the writable-schema guard (it cost a
+// producer's emit about as much as the insert); instead it resolves nothing a planted
+// object could win. An untrusted role that may CREATE in public plants overloads of the
+// functions and operators that path (and a careless edit of it) would use — each logs the
+// role it ran as — and an executor emits: the event is stored and nothing planted ran. The
+// refusing paths (a broken argument rule, an unregistered type) do call the guard, so there
+// the executor gets the guard's 42501, not a planted function.
+func TestSchemaAttack_EmitResolvesNothingPlanted(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	c := ctx(t)
+	attacker, executor := "atk_"+db.Name, "exe_"+db.Name
+	for _, r := range []string{attacker, executor} {
+		db.Exec(t, `CREATE ROLE `+pgx.Identifier{r}.Sanitize()+` LOGIN PASSWORD 'pw'`)
+	}
+	t.Cleanup(func() {
+		for _, r := range []string{attacker, executor} {
+			_, _ = db.Pool.Exec(context.Background(), `DROP OWNED BY `+pgx.Identifier{r}.Sanitize())
+			_, _ = db.Pool.Exec(context.Background(), `DROP ROLE IF EXISTS `+pgx.Identifier{r}.Sanitize())
+		}
+	})
+	db.Exec(t, `GRANT dot_executor TO `+pgx.Identifier{executor}.Sanitize())
+	db.Exec(t, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ('iu', 'planted')`)
+	db.Exec(t, `GRANT CREATE ON SCHEMA public TO `+pgx.Identifier{attacker}.Sanitize())
+
+	atk := db.ConnAs(t, attacker, "pw")
+	logAs := `BEGIN INSERT INTO public.attack_log VALUES (current_user); RETURN %s; END`
+	plant := []string{
+		`CREATE TABLE public.attack_log (ran_as text)`,
+		`GRANT INSERT ON public.attack_log TO PUBLIC`,
+		// A jsonb_build_object that beats the built-in VARIADIC "any" one (the classic).
+		`CREATE FUNCTION public.jsonb_build_object(k1 text, v1 boolean, k2 text, v2 text) RETURNS jsonb LANGUAGE plpgsql AS $$` +
+			strings.Replace(logAs, "%s", "pg_catalog.jsonb_build_object(k1, v1, k2, v2)", 1) + `$$`,
+		// Overloads that would beat format(text, VARIADIC "any") and concat(VARIADIC "any").
+		`CREATE FUNCTION public.format(f text, a text, b text) RETURNS text LANGUAGE plpgsql AS $$` +
+			strings.Replace(logAs, "%s", "pg_catalog.format(f, a, b)", 1) + `$$`,
+		`CREATE FUNCTION public.concat(a text, b text) RETURNS text LANGUAGE plpgsql AS $$` +
+			strings.Replace(logAs, "%s", "a || b", 1) + `$$`,
+		// Same-signature twins of what the accepting path calls: they would switch the checks
+		// off if they were ever chosen.
+		`CREATE FUNCTION public.octet_length(v text) RETURNS integer LANGUAGE plpgsql AS $$` + strings.Replace(logAs, "%s", "0", 1) + `$$`,
+		`CREATE FUNCTION public.btrim(v text, s text) RETURNS text LANGUAGE plpgsql AS $$` + strings.Replace(logAs, "%s", "'x'", 1) + `$$`,
+		`CREATE FUNCTION public.jsonb_typeof(v jsonb) RETURNS text LANGUAGE plpgsql AS $$` + strings.Replace(logAs, "%s", "'object'", 1) + `$$`,
+		`CREATE FUNCTION public.atk_eq(a text, b text) RETURNS boolean LANGUAGE plpgsql AS $$` + strings.Replace(logAs, "%s", "false", 1) + `$$`,
+		`CREATE FUNCTION public.atk_gt(a integer, b integer) RETURNS boolean LANGUAGE plpgsql AS $$` + strings.Replace(logAs, "%s", "false", 1) + `$$`,
+		`CREATE FUNCTION public.atk_re(a text, b text) RETURNS boolean LANGUAGE plpgsql AS $$` + strings.Replace(logAs, "%s", "false", 1) + `$$`,
+		`CREATE OPERATOR public.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.atk_eq)`,
+		`CREATE OPERATOR public.<> (LEFTARG = text, RIGHTARG = text, FUNCTION = public.atk_eq)`,
+		`CREATE OPERATOR public.> (LEFTARG = integer, RIGHTARG = integer, FUNCTION = public.atk_gt)`,
+		`CREATE OPERATOR public.~* (LEFTARG = text, RIGHTARG = text, FUNCTION = public.atk_re)`,
+	}
+	for _, stmt := range plant {
+		mustExec(t, atk, stmt)
+	}
+	ranAs := func() string {
+		var s string
+		db.QueryRow(t, `SELECT coalesce(string_agg(ran_as, ','), '') FROM public.attack_log`, nil, &s)
+		return s
+	}
+
+	exe := db.ConnAs(t, executor, "pw")
+	var id string
+	if err := exe.QueryRow(c, `SELECT fn_iu_emit_event('iu', 'planted', 's', 'immediate', 'warning', 'unit', 'u-1', '{"n": 1}')::text`).Scan(&id); err != nil {
+		t.Fatalf("emit with planted overloads around: %v", err)
+	}
+	if got := ranAs(); got != "" {
+		t.Fatalf("the accepting path ran planted objects as %q", got)
+	}
+	var stored int
+	db.QueryRow(t, `SELECT count(*)::int FROM event_outbox WHERE id = $1::uuid AND event_type OPERATOR(pg_catalog.=) 'planted'
+	                 AND delivery_lane OPERATOR(pg_catalog.=) 'immediate' AND event_subject_ref OPERATOR(pg_catalog.=) 'u-1'`, []any{id}, &stored)
+	if stored != 1 {
+		t.Fatalf("the emitted event %s was not stored as given", id)
+	}
+
+	// The refusing paths meet the guard first.
+	for name, stmt := range map[string]string{
+		"broken rule":  `SELECT fn_iu_emit_event('iu', 'planted', 's', 'standard', 'info', NULL, NULL, '{"Token": 1}')`,
+		"blank stream": `SELECT fn_iu_emit_event('iu', 'planted', '  ', 'standard', 'info')`,
+		"unregistered": `SELECT fn_iu_emit_event('iu', 'never_registered', 's')`,
+	} {
+		_, err := exe.Exec(c, stmt)
+		e := requirePgErr(t, err, "42501")
+		if !strings.Contains(e.Message, "fn_iu_emit_event: refused") {
+			t.Fatalf("%s: want the guard's refusal, got %s", name, e.Message)
+		}
+	}
+	if got := ranAs(); got != "" {
+		t.Fatalf("a refusing path ran planted objects as %q", got)
+	}
+}
