@@ -287,7 +287,10 @@ func TestSchemaAttack_GateReadersResolveNothingInPublic(t *testing.T) {
 	if master || worker || ranAs != "" {
 		t.Fatalf("closed gates read routes_enabled=%v route_worker_enabled=%v; the planted operator ran as %q", master, worker, ranAs)
 	}
-	// And an open gate still reads open (the readers are not simply answering false).
+	// And an open gate still reads open (the readers are not simply answering false). The
+	// gate is written after CREATE is revoked (dot_config's own writers are guarded); the
+	// planted operator stays in public.
+	mustExec(t, super, `REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
 	mustExec(t, super, `UPDATE dot_config SET value = 'true' WHERE key = 'iu_core.routes_enabled'`)
 	if err := exe.QueryRow(c, `SELECT fn_iu_core_routes_enabled(), fn_iu_route_worker_enabled()`).Scan(&master, &worker); err != nil {
 		t.Fatal(err)
