@@ -15,7 +15,7 @@ var groupRoles = []string{"workflow_admin", "dot_executor"}
 
 // RequireGrants proves the grant rule for one family of functions: PUBLIC executes none of
 // them, each group role executes exactly its share, every SECURITY DEFINER one pins
-// search_path = public, pg_temp, and no function whose name matches one of the LIKE
+// search_path = public, pg_temp (or pg_catalog, pg_temp), and no function whose name matches one of the LIKE
 // patterns exists outside the matrix (a new function must be placed in it on purpose).
 func RequireGrants(t testing.TB, db *DB, matrix GrantMatrix, likePatterns ...string) {
 	t.Helper()
@@ -64,7 +64,9 @@ func RequireGrants(t testing.TB, db *DB, matrix GrantMatrix, likePatterns ...str
 func pinsSearchPath(config []string) bool {
 	for _, c := range config {
 		if strings.HasPrefix(c, "search_path=") {
-			return c == "search_path=public, pg_temp"
+			// public, pg_temp: the package's own path (its entry points guard it);
+			// pg_catalog, pg_temp: a definer that resolves nothing in public at all.
+			return c == "search_path=public, pg_temp" || c == "search_path=pg_catalog, pg_temp"
 		}
 	}
 	return false

@@ -213,7 +213,8 @@ var routeFunctions = pgtest.GrantMatrix{
 }
 
 // Rule: the grant matrix of the route worker's functions holds exactly, PUBLIC executes
-// none, every SECURITY DEFINER one pins search_path = public, pg_temp, and no fn_iu_route_*
+// none, every SECURITY DEFINER one pins search_path (public, pg_temp; or pg_catalog, pg_temp
+// for the gate readers, which resolve nothing in public), and no fn_iu_route_*
 // function exists outside the matrix.
 func TestGrants_RouteWorkerMatrixAndPinnedSearchPath(t *testing.T) {
 	t.Parallel()
