@@ -187,7 +187,7 @@ func medianF(xs []float64) float64 {
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
-// pgqSetup is the bench's PgQ consumer: a copy of the attempt table (same columns,
+// pgqSetup is the bench's PgQ consumer: a copy of an attempt partition (same columns,
 // defaults, CHECKs and unique keys, no triggers) and one function that does a consumer's
 // whole turn in one call and one transaction, like fn_iu_route_worker_run: next_batch,
 // the same per-event audit row (route looked up in iu_outbound_route, idempotency key
@@ -195,6 +195,10 @@ func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 // next_batch had none.
 const pgqSetup = `
 CREATE TABLE bench_pgq_attempt (LIKE iu_route_attempt INCLUDING ALL);
+-- Every partition of iu_route_attempt has its own PRIMARY KEY (id) (a partitioned parent
+-- cannot carry it without the partition key), which LIKE does not copy: the same indexes
+-- on both sides.
+ALTER TABLE bench_pgq_attempt ADD PRIMARY KEY (id);
 CREATE FUNCTION bench_pgq_consume(p_queue text, p_consumer text)
 RETURNS integer
 LANGUAGE plpgsql
@@ -207,8 +211,8 @@ BEGIN
     IF v_batch IS NULL THEN
         RETURN -1;
     END IF;
-    INSERT INTO bench_pgq_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key)
-    SELECT e.ev_extra2::uuid, p_consumer, rt.route_key, rt.route_kind,
+    INSERT INTO bench_pgq_attempt (event_ref, event_txid, worker_name, route_key, route_kind, status, idempotency_key)
+    SELECT e.ev_extra2::uuid, e.ev_txid::text::xid8, p_consumer, rt.route_key, rt.route_kind,
            CASE WHEN rt.id IS NULL THEN 'skipped' WHEN NOT rt.enabled THEN 'disabled' ELSE 'dry_run' END,
            'pgq:' || p_consumer || ':' || coalesce(rt.route_key, 'none') || ':' || e.ev_extra2
       FROM pgq.get_batch_events(v_batch) e
