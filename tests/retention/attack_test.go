@@ -1,0 +1,155 @@
+package retention
+
+// Adversarial review of the partitioned history (issue 12): attacks by the callers the
+// README's threat model names. Each test attempts one attack and states the rule it
+// proves. Tests that fail on the code they were written against are findings for the lead.
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// loginIn creates a LOGIN role that is a member of group (empty: none) and connects as it.
+func loginIn(t *testing.T, db *pgtest.DB, prefix, group string) (*pgx.Conn, string) {
+	t.Helper()
+	role := prefix + "_" + db.Name
+	id := pgx.Identifier{role}.Sanitize()
+	db.Exec(t, `CREATE ROLE `+id+` LOGIN PASSWORD 'pw'`)
+	if group != "" {
+		db.Exec(t, `GRANT `+group+` TO `+id)
+	}
+	t.Cleanup(func() {
+		c := context.Background()
+		_, _ = db.Pool.Exec(c, `DROP OWNED BY `+id)
+		_, _ = db.Pool.Exec(c, `DROP ROLE IF EXISTS `+id)
+	})
+	return db.ConnAs(t, role, "pw"), role
+}
+
+// Rule: an executor cannot stall producers. fn_iu_partition_maintain is granted to
+// dot_executor (the runner calls it); whatever an executor does with it (here: call it
+// inside a transaction it keeps open while a partition is due), a producer's INSERT into
+// event_outbox must not wait on a lock the executor holds.
+func TestAttack_ExecutorHoldingMaintenanceOpenStallsProducers(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	exe, _ := loginIn(t, db, "exe", "dot_executor")
+	burn(t, db, 2*width) // the room ahead is now under half a width: a partition is due
+
+	tx, err := exe.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	var m []byte
+	if err := tx.QueryRow(pgtest.Ctx(t), `SELECT fn_iu_partition_maintain()`).Scan(&m); err != nil {
+		t.Fatalf("executor calling maintenance: %v", err)
+	}
+	t.Logf("executor's maintenance (transaction left open): %s", m)
+
+	prod := db.Conn(t)
+	if _, err := prod.Exec(pgtest.Ctx(t), `SET lock_timeout = '1s'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prod.Exec(pgtest.Ctx(t), `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'dry', 's')`)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		t.Fatalf("a producer's INSERT waited > 1 s on the lock an executor's open maintenance call holds on event_outbox: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("producer insert: %v", err)
+	}
+}
+
+// Rule: a session holding the maintenance lock (any executor, in an open transaction)
+// cannot hang fn_iu_retention_run: it answers within its own lock bound (2 s) instead of
+// waiting for as long as that transaction lives.
+func TestAttack_ExecutorHoldingMaintenanceLockHangsRetention(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	exe, _ := loginIn(t, db, "exe", "dot_executor")
+	tx, err := exe.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(pgtest.Ctx(t), `SELECT fn_iu_partition_maintain()`); err != nil {
+		t.Fatalf("executor calling maintenance: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(pgtest.Ctx(t), 6*time.Second)
+	defer cancel()
+	start := time.Now()
+	var raw []byte
+	err = db.Pool.QueryRow(ctx, `SELECT fn_iu_retention_run(true)`).Scan(&raw)
+	if err != nil && time.Since(start) >= 5*time.Second {
+		t.Fatalf("fn_iu_retention_run waited %v on the maintenance lock an executor holds (still waiting when cancelled): %v",
+			time.Since(start).Round(time.Millisecond), err)
+	}
+	if err != nil {
+		t.Fatalf("fn_iu_retention_run: %v", err)
+	}
+}
+
+// Rule: a producer that reuses the id of a committed, not yet routed event (learned from
+// a NOTIFY payload, a downstream system, a log) cannot disturb that event's routing. The
+// id is unique only per partition, so the reused id is stored when the two rows sit in
+// different partitions; the original must still be routed exactly as it would be alone
+// (its own failure: the delivery seam's 0A000, its own snapshot in the dead letter) and
+// one idempotency key must never get two first attempts.
+func TestAttack_ProducerReusesAnUnroutedEventIdInALaterPartition(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	prod, _ := loginIn(t, db, "prod", "")
+	// What the README tells a DBA to grant a direct-INSERT producer.
+	db.Exec(t, `GRANT INSERT ON event_outbox TO `+pgx.Identifier{"prod_" + db.Name}.Sanitize())
+	db.Exec(t, `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb) TO `+pgx.Identifier{"prod_" + db.Name}.Sanitize())
+
+	var victim, victimTxid string
+	db.QueryRow(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload)
+	                VALUES ('iu', 'live', 's', '{"amount": 1}') RETURNING id::text, txid::text`, nil, &victim, &victimTxid)
+	var dryVictim string
+	db.QueryRow(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream)
+	                VALUES ('iu', 'dry', 's') RETURNING id::text`, nil, &dryVictim)
+	burn(t, db, 2*width)
+	maintain(t, db)
+
+	// The attacker: two rows carrying the victims' ids, in the current (later) partition.
+	if _, err := prod.Exec(pgtest.Ctx(t), `
+		INSERT INTO event_outbox (id, event_domain, event_type, event_stream, safe_payload)
+		VALUES ($1::uuid, 'iu', 'live', 's', '{"amount": 1000000}'),
+		       ($2::uuid, 'iu', 'dry', 's', '{}')`, victim, dryVictim); err != nil {
+		t.Logf("the reused ids were refused (the defence holds): %v", err)
+		return
+	}
+	var n int
+	db.QueryRow(t, `SELECT count(DISTINCT tableoid) FROM event_outbox WHERE id = $1::uuid`, []any{victim}, &n)
+	t.Logf("rows with the victim's id live in %d partitions (victim txid %s)", n, victimTxid)
+
+	runUntilCaughtUp(t, db, "w")
+
+	var dupKeys int
+	db.QueryRow(t, `SELECT count(*) FROM (SELECT idempotency_key FROM iu_route_attempt WHERE attempt_no = 1
+	                 GROUP BY idempotency_key HAVING count(*) > 1) d`, nil, &dupKeys)
+	var code, msg string
+	db.QueryRow(t, `SELECT coalesce(error_code, ''), coalesce(error_message, '') FROM iu_route_attempt
+	                 WHERE event_ref = $1::uuid AND route_key = 'r_live' ORDER BY id LIMIT 1`, []any{victim}, &code, &msg)
+	var amount string
+	db.QueryRow(t, `SELECT coalesce(event_snapshot->'safe_payload'->>'amount', '') FROM iu_route_dead_letter
+	                 WHERE event_id = $1::uuid`, []any{victim}, &amount)
+	if dupKeys != 0 {
+		t.Errorf("%d idempotency keys have two first attempts (one per partition): the re-used id was routed as a new event", dupKeys)
+	}
+	if code != "0A000" {
+		t.Errorf("the victim's delivery failed with %s %q instead of the seam's own 0A000: the reused id broke its routing", code, msg)
+	}
+	if amount != "1" {
+		t.Errorf("the victim's dead letter carries payload amount %q, want the victim's 1", amount)
+	}
+}
