@@ -680,7 +680,11 @@ DECLARE
     v_done    pg_snapshot;
     v_workers text[] := '{}';
 BEGIN
-    FOR c IN SELECT cur.worker_name, cur.event_domain, cur.done_snapshot
+    -- A cursor that fails the cursor sanity rule (recorded in another cluster, or holding
+    -- txids ahead of this one: a dump/restore) has passed nothing here: its worker refuses
+    -- to run until it is re-anchored, and its snapshot says nothing about this cluster's rows.
+    FOR c IN SELECT cur.worker_name, cur.event_domain,
+                    CASE WHEN NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(cur)) THEN cur.done_snapshot END AS done_snapshot
                FROM iu_route_worker_cursor cur ORDER BY cur.worker_name LOOP
         v_done := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
         IF EXISTS (SELECT 1 FROM event_outbox o

@@ -313,7 +313,8 @@ $$;
 -- workers that have NOT passed every row of their domain in the txid range [p_lower,
 -- p_upper) (p_lower NULL: from the start). A worker has passed a row when its txid is
 -- visible in the worker's done_snapshot (every such row is routed); a worker that never
--- ran has passed nothing. Idle runs do not move done_snapshot, so passing is judged by the
+-- ran, or whose cursor fails fn_iu_route_worker_cursor_check, has passed nothing. Idle
+-- runs do not move done_snapshot, so passing is judged by the
 -- rows, not by the snapshot moving: no row of the domain in the range is still unrouted.
 -- One probe per worker on (event_domain, txid, id), pruned to the range's partition.
 -- Internal (fn_iu_retention_run).
@@ -332,7 +333,11 @@ DECLARE
     v_done    pg_snapshot;
     v_workers text[] := '{}';
 BEGIN
-    FOR c IN SELECT cur.worker_name, cur.event_domain, cur.done_snapshot
+    -- A cursor that fails the cursor sanity rule (recorded in another cluster, or holding
+    -- txids ahead of this one: a dump/restore) has passed nothing here: its worker refuses
+    -- to run until it is re-anchored, and its snapshot says nothing about this cluster's rows.
+    FOR c IN SELECT cur.worker_name, cur.event_domain,
+                    CASE WHEN NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(cur)) THEN cur.done_snapshot END AS done_snapshot
                FROM iu_route_worker_cursor cur ORDER BY cur.worker_name LOOP
         v_done := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
         IF EXISTS (SELECT 1 FROM event_outbox o

@@ -153,3 +153,27 @@ func TestAttack_ProducerReusesAnUnroutedEventIdInALaterPartition(t *testing.T) {
 		t.Errorf("the victim's dead letter carries payload amount %q, want the victim's 1", amount)
 	}
 }
+
+// Rule: retention trusts a cursor only when it belongs to this cluster. After a
+// dump/restore the stored done_snapshot comes from the old cluster and may lie ahead of
+// every txid here: the worker refuses to run (IU002) until an operator re-anchors it, and
+// until then it has passed nothing here, so nothing of its domain may be dropped.
+func TestAttack_RetentionTrustsACursorFromAnotherCluster(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	keepForDays(t, db, "0", "0")
+	old := emit(t, db, "dry", 3) // never routed
+	po := partitionOf(t, db, "event_outbox", old)
+	burn(t, db, width+100)
+	waitClosed(t, db, po)
+
+	// The cursor as a restore from a cluster 10^9 txids further on leaves it.
+	db.Exec(t, `UPDATE iu_route_worker_cursor SET done_snapshot = '1000000000:1000000000:' WHERE worker_name = 'w'`)
+	_, err := db.Pool.Exec(pgtest.Ctx(t), `SELECT fn_iu_route_worker_run('w', 100)`)
+	pgtest.RequireSQLState(t, err, "IU002")
+
+	r := retention(t, db, false)
+	if !exists(t, db, po) {
+		t.Fatalf("%s (3 events never routed) was dropped on the word of a cursor the worker itself refuses as foreign (IU002): %v", po, r)
+	}
+}
