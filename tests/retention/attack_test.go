@@ -41,7 +41,14 @@ func TestAttack_ExecutorHoldingMaintenanceOpenStallsProducers(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	exe, _ := loginIn(t, db, "exe", "dot_executor")
-	burn(t, db, 2*width) // the room ahead is now under half a width: a partition is due
+	// Burn until the room ahead is under half a width (a partition is due) while the
+	// current txids still fall in an existing partition (not in the one maintenance adds).
+	var room int
+	db.QueryRow(t, `SELECT (max(upper_txid::text::numeric) - pg_snapshot_xmax(pg_current_snapshot())::text::numeric)::int
+	                  FROM iu_history_partition`, nil, &room)
+	if room > 150 {
+		burn(t, db, room-150)
+	}
 
 	tx, err := exe.Begin(pgtest.Ctx(t))
 	if err != nil {
