@@ -184,3 +184,78 @@ func TestAttack_RetentionTrustsACursorFromAnotherCluster(t *testing.T) {
 		t.Fatalf("%s (3 events never routed) was dropped on the word of a cursor the worker itself refuses as foreign (IU002): %v", po, r)
 	}
 }
+
+// Rule (finding, left failing for the lead): an operator cannot stall producers with
+// fn_iu_retention_run either. Dropping a partition locks the parent ACCESS EXCLUSIVE until
+// the run's transaction ends; an operator (or a script) that calls it inside a
+// transaction it keeps open holds every producer's INSERT for as long.
+func TestAttack_AdminHoldingRetentionOpenStallsProducers(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	keepForDays(t, db, "0", "0")
+	admin, _ := loginIn(t, db, "adm", "workflow_admin")
+	old := emit(t, db, "dry", 2)
+	po := partitionOf(t, db, "event_outbox", old)
+	runUntilCaughtUp(t, db, "w")
+	burn(t, db, width+100)
+	waitClosed(t, db, po)
+	maintain(t, db)
+
+	tx, err := admin.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	var m []byte
+	if err := tx.QueryRow(pgtest.Ctx(t), `SELECT fn_iu_retention_run(false)`).Scan(&m); err != nil {
+		t.Fatalf("operator's retention run: %v", err)
+	}
+	t.Logf("operator's retention run (transaction left open): %s", m)
+
+	prod := db.Conn(t)
+	if _, err := prod.Exec(pgtest.Ctx(t), `SET lock_timeout = '1s'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prod.Exec(pgtest.Ctx(t), `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'dry', 's')`)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		t.Fatalf("a producer's INSERT waited > 1 s on the lock an operator's open retention run holds on event_outbox: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("producer insert: %v", err)
+	}
+}
+
+// Rule: the dead letter of an event carries THAT event, whatever another row claims. Here
+// the victim sits in the default partition (maintenance had fallen behind) and a producer
+// reuses its id in the regular partition maintenance adds above it: an operator's replay
+// must never deliver the producer's payload under the victim's identity.
+func TestAttack_ReusedIdPutsTheForgedPayloadInTheVictimsDeadLetter(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	prod, role := loginIn(t, db, "prod", "")
+	db.Exec(t, `GRANT INSERT ON event_outbox TO `+pgx.Identifier{role}.Sanitize())
+	db.Exec(t, `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb) TO `+pgx.Identifier{role}.Sanitize())
+
+	burn(t, db, 3*width) // no maintenance: the next events land in event_outbox_default
+	var victim string
+	db.QueryRow(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload)
+	                VALUES ('iu', 'live', 's', '{"amount": 1}') RETURNING id::text`, nil, &victim)
+	if n := scalar(t, db, `SELECT count(*) FROM ONLY event_outbox_default WHERE id = $1::uuid`, victim); n != 1 {
+		t.Fatalf("the victim should sit in the default partition")
+	}
+	maintain(t, db) // a regular partition above the default's rows
+	if _, err := prod.Exec(pgtest.Ctx(t), `
+		INSERT INTO event_outbox (id, event_domain, event_type, event_stream, safe_payload)
+		VALUES ($1::uuid, 'iu', 'live', 's', '{"amount": 1000000}')`, victim); err != nil {
+		t.Logf("the reused id was refused (the defence holds): %v", err)
+		return
+	}
+	runUntilCaughtUp(t, db, "w")
+	var amount string
+	db.QueryRow(t, `SELECT coalesce(event_snapshot->'safe_payload'->>'amount', '') FROM iu_route_dead_letter
+	                 WHERE event_id = $1::uuid`, []any{victim}, &amount)
+	if amount != "1" {
+		t.Fatalf("the victim's dead letter carries payload amount %q, want the victim's 1: a replay would deliver the producer's forgery", amount)
+	}
+}
