@@ -259,3 +259,29 @@ func TestAttack_ReusedIdPutsTheForgedPayloadInTheVictimsDeadLetter(t *testing.T)
 		t.Fatalf("the victim's dead letter carries payload amount %q, want the victim's 1: a replay would deliver the producer's forgery", amount)
 	}
 }
+
+// Rule: maintenance adds partitions while the NOTIFY bridge is open (its statement
+// trigger with a transition table sits on the parent), and an insert into a new partition
+// still wakes a listener.
+func TestPartitions_AddedWhileTheNotifyBridgeIsOpen(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	db.Exec(t, `UPDATE dot_config SET value = 'true' WHERE key = 'queue.notify.bridge_enabled'`)
+	burn(t, db, 2*width)
+	if m := maintain(t, db); len(m["created"].([]any)) == 0 {
+		t.Fatalf("maintenance created nothing: %v", m)
+	}
+	l := db.Conn(t)
+	if _, err := l.Exec(pgtest.Ctx(t), `LISTEN queue_wake_iu`); err != nil {
+		t.Fatal(err)
+	}
+	txid := emit(t, db, "dry", 1)
+	if p := partitionOf(t, db, "event_outbox", txid); p == "" {
+		t.Fatalf("no partition holds txid %s", txid)
+	}
+	ctx, cancel := context.WithTimeout(pgtest.Ctx(t), 5*time.Second)
+	defer cancel()
+	if _, err := l.WaitForNotification(ctx); err != nil {
+		t.Fatalf("no wake-up for an insert into a partition added while the bridge was open: %v", err)
+	}
+}
