@@ -400,8 +400,14 @@ CREATE FUNCTION public.fn_iu_partition_create(p_table text, p_lower xid8, p_uppe
 DECLARE
     v_name text := p_table || '_p' || lpad(p_lower::text, 20, '0');
 BEGIN
-    EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)', v_name, p_table, p_lower, p_upper);
+    -- Built as a table of its own, then ATTACHed: CREATE TABLE ... PARTITION OF would take
+    -- an ACCESS EXCLUSIVE lock on the parent until the caller's transaction ends (an
+    -- executor may call this inside a transaction it keeps open: every producer would
+    -- wait), ATTACH takes SHARE UPDATE EXCLUSIVE, which no INSERT or SELECT conflicts with
+    -- (only the default partition, scanned for rows of the new range, is locked).
+    EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', v_name, p_table);
     EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (id)', v_name, v_name || '_pkey');
+    EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', p_table, v_name, p_lower, p_upper);
     IF p_table = 'event_outbox' THEN
         -- PostgreSQL names the child of the claim index itself; give it a name that says what it is.
         EXECUTE format('ALTER INDEX %s RENAME TO %I',
@@ -680,7 +686,11 @@ DECLARE
     v_done    pg_snapshot;
     v_workers text[] := '{}';
 BEGIN
-    FOR c IN SELECT cur.worker_name, cur.event_domain, cur.done_snapshot
+    -- A cursor that fails the cursor sanity rule (recorded in another cluster, or holding
+    -- txids ahead of this one: a dump/restore) has passed nothing here: its worker refuses
+    -- to run until it is re-anchored, and its snapshot says nothing about this cluster's rows.
+    FOR c IN SELECT cur.worker_name, cur.event_domain,
+                    CASE WHEN NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(cur)) THEN cur.done_snapshot END AS done_snapshot
                FROM iu_route_worker_cursor cur ORDER BY cur.worker_name LOOP
         v_done := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
         IF EXISTS (SELECT 1 FROM event_outbox o
@@ -727,13 +737,24 @@ BEGIN
     v_outbox_days  := fn_iu_retention_config('fn_iu_retention_run', 'retention.event_outbox_days', 0, 36500);
     v_attempt_days := fn_iu_retention_config('fn_iu_retention_run', 'retention.route_attempt_days', 0, 36500);
     v_actor := fn_queue_actor(NULL, 'fn_iu_retention_run');
-    PERFORM pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'));
+    v_old_lt := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', '2s', true);
+    -- The maintenance lock, waited for at most 2 s like every lock here: a session that
+    -- holds it in an open transaction (maintenance is granted to executors) must not hang
+    -- the run for as long as that transaction lives.
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'));
+    EXCEPTION WHEN lock_not_available THEN
+        PERFORM set_config('lock_timeout', v_old_lt, true);
+        RETURN jsonb_build_object('dry_run', p_dry_run, 'dropped', v_dropped, 'kept', v_kept,
+                                  'lock_timeout', true, 'busy', true,
+                                  'retention', jsonb_build_object('event_outbox_days', v_outbox_days,
+                                                                  'route_attempt_days', v_attempt_days));
+    END;
     -- closed_at must be current before ages are judged
     UPDATE iu_history_partition h SET closed_at = now()
      WHERE h.closed_at IS NULL AND h.upper_txid <= pg_snapshot_xmin(pg_current_snapshot());
     v_xmin := pg_snapshot_xmin(pg_current_snapshot());
-    v_old_lt := current_setting('lock_timeout');
-    PERFORM set_config('lock_timeout', '2s', true);
 
     -- event_outbox first (an attempt partition waits for its events' partition), oldest first.
     FOR p IN SELECT * FROM iu_history_partition h
@@ -1464,13 +1485,15 @@ BEGIN
             CONTINUE;
         END IF;
         BEGIN
-            v_res := fn_iu_route_deliver((SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = t.deliver_ids[i]),
+            -- the oldest row of the id is the event (see fn_iu_route_worker_fail)
+            v_res := fn_iu_route_deliver((SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = t.deliver_ids[i]
+                                           ORDER BY e.txid LIMIT 1),
                                          t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
             INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail,
                                           event_txid)
             VALUES (t.deliver_ids[i], p_worker_name, t.deliver_route_keys[i], t.deliver_route_kinds[i], 'sent', v_key,
                     coalesce(v_res, '{}'::jsonb),
-                    (SELECT e.txid FROM event_outbox e WHERE e.id = t.deliver_ids[i] LIMIT 1))
+                    (SELECT e.txid FROM event_outbox e WHERE e.id = t.deliver_ids[i] ORDER BY e.txid LIMIT 1))
             ON CONFLICT DO NOTHING;
             t.attempts_written := t.attempts_written + 1;
             t.sent := t.sent + 1;
@@ -1508,7 +1531,10 @@ DECLARE
     v_snap jsonb;
     v_n    integer;
 BEGIN
-    SELECT to_jsonb(e) INTO v_snap FROM event_outbox e WHERE e.id = p_event_id;
+    -- An id is unique only per partition (017): a producer may store a second row with an
+    -- id it learned. The event is the oldest row of that id (the copy is always younger: it
+    -- can only be written after the original committed), never whichever row comes first.
+    SELECT to_jsonb(e) INTO v_snap FROM event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1;
 
     INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
                                   detail, error_code, error_message, event_txid)

@@ -671,7 +671,10 @@ DECLARE
     v_snap jsonb;
     v_n    integer;
 BEGIN
-    SELECT to_jsonb(e) INTO v_snap FROM event_outbox e WHERE e.id = p_event_id;
+    -- An id is unique only per partition (017): a producer may store a second row with an
+    -- id it learned. The event is the oldest row of that id (the copy is always younger: it
+    -- can only be written after the original committed), never whichever row comes first.
+    SELECT to_jsonb(e) INTO v_snap FROM event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1;
 
     INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
                                   detail, error_code, error_message, event_txid)
@@ -869,13 +872,15 @@ BEGIN
             CONTINUE;
         END IF;
         BEGIN
-            v_res := fn_iu_route_deliver((SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = t.deliver_ids[i]),
+            -- the oldest row of the id is the event (see fn_iu_route_worker_fail)
+            v_res := fn_iu_route_deliver((SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = t.deliver_ids[i]
+                                           ORDER BY e.txid LIMIT 1),
                                          t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
             INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail,
                                           event_txid)
             VALUES (t.deliver_ids[i], p_worker_name, t.deliver_route_keys[i], t.deliver_route_kinds[i], 'sent', v_key,
                     coalesce(v_res, '{}'::jsonb),
-                    (SELECT e.txid FROM event_outbox e WHERE e.id = t.deliver_ids[i] LIMIT 1))
+                    (SELECT e.txid FROM event_outbox e WHERE e.id = t.deliver_ids[i] ORDER BY e.txid LIMIT 1))
             ON CONFLICT DO NOTHING;
             t.attempts_written := t.attempts_written + 1;
             t.sent := t.sent + 1;

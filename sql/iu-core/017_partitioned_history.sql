@@ -172,8 +172,14 @@ AS $$
 DECLARE
     v_name text := p_table || '_p' || lpad(p_lower::text, 20, '0');
 BEGIN
-    EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)', v_name, p_table, p_lower, p_upper);
+    -- Built as a table of its own, then ATTACHed: CREATE TABLE ... PARTITION OF would take
+    -- an ACCESS EXCLUSIVE lock on the parent until the caller's transaction ends (an
+    -- executor may call this inside a transaction it keeps open: every producer would
+    -- wait), ATTACH takes SHARE UPDATE EXCLUSIVE, which no INSERT or SELECT conflicts with
+    -- (only the default partition, scanned for rows of the new range, is locked).
+    EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', v_name, p_table);
     EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (id)', v_name, v_name || '_pkey');
+    EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', p_table, v_name, p_lower, p_upper);
     IF p_table = 'event_outbox' THEN
         -- PostgreSQL names the child of the claim index itself; give it a name that says what it is.
         EXECUTE format('ALTER INDEX %s RENAME TO %I',
@@ -229,10 +235,11 @@ $$;
 -- the room left above the next txid is under half a width (so between half and one and a
 -- half widths of txids are always ready). Every partition whose upper
 -- bound is <= xmin of the current snapshot (no transaction can still write into it) gets
--- closed_at = now() once. Creating a partition takes a short ACCESS EXCLUSIVE lock on the
--- parent; it waits at most 2 s for it (a long transaction reading the table must not queue
--- every producer behind maintenance): on a timeout it returns {"lock_timeout": true} and
--- the next call tries again.
+-- closed_at = now() once. Adding a partition (built apart, then ATTACHed) takes SHARE
+-- UPDATE EXCLUSIVE on the parent, which no INSERT or SELECT waits for, and ACCESS
+-- EXCLUSIVE on the default partition (scanned for rows of the new range); it waits at most
+-- 2 s for those (DDL or VACUUM on the table, a writer into the default partition): on a
+-- timeout it returns {"lock_timeout": true} and the next call tries again.
 -- Returns: busy, created[], closed[], partitions, newest_upper_txid, next_txid,
 --          ahead_txids, width_txids, default_rows{event_outbox, iu_route_attempt}, lock_timeout.
 -- ---------------------------------------------------------------------------------------
@@ -313,7 +320,8 @@ $$;
 -- workers that have NOT passed every row of their domain in the txid range [p_lower,
 -- p_upper) (p_lower NULL: from the start). A worker has passed a row when its txid is
 -- visible in the worker's done_snapshot (every such row is routed); a worker that never
--- ran has passed nothing. Idle runs do not move done_snapshot, so passing is judged by the
+-- ran, or whose cursor fails fn_iu_route_worker_cursor_check, has passed nothing. Idle
+-- runs do not move done_snapshot, so passing is judged by the
 -- rows, not by the snapshot moving: no row of the domain in the range is still unrouted.
 -- One probe per worker on (event_domain, txid, id), pruned to the range's partition.
 -- Internal (fn_iu_retention_run).
@@ -332,7 +340,11 @@ DECLARE
     v_done    pg_snapshot;
     v_workers text[] := '{}';
 BEGIN
-    FOR c IN SELECT cur.worker_name, cur.event_domain, cur.done_snapshot
+    -- A cursor that fails the cursor sanity rule (recorded in another cluster, or holding
+    -- txids ahead of this one: a dump/restore) has passed nothing here: its worker refuses
+    -- to run until it is re-anchored, and its snapshot says nothing about this cluster's rows.
+    FOR c IN SELECT cur.worker_name, cur.event_domain,
+                    CASE WHEN NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(cur)) THEN cur.done_snapshot END AS done_snapshot
                FROM iu_route_worker_cursor cur ORDER BY cur.worker_name LOOP
         v_done := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
         IF EXISTS (SELECT 1 FROM event_outbox o
@@ -370,8 +382,9 @@ $$;
 -- Returns: dry_run, dropped[{table, partition, lower_txid, upper_txid, rows, closed_at}],
 --          kept[{table, partition, reason, [workers]}], retention{event_outbox_days,
 --          route_attempt_days}, lock_timeout.
--- Takes the maintenance lock (waits for a running maintenance); each DROP waits at most
--- 2 s for its lock (lock_timeout: the run stops there and says so).
+-- Takes the maintenance lock (waits at most 2 s for a running maintenance, else answers
+-- busy and lock_timeout, dropping nothing); each DROP waits at most 2 s for its lock
+-- (lock_timeout: the run stops there and says so).
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_retention_run(p_dry_run boolean DEFAULT true)
@@ -404,13 +417,24 @@ BEGIN
     v_outbox_days  := fn_iu_retention_config('fn_iu_retention_run', 'retention.event_outbox_days', 0, 36500);
     v_attempt_days := fn_iu_retention_config('fn_iu_retention_run', 'retention.route_attempt_days', 0, 36500);
     v_actor := fn_queue_actor(NULL, 'fn_iu_retention_run');
-    PERFORM pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'));
+    v_old_lt := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', '2s', true);
+    -- The maintenance lock, waited for at most 2 s like every lock here: a session that
+    -- holds it in an open transaction (maintenance is granted to executors) must not hang
+    -- the run for as long as that transaction lives.
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'));
+    EXCEPTION WHEN lock_not_available THEN
+        PERFORM set_config('lock_timeout', v_old_lt, true);
+        RETURN jsonb_build_object('dry_run', p_dry_run, 'dropped', v_dropped, 'kept', v_kept,
+                                  'lock_timeout', true, 'busy', true,
+                                  'retention', jsonb_build_object('event_outbox_days', v_outbox_days,
+                                                                  'route_attempt_days', v_attempt_days));
+    END;
     -- closed_at must be current before ages are judged
     UPDATE iu_history_partition h SET closed_at = now()
      WHERE h.closed_at IS NULL AND h.upper_txid <= pg_snapshot_xmin(pg_current_snapshot());
     v_xmin := pg_snapshot_xmin(pg_current_snapshot());
-    v_old_lt := current_setting('lock_timeout');
-    PERFORM set_config('lock_timeout', '2s', true);
 
     -- event_outbox first (an attempt partition waits for its events' partition), oldest first.
     FOR p IN SELECT * FROM iu_history_partition h

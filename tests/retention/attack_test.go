@@ -1,0 +1,287 @@
+package retention
+
+// Adversarial review of the partitioned history (issue 12): attacks by the callers the
+// README's threat model names. Each test attempts one attack and states the rule it
+// proves. Tests that fail on the code they were written against are findings for the lead.
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// loginIn creates a LOGIN role that is a member of group (empty: none) and connects as it.
+func loginIn(t *testing.T, db *pgtest.DB, prefix, group string) (*pgx.Conn, string) {
+	t.Helper()
+	role := prefix + "_" + db.Name
+	id := pgx.Identifier{role}.Sanitize()
+	db.Exec(t, `CREATE ROLE `+id+` LOGIN PASSWORD 'pw'`)
+	if group != "" {
+		db.Exec(t, `GRANT `+group+` TO `+id)
+	}
+	t.Cleanup(func() {
+		c := context.Background()
+		_, _ = db.Pool.Exec(c, `DROP OWNED BY `+id)
+		_, _ = db.Pool.Exec(c, `DROP ROLE IF EXISTS `+id)
+	})
+	return db.ConnAs(t, role, "pw"), role
+}
+
+// Rule: an executor cannot stall producers. fn_iu_partition_maintain is granted to
+// dot_executor (the runner calls it); whatever an executor does with it (here: call it
+// inside a transaction it keeps open while a partition is due), a producer's INSERT into
+// event_outbox must not wait on a lock the executor holds.
+func TestAttack_ExecutorHoldingMaintenanceOpenStallsProducers(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	exe, _ := loginIn(t, db, "exe", "dot_executor")
+	// Burn until the room ahead is under half a width (a partition is due) while the
+	// current txids still fall in an existing partition (not in the one maintenance adds).
+	var room int
+	db.QueryRow(t, `SELECT (max(upper_txid::text::numeric) - pg_snapshot_xmax(pg_current_snapshot())::text::numeric)::int
+	                  FROM iu_history_partition`, nil, &room)
+	if room > 150 {
+		burn(t, db, room-150)
+	}
+
+	tx, err := exe.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	var m []byte
+	if err := tx.QueryRow(pgtest.Ctx(t), `SELECT fn_iu_partition_maintain()`).Scan(&m); err != nil {
+		t.Fatalf("executor calling maintenance: %v", err)
+	}
+	t.Logf("executor's maintenance (transaction left open): %s", m)
+
+	prod := db.Conn(t)
+	if _, err := prod.Exec(pgtest.Ctx(t), `SET lock_timeout = '1s'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prod.Exec(pgtest.Ctx(t), `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'dry', 's')`)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		t.Fatalf("a producer's INSERT waited > 1 s on the lock an executor's open maintenance call holds on event_outbox: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("producer insert: %v", err)
+	}
+}
+
+// Rule: a session holding the maintenance lock (any executor, in an open transaction)
+// cannot hang fn_iu_retention_run: it answers within its own lock bound (2 s) instead of
+// waiting for as long as that transaction lives.
+func TestAttack_ExecutorHoldingMaintenanceLockHangsRetention(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	exe, _ := loginIn(t, db, "exe", "dot_executor")
+	tx, err := exe.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(pgtest.Ctx(t), `SELECT fn_iu_partition_maintain()`); err != nil {
+		t.Fatalf("executor calling maintenance: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(pgtest.Ctx(t), 6*time.Second)
+	defer cancel()
+	start := time.Now()
+	var raw []byte
+	err = db.Pool.QueryRow(ctx, `SELECT fn_iu_retention_run(true)`).Scan(&raw)
+	if err != nil && time.Since(start) >= 5*time.Second {
+		t.Fatalf("fn_iu_retention_run waited %v on the maintenance lock an executor holds (still waiting when cancelled): %v",
+			time.Since(start).Round(time.Millisecond), err)
+	}
+	if err != nil {
+		t.Fatalf("fn_iu_retention_run: %v", err)
+	}
+}
+
+// Rule: a producer that reuses the id of a committed, not yet routed event (learned from
+// a NOTIFY payload, a downstream system, a log) cannot disturb that event's routing. The
+// id is unique only per partition, so the reused id is stored when the two rows sit in
+// different partitions; the original must still be routed exactly as it would be alone
+// (its own failure: the delivery seam's 0A000, its own snapshot in the dead letter) and
+// one idempotency key must never get two first attempts.
+func TestAttack_ProducerReusesAnUnroutedEventIdInALaterPartition(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	prod, _ := loginIn(t, db, "prod", "")
+	// What the README tells a DBA to grant a direct-INSERT producer.
+	db.Exec(t, `GRANT INSERT ON event_outbox TO `+pgx.Identifier{"prod_" + db.Name}.Sanitize())
+	db.Exec(t, `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb) TO `+pgx.Identifier{"prod_" + db.Name}.Sanitize())
+
+	var victim, victimTxid string
+	db.QueryRow(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload)
+	                VALUES ('iu', 'live', 's', '{"amount": 1}') RETURNING id::text, txid::text`, nil, &victim, &victimTxid)
+	var dryVictim string
+	db.QueryRow(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream)
+	                VALUES ('iu', 'dry', 's') RETURNING id::text`, nil, &dryVictim)
+	burn(t, db, 2*width)
+	maintain(t, db)
+
+	// The attacker: two rows carrying the victims' ids, in the current (later) partition.
+	if _, err := prod.Exec(pgtest.Ctx(t), `
+		INSERT INTO event_outbox (id, event_domain, event_type, event_stream, safe_payload)
+		VALUES ($1::uuid, 'iu', 'live', 's', '{"amount": 1000000}'),
+		       ($2::uuid, 'iu', 'dry', 's', '{}')`, victim, dryVictim); err != nil {
+		t.Logf("the reused ids were refused (the defence holds): %v", err)
+		return
+	}
+	var n int
+	db.QueryRow(t, `SELECT count(DISTINCT tableoid) FROM event_outbox WHERE id = $1::uuid`, []any{victim}, &n)
+	t.Logf("rows with the victim's id live in %d partitions (victim txid %s)", n, victimTxid)
+
+	runUntilCaughtUp(t, db, "w")
+
+	var dupKeys int
+	db.QueryRow(t, `SELECT count(*) FROM (SELECT idempotency_key FROM iu_route_attempt WHERE attempt_no = 1
+	                 GROUP BY idempotency_key HAVING count(*) > 1) d`, nil, &dupKeys)
+	var code, msg string
+	db.QueryRow(t, `SELECT coalesce(error_code, ''), coalesce(error_message, '') FROM iu_route_attempt
+	                 WHERE event_ref = $1::uuid AND route_key = 'r_live' ORDER BY id LIMIT 1`, []any{victim}, &code, &msg)
+	var amount string
+	db.QueryRow(t, `SELECT coalesce(event_snapshot->'safe_payload'->>'amount', '') FROM iu_route_dead_letter
+	                 WHERE event_id = $1::uuid`, []any{victim}, &amount)
+	if dupKeys != 0 {
+		t.Errorf("%d idempotency keys have two first attempts (one per partition): the re-used id was routed as a new event", dupKeys)
+	}
+	if code != "0A000" {
+		t.Errorf("the victim's delivery failed with %s %q instead of the seam's own 0A000: the reused id broke its routing", code, msg)
+	}
+	if amount != "1" {
+		t.Errorf("the victim's dead letter carries payload amount %q, want the victim's 1", amount)
+	}
+}
+
+// Rule: retention trusts a cursor only when it belongs to this cluster. After a
+// dump/restore the stored done_snapshot comes from the old cluster and may lie ahead of
+// every txid here: the worker refuses to run (IU002) until an operator re-anchors it, and
+// until then it has passed nothing here, so nothing of its domain may be dropped.
+func TestAttack_RetentionTrustsACursorFromAnotherCluster(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	keepForDays(t, db, "0", "0")
+	old := emit(t, db, "dry", 3) // never routed
+	po := partitionOf(t, db, "event_outbox", old)
+	burn(t, db, width+100)
+	waitClosed(t, db, po)
+
+	// The cursor as a restore from a cluster 10^9 txids further on leaves it.
+	db.Exec(t, `UPDATE iu_route_worker_cursor SET done_snapshot = '1000000000:1000000000:' WHERE worker_name = 'w'`)
+	_, err := db.Pool.Exec(pgtest.Ctx(t), `SELECT fn_iu_route_worker_run('w', 100)`)
+	pgtest.RequireSQLState(t, err, "IU002")
+
+	r := retention(t, db, false)
+	if !exists(t, db, po) {
+		t.Fatalf("%s (3 events never routed) was dropped on the word of a cursor the worker itself refuses as foreign (IU002): %v", po, r)
+	}
+}
+
+// Rule (finding, left failing for the lead): an operator cannot stall producers with
+// fn_iu_retention_run either. Dropping a partition locks the parent ACCESS EXCLUSIVE until
+// the run's transaction ends; an operator (or a script) that calls it inside a
+// transaction it keeps open holds every producer's INSERT for as long.
+func TestAttack_AdminHoldingRetentionOpenStallsProducers(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	keepForDays(t, db, "0", "0")
+	admin, _ := loginIn(t, db, "adm", "workflow_admin")
+	old := emit(t, db, "dry", 2)
+	po := partitionOf(t, db, "event_outbox", old)
+	runUntilCaughtUp(t, db, "w")
+	burn(t, db, width+100)
+	waitClosed(t, db, po)
+	maintain(t, db)
+
+	tx, err := admin.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	var m []byte
+	if err := tx.QueryRow(pgtest.Ctx(t), `SELECT fn_iu_retention_run(false)`).Scan(&m); err != nil {
+		t.Fatalf("operator's retention run: %v", err)
+	}
+	t.Logf("operator's retention run (transaction left open): %s", m)
+
+	prod := db.Conn(t)
+	if _, err := prod.Exec(pgtest.Ctx(t), `SET lock_timeout = '1s'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prod.Exec(pgtest.Ctx(t), `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'dry', 's')`)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		t.Fatalf("a producer's INSERT waited > 1 s on the lock an operator's open retention run holds on event_outbox: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("producer insert: %v", err)
+	}
+}
+
+// Rule: the dead letter of an event carries THAT event, whatever another row claims. Here
+// the victim sits in the default partition (maintenance had fallen behind) and a producer
+// reuses its id in the regular partition maintenance adds above it: an operator's replay
+// must never deliver the producer's payload under the victim's identity.
+func TestAttack_ReusedIdPutsTheForgedPayloadInTheVictimsDeadLetter(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	prod, role := loginIn(t, db, "prod", "")
+	db.Exec(t, `GRANT INSERT ON event_outbox TO `+pgx.Identifier{role}.Sanitize())
+	db.Exec(t, `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb) TO `+pgx.Identifier{role}.Sanitize())
+
+	burn(t, db, 3*width) // no maintenance: the next events land in event_outbox_default
+	var victim string
+	db.QueryRow(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload)
+	                VALUES ('iu', 'live', 's', '{"amount": 1}') RETURNING id::text`, nil, &victim)
+	if n := scalar(t, db, `SELECT count(*) FROM ONLY event_outbox_default WHERE id = $1::uuid`, victim); n != 1 {
+		t.Fatalf("the victim should sit in the default partition")
+	}
+	maintain(t, db) // a regular partition above the default's rows
+	if _, err := prod.Exec(pgtest.Ctx(t), `
+		INSERT INTO event_outbox (id, event_domain, event_type, event_stream, safe_payload)
+		VALUES ($1::uuid, 'iu', 'live', 's', '{"amount": 1000000}')`, victim); err != nil {
+		t.Logf("the reused id was refused (the defence holds): %v", err)
+		return
+	}
+	runUntilCaughtUp(t, db, "w")
+	var amount string
+	db.QueryRow(t, `SELECT coalesce(event_snapshot->'safe_payload'->>'amount', '') FROM iu_route_dead_letter
+	                 WHERE event_id = $1::uuid`, []any{victim}, &amount)
+	if amount != "1" {
+		t.Fatalf("the victim's dead letter carries payload amount %q, want the victim's 1: a replay would deliver the producer's forgery", amount)
+	}
+}
+
+// Rule: maintenance adds partitions while the NOTIFY bridge is open (its statement
+// trigger with a transition table sits on the parent), and an insert into a new partition
+// still wakes a listener.
+func TestPartitions_AddedWhileTheNotifyBridgeIsOpen(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	db.Exec(t, `UPDATE dot_config SET value = 'true' WHERE key = 'queue.notify.bridge_enabled'`)
+	burn(t, db, 2*width)
+	if m := maintain(t, db); len(m["created"].([]any)) == 0 {
+		t.Fatalf("maintenance created nothing: %v", m)
+	}
+	l := db.Conn(t)
+	if _, err := l.Exec(pgtest.Ctx(t), `LISTEN queue_wake_iu`); err != nil {
+		t.Fatal(err)
+	}
+	txid := emit(t, db, "dry", 1)
+	if p := partitionOf(t, db, "event_outbox", txid); p == "" {
+		t.Fatalf("no partition holds txid %s", txid)
+	}
+	ctx, cancel := context.WithTimeout(pgtest.Ctx(t), 5*time.Second)
+	defer cancel()
+	if _, err := l.WaitForNotification(ctx); err != nil {
+		t.Fatalf("no wake-up for an insert into a partition added while the bridge was open: %v", err)
+	}
+}
