@@ -793,6 +793,12 @@ BEGIN
 
         EXECUTE format('SELECT count(*) FROM ONLY %I', p.partition_name) INTO v_rows;
         IF NOT p_dry_run THEN
+            -- A DROP holds the parent ACCESS EXCLUSIVE until this transaction ends, which
+            -- holds every producer. A caller that leaves the transaction open (psql
+            -- without autocommit, a script) must not hold them for long: idle in this
+            -- transaction for more than 2 s, the session is ended and the drops roll back
+            -- (nothing is lost; the next run drops them again).
+            PERFORM set_config('idle_in_transaction_session_timeout', '2s', true);
             BEGIN
                 EXECUTE format('DROP TABLE %I', p.partition_name);
             EXCEPTION WHEN lock_not_available THEN

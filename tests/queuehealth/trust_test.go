@@ -180,7 +180,7 @@ func TestTrust_ForgedAlertDoesNotSuppressARealOne(t *testing.T) {
 	silence(t, db, "victim", 45)
 	exe, _ := login(t, db, "exe", "dot_executor")
 	producer, producerRole := login(t, db, "prod")
-	db.Exec(t, `GRANT INSERT ON event_outbox TO `+pgx.Identifier{producerRole}.Sanitize())
+	db.Exec(t, pgtest.ProducerInsertGrant(pgx.Identifier{producerRole}.Sanitize()))
 	db.Exec(t, `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb) TO `+pgx.Identifier{producerRole}.Sanitize())
 
 	for _, typ := range []string{"queue_worker_silent", "queue_worker_recovered"} {
