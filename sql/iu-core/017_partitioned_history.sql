@@ -241,7 +241,9 @@ $$;
 -- 2 s for those (DDL or VACUUM on the table, a writer into the default partition): on a
 -- timeout it returns {"lock_timeout": true} and the next call tries again.
 -- Returns: busy, created[], closed[], partitions, newest_upper_txid, next_txid,
---          ahead_txids, width_txids, default_rows{event_outbox, iu_route_attempt}, lock_timeout.
+--          ahead_txids, width_txids, default_rows{event_outbox, iu_route_attempt}, lock_timeout,
+--          default_raced (a producer's row reached the default partition above what this call
+--          saw, while it waited: nothing created, the next call starts above it).
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_partition_maintain()
@@ -260,6 +262,7 @@ DECLARE
     v_created text[] := '{}';
     v_closed  text[];
     v_timeout boolean := false;
+    v_raced   boolean := false;
 BEGIN
     PERFORM fn_iu_require_trusted_search_path('fn_iu_partition_maintain');
     v_width := coalesce(fn_iu_retention_config('fn_iu_partition_maintain', 'retention.partition_txids', 1000, 1000000000000), 100000000);
@@ -284,9 +287,17 @@ BEGIN
             v_created := v_created || fn_iu_partition_create('iu_route_attempt', v_lo, v_upper);
             v_lo := v_upper;
         END LOOP;
-    EXCEPTION WHEN lock_not_available THEN
-        v_timeout := true;
-        v_created := '{}';
+    EXCEPTION
+        WHEN lock_not_available THEN
+            v_timeout := true;
+            v_created := '{}';
+        WHEN check_violation THEN
+            -- A producer's row reached the default partition above the highest one this
+            -- call could see (its transaction committed while the new partition waited for
+            -- the default partition's lock): nothing is created now; the next call starts
+            -- above that row.
+            v_raced := true;
+            v_created := '{}';
     END;
     PERFORM set_config('lock_timeout', v_old_lt, true);
     SELECT p.upper_txid INTO v_upper FROM iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
@@ -301,6 +312,7 @@ BEGIN
     RETURN jsonb_build_object(
         'busy', false,
         'lock_timeout', v_timeout,
+        'default_raced', v_raced,
         'created', to_jsonb(v_created),
         'closed', to_jsonb(v_closed),
         'partitions', (SELECT count(*) FROM iu_history_partition),

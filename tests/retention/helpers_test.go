@@ -189,3 +189,17 @@ func waitClosed(t *testing.T, db *pgtest.DB, partition string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// waitFor polls a count query until it answers at least 1 (another session reached the
+// state it describes, e.g. a lock wait), for at most 10 s.
+func waitFor(t *testing.T, db *pgtest.DB, countSQL string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if scalar(t, db, countSQL) > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("waited 10 s for: %s", countSQL)
+}

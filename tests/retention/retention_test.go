@@ -1,6 +1,8 @@
 package retention
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -486,5 +488,66 @@ func TestPartitions_MaintenanceIsSafeConcurrently(t *testing.T) {
 		    ON a.table_name = b.table_name AND a.partition_name < b.partition_name
 		   AND coalesce(a.lower_txid, '0') < b.upper_txid AND coalesce(b.lower_txid, '0') < a.upper_txid`); n != 0 {
 		t.Fatalf("%d overlapping partition ranges", n)
+	}
+}
+
+// Rule: maintenance racing a producer into the default partition never fails and never
+// strands a row. With the partitions run out, a producer's transaction inserts into
+// event_outbox_default and commits while maintenance waits for that partition's lock to
+// attach a range covering the row's txid: the attach would orphan the row, so maintenance
+// creates nothing, says default_raced, and its next call starts above the row.
+func TestPartitions_MaintenanceRacingAProducerIntoTheDefaultPartition(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	burn(t, db, 3*width) // no maintenance: the partitions run out
+	prod := db.Conn(t)
+	tx, err := prod.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	var txid string
+	if err := tx.QueryRow(pgtest.Ctx(t), `INSERT INTO event_outbox (event_domain, event_type, event_stream)
+	                                      VALUES ('iu', 'dry', 's') RETURNING txid::text`).Scan(&txid); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		m   map[string]any
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var raw []byte
+		err := db.Pool.QueryRow(pgtest.Ctx(t), `SELECT fn_iu_partition_maintain()`).Scan(&raw)
+		var m map[string]any
+		if err == nil {
+			err = json.Unmarshal(raw, &m)
+		}
+		done <- answer{m, err}
+	}()
+	// Commit once maintenance waits for the default partition's lock.
+	waitFor(t, db, `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+	                 WHERE NOT l.granted AND c.relname = 'event_outbox_default'`)
+	if err := tx.Commit(pgtest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil {
+		t.Fatalf("maintenance racing a producer into the default partition failed: %v", a.err)
+	}
+	if a.m["default_raced"] != true || len(a.m["created"].([]any)) != 0 {
+		t.Fatalf("maintenance must report the race and create nothing: %v", a.m)
+	}
+	m := maintain(t, db)
+	if len(m["created"].([]any)) == 0 {
+		t.Fatalf("the next call must create partitions above the row: %v", m)
+	}
+	var where string
+	db.QueryRow(t, `SELECT tableoid::regclass::text FROM event_outbox WHERE txid = $1::xid8`, []any{txid}, &where)
+	if where != "event_outbox_default" {
+		t.Fatalf("the raced row must stay in the default partition, is in %q", where)
+	}
+	if n := runUntilCaughtUp(t, db, "w"); n != 1 {
+		t.Fatalf("claimed %d, want the raced row", n)
 	}
 }
