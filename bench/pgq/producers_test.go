@@ -145,13 +145,7 @@ func prepareProducers(ctx context.Context, b *testing.B, conn *pgx.Conn, rows in
 		if !t.rules {
 			// No row rules: each domain-typed column becomes its base type (the table is
 			// still empty, so nothing is rewritten).
-			exec(ctx, b, conn, "stripping the domains of "+t.name, `DO $$ DECLARE r record; BEGIN
-				FOR r IN SELECT a.attname, format_type(t.typbasetype, a.atttypmod) AS base
-				           FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-				          WHERE a.attrelid = '`+t.name+`'::regclass AND a.attnum > 0 AND NOT a.attisdropped AND t.typtype = 'd'
-				LOOP
-					EXECUTE format('ALTER TABLE `+t.name+` ALTER COLUMN %I TYPE %s', r.attname, r.base);
-				END LOOP; END $$`)
+			exec(ctx, b, conn, "stripping the domains of "+t.name, pgtest.StripDomainsSQL(t.name))
 		}
 		// The outbox's rows as they are, txid included: the copied txid CHECK (the stored
 		// txid is always the inserter's) is dropped for the preload and put back NOT VALID,

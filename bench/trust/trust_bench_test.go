@@ -112,13 +112,7 @@ func BenchmarkOutboxInsertPath(b *testing.B) {
 		db.Exec(b, `CREATE TABLE `+tbl+` (LIKE event_outbox INCLUDING DEFAULTS)`)
 		// The outbox's row rules are domains on its columns, and LIKE copies the column
 		// types: the baselines take the domains' base types, so they carry no row rules.
-		db.Exec(b, `DO $$ DECLARE r record; BEGIN
-			FOR r IN SELECT a.attname, format_type(t.typbasetype, a.atttypmod) AS base
-			           FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-			          WHERE a.attrelid = '`+tbl+`'::regclass AND a.attnum > 0 AND NOT a.attisdropped AND t.typtype = 'd'
-			LOOP
-				EXECUTE format('ALTER TABLE `+tbl+` ALTER COLUMN %I TYPE %s', r.attname, r.base);
-			END LOOP; END $$`)
+		db.Exec(b, pgtest.StripDomainsSQL(tbl))
 		db.Exec(b, `ALTER TABLE `+tbl+` ADD PRIMARY KEY (id)`)
 		db.Exec(b, `CREATE INDEX ON `+tbl+` (event_domain, txid, id)`)
 	}

