@@ -389,10 +389,10 @@ func (s *Service) housekeeping(ctx context.Context, nextStale, nextReap *time.Ti
 			s.log.Debug("stale-check", "result", res.Raw)
 		}
 		if p, ok := s.db.(tick.Partitioner); ok {
-			if raw, err := p.MaintainPartitions(ctx); err != nil {
+			if res, err := p.MaintainPartitions(ctx); err != nil {
 				s.dbError("partitions", err)
 			} else {
-				s.log.Debug("partition maintenance", "result", raw)
+				s.logMaintenance(res)
 			}
 		}
 		s.refreshHealth(ctx)
@@ -540,4 +540,23 @@ func (s *Service) aliveErr() error {
 		return fmt.Errorf("loop stalled: no progress for %s (limit %s)", age.Round(time.Second), window)
 	}
 	return nil
+}
+
+// logMaintenance reports a partition maintenance result at the level it deserves: rows in a
+// default partition mean maintenance fell behind (they are routed, but retention never drops
+// them), so that is a warning an operator must see; a lock wait that gave up or a race with a
+// producer only postpones the work to the next call; created partitions are worth a line.
+func (s *Service) logMaintenance(res store.PartitionMaintenance) {
+	switch {
+	case res.Behind():
+		s.log.Warn("partition maintenance: rows in the default partitions (maintenance fell behind; retention never drops them)",
+			"event_outbox", res.DefaultRows.EventOutbox, "iu_route_attempt", res.DefaultRows.IuRouteAttempt,
+			"ahead_txids", res.AheadTxids, "runbook", "runbooks/retention.md")
+	case res.LockTimeout || res.DefaultRaced:
+		s.log.Info("partition maintenance postponed to the next call", "lock_timeout", res.LockTimeout, "default_raced", res.DefaultRaced)
+	case len(res.Created) > 0:
+		s.log.Info("partition maintenance: partitions created", "created", res.Created, "ahead_txids", res.AheadTxids)
+	default:
+		s.log.Debug("partition maintenance", "result", string(res.Raw))
+	}
 }

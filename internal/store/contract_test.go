@@ -227,3 +227,33 @@ func TestContract_SQLRenameIsCaught(t *testing.T) {
 		t.Errorf("v_queue_health with backlog renamed: err = %v", err)
 	}
 }
+
+// Contract: fn_iu_partition_maintain decodes strictly into PartitionMaintenance in both
+// shapes: done (partitions reach past the next txid, nothing in the default partitions) and
+// busy (another session holds the maintenance lock).
+func TestContract_PartitionMaintenance(t *testing.T) {
+	t.Parallel()
+	db := contractDB(t)
+	p, err := parsePartitionMaintenance(callJSON(t, db.Pool, `SELECT fn_iu_partition_maintain()::text`), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Busy || p.DefaultRows == nil || p.Behind() || p.AheadTxids <= 0 || p.Partitions < 2 {
+		t.Fatalf("done shape: decoded %+v from %s", p, p.Raw)
+	}
+	tx, err := db.Pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(context.Background(), `SELECT pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'))`); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := parsePartitionMaintenance(callJSON(t, db.Pool, `SELECT fn_iu_partition_maintain()::text`), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !busy.Busy {
+		t.Fatalf("busy shape: decoded %+v from %s", busy, busy.Raw)
+	}
+}

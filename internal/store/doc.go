@@ -7,7 +7,7 @@
 //	StaleCheck    SELECT fn_queue_stale_check()                        -> StaleCheck
 //	ReapLeases    SELECT fn_job_reap_expired_leases()                  -> Reap
 //	PruneJobs     SELECT fn_job_prune()                                -> raw jsonb (passed through, not read)
-//	MaintainPartitions SELECT fn_iu_partition_maintain()               -> raw jsonb (passed through, not read)
+//	MaintainPartitions SELECT fn_iu_partition_maintain()               -> PartitionMaintenance
 //	QueueHealth   SELECT * FROM v_queue_health                         -> []QueueHealthRow
 //	Heartbeat     SELECT fn_queue_heartbeat_tick($id, $kind, 'ok', $m) -> raw jsonb (not read)
 //	Ping          SELECT 1

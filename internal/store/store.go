@@ -77,8 +77,12 @@ func (s *Store) PruneJobs(ctx context.Context) (json.RawMessage, error) {
 // MaintainPartitions runs fn_iu_partition_maintain(): history partitions of event_outbox
 // and iu_route_attempt created ahead of the txids in use, closes recorded. Idempotent; a
 // concurrent call returns {"busy": true}.
-func (s *Store) MaintainPartitions(ctx context.Context) (json.RawMessage, error) {
-	return s.jsonCall(ctx, "running fn_iu_partition_maintain()", "SELECT fn_iu_partition_maintain()::text")
+func (s *Store) MaintainPartitions(ctx context.Context) (PartitionMaintenance, error) {
+	raw, err := s.jsonCall(ctx, "running fn_iu_partition_maintain()", "SELECT fn_iu_partition_maintain()::text")
+	if err != nil {
+		return PartitionMaintenance{}, err
+	}
+	return ParsePartitionMaintenance(raw)
 }
 
 // Heartbeat writes the runner's own heartbeat through fn_queue_heartbeat_tick with status

@@ -28,7 +28,7 @@ type Pruner interface {
 // the stale-check's cadence: it must run often enough that producers never outrun the
 // partitions (they would land in the default partition, which retention never drops).
 type Partitioner interface {
-	MaintainPartitions(ctx context.Context) (json.RawMessage, error)
+	MaintainPartitions(ctx context.Context) (store.PartitionMaintenance, error)
 }
 
 // Why a worker's drain stopped.
@@ -245,11 +245,11 @@ func Run(ctx context.Context, db DB, o Options) (Summary, error) {
 		s.StaleCheck = res.Raw
 	}
 	if p, ok := db.(Partitioner); ok && !o.SkipPartitions && live() {
-		raw, err := p.MaintainPartitions(ctx)
+		res, err := p.MaintainPartitions(ctx)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		s.Partitions = raw
+		s.Partitions = res.Raw
 	}
 	if !o.SkipReap && live() {
 		res, err := db.ReapLeases(ctx)
