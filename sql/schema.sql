@@ -1128,6 +1128,16 @@ END;
 $$;
 
 --
+-- Name: fn_iu_route_event(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_event(p_event_id uuid) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1
+$$;
+
+--
 -- Name: fn_iu_route_idempotency_key(text, text, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1490,6 +1500,7 @@ CREATE FUNCTION public.fn_iu_route_worker_deliver_page(p_tally public.iu_route_r
 DECLARE
     t       iu_route_run_tally := p_tally;
     v_key   text;
+    v_event jsonb;
     v_res   jsonb;
     v_state text;
     v_msg   text;
@@ -1501,15 +1512,12 @@ BEGIN
             CONTINUE;
         END IF;
         BEGIN
-            -- the oldest row of the id is the event (see fn_iu_route_worker_fail)
-            v_res := fn_iu_route_deliver((SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = t.deliver_ids[i]
-                                           ORDER BY e.txid LIMIT 1),
-                                         t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
+            v_event := fn_iu_route_event(t.deliver_ids[i]);
+            v_res := fn_iu_route_deliver(v_event, t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
             INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail,
                                           event_txid)
             VALUES (t.deliver_ids[i], p_worker_name, t.deliver_route_keys[i], t.deliver_route_kinds[i], 'sent', v_key,
-                    coalesce(v_res, '{}'::jsonb),
-                    (SELECT e.txid FROM event_outbox e WHERE e.id = t.deliver_ids[i] ORDER BY e.txid LIMIT 1))
+                    coalesce(v_res, '{}'::jsonb), (v_event->>'txid')::xid8)
             ON CONFLICT DO NOTHING;
             t.attempts_written := t.attempts_written + 1;
             t.sent := t.sent + 1;
@@ -1547,10 +1555,7 @@ DECLARE
     v_snap jsonb;
     v_n    integer;
 BEGIN
-    -- An id is unique only per partition (017): a producer may store a second row with an
-    -- id it learned. The event is the oldest row of that id (the copy is always younger: it
-    -- can only be written after the original committed), never whichever row comes first.
-    SELECT to_jsonb(e) INTO v_snap FROM event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1;
+    v_snap := fn_iu_route_event(p_event_id);
 
     INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
                                   detail, error_code, error_message, event_txid)
@@ -5714,6 +5719,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_decide(p_route_key text, p_enabled boo
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_event(p_event_id uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_event(p_event_id uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid); Type: ACL; Schema: public; Owner: -

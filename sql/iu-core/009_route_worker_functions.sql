@@ -641,6 +641,24 @@ CREATE TYPE iu_route_run_tally AS (
 );
 
 -- ---------------------------------------------------------------------------------------
+-- fn_iu_route_event(p_event_id) -> jsonb: THE event of an id, as the whole row (NULL when
+-- no row has that id). An id is unique only within a history partition (017), so a
+-- producer allowed to choose ids could store a second row under an id it learned; the
+-- event is the oldest row of the id (a copy is always younger: it can only be written
+-- after the original committed), never whichever row an index scan meets first. The
+-- failure path (the dead letter's snapshot) and the delivery path read the event through
+-- it, once per event. Internal.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_event(p_event_id uuid)
+RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$
+    SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
 -- fn_iu_route_worker_fail: record one failure.
 --   p_tally   the run's tally; returned with failed / attempts_written / dead_lettered (or
 --             already_attempted, on a re-scan) counted
@@ -671,10 +689,7 @@ DECLARE
     v_snap jsonb;
     v_n    integer;
 BEGIN
-    -- An id is unique only per partition (017): a producer may store a second row with an
-    -- id it learned. The event is the oldest row of that id (the copy is always younger: it
-    -- can only be written after the original committed), never whichever row comes first.
-    SELECT to_jsonb(e) INTO v_snap FROM event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1;
+    v_snap := fn_iu_route_event(p_event_id);
 
     INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
                                   detail, error_code, error_message, event_txid)
@@ -861,6 +876,7 @@ AS $$
 DECLARE
     t       iu_route_run_tally := p_tally;
     v_key   text;
+    v_event jsonb;
     v_res   jsonb;
     v_state text;
     v_msg   text;
@@ -872,15 +888,12 @@ BEGIN
             CONTINUE;
         END IF;
         BEGIN
-            -- the oldest row of the id is the event (see fn_iu_route_worker_fail)
-            v_res := fn_iu_route_deliver((SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = t.deliver_ids[i]
-                                           ORDER BY e.txid LIMIT 1),
-                                         t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
+            v_event := fn_iu_route_event(t.deliver_ids[i]);
+            v_res := fn_iu_route_deliver(v_event, t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
             INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail,
                                           event_txid)
             VALUES (t.deliver_ids[i], p_worker_name, t.deliver_route_keys[i], t.deliver_route_kinds[i], 'sent', v_key,
-                    coalesce(v_res, '{}'::jsonb),
-                    (SELECT e.txid FROM event_outbox e WHERE e.id = t.deliver_ids[i] ORDER BY e.txid LIMIT 1))
+                    coalesce(v_res, '{}'::jsonb), (v_event->>'txid')::xid8)
             ON CONFLICT DO NOTHING;
             t.attempts_written := t.attempts_written + 1;
             t.sent := t.sent + 1;
@@ -1657,6 +1670,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_worker_foreign_rows(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_foreign_txids(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_rebase_foreign_txids() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_deliver(jsonb, text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_event(uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_fail(iu_route_run_tally, text, uuid, text, text, text, text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_decide_page(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_decide_each(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
@@ -1701,6 +1715,7 @@ DROP FUNCTION fn_iu_route_worker_decide_each(iu_route_run_tally, text, text, pg_
 DROP FUNCTION fn_iu_route_worker_decide_page(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION fn_iu_route_worker_fail(iu_route_run_tally, text, uuid, text, text, text, text, text, text);
 DROP TYPE iu_route_run_tally;
+DROP FUNCTION fn_iu_route_event(uuid);
 DROP FUNCTION fn_iu_route_deliver(jsonb, text, text, text);
 DROP FUNCTION fn_iu_event_outbox_rebase_foreign_txids();
 DROP FUNCTION fn_iu_route_worker_foreign_txids(text);
