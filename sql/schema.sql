@@ -504,12 +504,7 @@ BEGIN
     PERFORM set_config('lock_timeout', v_old_lt, true);
     SELECT p.upper_txid INTO v_upper FROM iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
 
-    WITH c AS (
-        UPDATE iu_history_partition p SET closed_at = now()
-         WHERE p.closed_at IS NULL
-           AND p.upper_txid <= pg_snapshot_xmin(pg_current_snapshot())
-        RETURNING p.partition_name)
-    SELECT coalesce(array_agg(c.partition_name ORDER BY c.partition_name), '{}') INTO v_closed FROM c;
+    v_closed := fn_iu_partition_record_closes();
 
     RETURN jsonb_build_object(
         'busy', false,
@@ -526,6 +521,22 @@ BEGIN
             'event_outbox', (SELECT count(*) FROM (SELECT 1 FROM ONLY event_outbox_default LIMIT 1000) d),
             'iu_route_attempt', (SELECT count(*) FROM (SELECT 1 FROM ONLY iu_route_attempt_default LIMIT 1000) d)));
 END;
+$$;
+
+--
+-- Name: fn_iu_partition_record_closes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_partition_record_closes() RETURNS text[]
+    LANGUAGE sql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    WITH c AS (
+        UPDATE iu_history_partition p SET closed_at = now()
+         WHERE p.closed_at IS NULL
+           AND p.upper_txid <= pg_snapshot_xmin(pg_current_snapshot())
+        RETURNING p.partition_name)
+    SELECT coalesce(array_agg(c.partition_name ORDER BY c.partition_name), '{}') FROM c
 $$;
 
 --
@@ -762,8 +773,7 @@ BEGIN
                                                                   'route_attempt_days', v_attempt_days));
     END;
     -- closed_at must be current before ages are judged
-    UPDATE iu_history_partition h SET closed_at = now()
-     WHERE h.closed_at IS NULL AND h.upper_txid <= pg_snapshot_xmin(pg_current_snapshot());
+    PERFORM fn_iu_partition_record_closes();
     v_xmin := pg_snapshot_xmin(pg_current_snapshot());
 
     -- event_outbox first (an attempt partition waits for its events' partition), oldest first.
@@ -5614,6 +5624,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_partition_guard(p_parent regclass, p_partiti
 REVOKE ALL ON FUNCTION public.fn_iu_partition_maintain() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_iu_partition_maintain() TO workflow_admin;
 GRANT ALL ON FUNCTION public.fn_iu_partition_maintain() TO dot_executor;
+
+--
+-- Name: FUNCTION fn_iu_partition_record_closes(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_partition_record_closes() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_payload_denied_paths(p_payload jsonb); Type: ACL; Schema: public; Owner: -

@@ -224,6 +224,29 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
+-- fn_iu_partition_record_closes() -> text[]: THE closed rule. A partition is closed once
+-- its upper bound is at or below xmin of the current snapshot: every transaction id in its
+-- range has finished, so no row can still arrive in it and every row in it is older than
+-- that moment. Records closed_at = now() for each partition that closed since the last
+-- call and returns their names. Maintenance and retention both call it (retention judges
+-- ages by closed_at). Internal.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_partition_record_closes()
+RETURNS text[]
+LANGUAGE sql
+SET search_path = public, pg_temp
+AS $$
+    WITH c AS (
+        UPDATE iu_history_partition p SET closed_at = now()
+         WHERE p.closed_at IS NULL
+           AND p.upper_txid <= pg_snapshot_xmin(pg_current_snapshot())
+        RETURNING p.partition_name)
+    SELECT coalesce(array_agg(c.partition_name ORDER BY c.partition_name), '{}') FROM c
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
 -- fn_iu_partition_maintain() -> jsonb
 -- Keeps both history tables partitioned ahead of the transaction ids in use, and records
 -- when a partition closed. Called by the runner (tick, and the run loop on the stale-check
@@ -302,12 +325,7 @@ BEGIN
     PERFORM set_config('lock_timeout', v_old_lt, true);
     SELECT p.upper_txid INTO v_upper FROM iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
 
-    WITH c AS (
-        UPDATE iu_history_partition p SET closed_at = now()
-         WHERE p.closed_at IS NULL
-           AND p.upper_txid <= pg_snapshot_xmin(pg_current_snapshot())
-        RETURNING p.partition_name)
-    SELECT coalesce(array_agg(c.partition_name ORDER BY c.partition_name), '{}') INTO v_closed FROM c;
+    v_closed := fn_iu_partition_record_closes();
 
     RETURN jsonb_build_object(
         'busy', false,
@@ -444,8 +462,7 @@ BEGIN
                                                                   'route_attempt_days', v_attempt_days));
     END;
     -- closed_at must be current before ages are judged
-    UPDATE iu_history_partition h SET closed_at = now()
-     WHERE h.closed_at IS NULL AND h.upper_txid <= pg_snapshot_xmin(pg_current_snapshot());
+    PERFORM fn_iu_partition_record_closes();
     v_xmin := pg_snapshot_xmin(pg_current_snapshot());
 
     -- event_outbox first (an attempt partition waits for its events' partition), oldest first.
@@ -619,6 +636,7 @@ SELECT fn_iu_partition_maintain();
 REVOKE ALL ON FUNCTION fn_iu_retention_ledger_immutable() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_partition_guard(regclass, regclass) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_partition_create(text, xid8, xid8) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_partition_record_closes() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_retention_config(text, text, bigint, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_partition_maintain() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_retention_partition_unrouted(xid8, xid8) FROM PUBLIC;
@@ -711,6 +729,7 @@ DROP FUNCTION fn_iu_retention_partition_unrouted(xid8, xid8);
 DROP FUNCTION fn_iu_partition_maintain();
 DROP FUNCTION fn_iu_retention_config(text, text, bigint, bigint);
 DROP FUNCTION fn_iu_partition_create(text, xid8, xid8);
+DROP FUNCTION fn_iu_partition_record_closes();
 DROP FUNCTION fn_iu_partition_guard(regclass, regclass);
 
 DROP TABLE iu_retention_ledger;

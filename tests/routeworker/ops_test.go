@@ -207,6 +207,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_partition_maintain()":                      {"dot_executor", "workflow_admin"}, // the runner keeps partitions ahead
 	"fn_iu_retention_run(boolean)":                    {"workflow_admin"},                 // drops history: operators only
 	"fn_iu_partition_guard(regclass,regclass)":        nil,
+	"fn_iu_partition_record_closes()":                 nil, // the closed rule
 	"fn_iu_partition_create(text,xid8,xid8)":          nil,
 	"fn_iu_retention_config(text,text,bigint,bigint)": nil,
 	"fn_iu_retention_partition_unrouted(xid8,xid8)":   nil,
