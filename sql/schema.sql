@@ -153,10 +153,12 @@ $$;
 --
 
 CREATE FUNCTION public.fn_iu_core_routes_enabled() RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
+BEGIN
+    RETURN (SELECT public.fn_iu_gate_open((SELECT c.value FROM public.dot_config c WHERE c.key = 'iu_core.routes_enabled')));
+END;
 $$;
 
 --
@@ -362,6 +364,16 @@ BEGIN
     RETURN jsonb_build_object('rebased', coalesce(v_rows, 0), 'by_domain', v_doms, 'txid', v_me::text,
                               'note', 'the rows are routed as one new window once this transaction commits');
 END;
+$$;
+
+--
+-- Name: fn_iu_gate_open(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_gate_open(p_value text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT coalesce(p_value = 'true', false)
 $$;
 
 --
@@ -635,6 +647,11 @@ DECLARE
     v_what text;
     v_fix  text;
 BEGIN
+    -- The common answer first, as one existence probe (no aggregate, no text built); the
+    -- threats are only described when there are some.
+    IF NOT p_full AND NOT EXISTS (SELECT 1 FROM public.fn_iu_search_path_create_threats()) THEN
+        RETURN true;
+    END IF;
     IF p_full THEN
         SELECT pg_catalog.string_agg(pg_catalog.format('%s %s (%s)', t.threat, t.object, t.holder), '; '),
                pg_catalog.string_agg(t.fix, ' ')
@@ -1547,10 +1564,12 @@ $$;
 --
 
 CREATE FUNCTION public.fn_iu_route_worker_enabled() RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
+BEGIN
+    RETURN (SELECT public.fn_iu_gate_open((SELECT c.value FROM public.dot_config c WHERE c.key = 'iu_core.route_worker_enabled')));
+END;
 $$;
 
 --
@@ -1739,6 +1758,44 @@ END;
 $$;
 
 --
+-- Name: fn_iu_route_worker_idle_probe(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_idle_probe(p_worker_name text) RETURNS TABLE(lock_id integer, event_domain text, done_snapshot pg_snapshot, done_waits boolean, quiet boolean)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT c.lock_id, c.event_domain, c.done_snapshot,
+           EXISTS (SELECT 1 FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
+                    WHERE NOT pg_visible_in_snapshot(x.xip_txid, s.now_snap)),
+           fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.routes_enabled'))
+           AND fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
+           AND c.window_snapshot IS NULL
+           AND pg_current_xact_id_if_assigned() IS NULL
+           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(c))
+           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL))
+           AND NOT EXISTS (
+                   -- (a) a transaction of done's in-progress list, completed now, with a row
+                   -- (one index probe per such transaction: LATERAL ... LIMIT 1 keeps the
+                   -- planner from hashing the whole domain instead)
+                   SELECT 1
+                     FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
+                    CROSS JOIN LATERAL (SELECT 1 FROM event_outbox o
+                                         WHERE o.event_domain = c.event_domain AND o.txid = x.xip_txid
+                                         LIMIT 1) e
+                    WHERE pg_visible_in_snapshot(x.xip_txid, s.now_snap))
+           AND NOT EXISTS (
+                   -- (b) one range from done's xmax: visible now, or from another cluster
+                   SELECT 1
+                     FROM event_outbox o
+                    WHERE o.event_domain = c.event_domain
+                      AND o.txid >= pg_snapshot_xmax(coalesce(c.done_snapshot, '1:1:'::pg_snapshot))
+                      AND (pg_visible_in_snapshot(o.txid, s.now_snap) OR o.txid >= pg_snapshot_xmax(s.now_snap)))
+      FROM iu_route_worker_cursor c
+     CROSS JOIN (SELECT pg_current_snapshot() AS now_snap) s
+     WHERE c.worker_name = p_worker_name
+$$;
+
+--
 -- Name: fn_iu_route_worker_lock(text, text, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1746,21 +1803,28 @@ CREATE FUNCTION public.fn_iu_route_worker_lock(p_caller text, p_worker_name text
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    -- The advisory-lock class of this package's route workers ('iu' + 1): the second key
-    -- is the worker's lock_id, so no two workers share a lock.
-    k_class CONSTANT integer := 26997;
-    v_id    integer;
+    v_id integer;
 BEGIN
     SELECT cur.lock_id INTO v_id FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
     IF v_id IS NULL THEN
         PERFORM fn_iu_route_worker_not_registered(p_caller, p_worker_name);
     END IF;
     IF p_wait THEN
-        PERFORM pg_advisory_xact_lock(k_class, v_id);
+        PERFORM pg_advisory_xact_lock(fn_iu_route_worker_lock_class(), v_id);
         RETURN true;
     END IF;
-    RETURN pg_try_advisory_xact_lock(k_class, v_id);
+    RETURN fn_iu_route_worker_try_lock(v_id);
 END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_lock_class(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_lock_class() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT 26997
 $$;
 
 --
@@ -1791,6 +1855,172 @@ CREATE FUNCTION public.fn_iu_route_worker_page(p_event_domain text, p_done pg_sn
              ON rt.event_domain = p_event_domain
             AND rt.event_type = p.event_type
             AND rt.event_stream = p.event_stream
+$$;
+
+--
+-- Name: fn_iu_route_worker_pass(text, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    c              iu_route_worker_cursor%ROWTYPE;
+    t              iu_route_run_tally := ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+    v_routes_on    boolean;
+    v_worker_on    boolean;
+    v_reason       text;
+    v_problem      text;
+    v_foreign      boolean;
+    v_done         pg_snapshot;
+    v_done_moved   boolean := false;
+    v_window       pg_snapshot;
+    v_after_txid   xid8;
+    v_after_id     uuid;
+    v_opened_here  boolean := false;
+    v_before       integer;
+    v_page         integer;
+    v_page_limit   integer;
+    v_fallback_err text;
+    v_opened       integer := 0;
+    v_closed       integer := 0;
+    v_state        text;
+    v_msg          text;
+    v_holders      jsonb;
+    v_summary      jsonb;
+BEGIN
+    -- One run per worker at a time: a second run never waits, it reports busy.
+    IF NOT fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
+        RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
+                                  'reason', 'another run of this worker is in progress',
+                                  'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
+                                  'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
+    END IF;
+    SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+
+    -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
+    v_routes_on := fn_iu_core_routes_enabled() IS TRUE;
+    v_worker_on := fn_iu_route_worker_enabled() IS TRUE;
+    IF NOT (v_routes_on AND v_worker_on) THEN
+        v_reason := CASE WHEN NOT v_routes_on AND NOT v_worker_on THEN 'master_and_worker_gates_closed'
+                         WHEN NOT v_routes_on THEN 'master_gate_closed'
+                         ELSE 'worker_gate_closed' END;
+        PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+                                        jsonb_build_object('gated', true, 'reason', v_reason));
+        RETURN jsonb_build_object('worker', p_worker_name, 'event_domain', c.event_domain,
+                                  'gated', true, 'busy', false, 'reason', v_reason,
+                                  'gates', jsonb_build_object('iu_core.routes_enabled', v_routes_on,
+                                                              'iu_core.route_worker_enabled', v_worker_on),
+                                  'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
+                                  'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
+    END IF;
+
+    -- Cursor sanity (the stored position must belong to this cluster) and rows restored
+    -- from another cluster, in one statement: both checks are inlined, unguarded internals
+    -- (this function passed the guard above).
+    SELECT (SELECT k FROM fn_iu_route_worker_cursor_check(c) k LIMIT 1),
+           EXISTS (SELECT 1 FROM fn_iu_route_worker_foreign_rows(c.event_domain))
+      INTO v_problem, v_foreign;
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_run: %', v_problem
+            USING ERRCODE = 'IU002',
+                  HINT = format('The cursor comes from another cluster (dump/restore?). Re-anchor it: SELECT fn_iu_route_worker_reset_cursor(%L); the re-scan writes no duplicate attempts (idempotency keys).', p_worker_name);
+    END IF;
+    -- Rows restored from another cluster would stay invisible to every window: refuse and say so.
+    IF v_foreign THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_run: event_outbox holds % rows whose transaction ids come from another cluster (dump/restore?)',
+            quote_literal(c.event_domain)
+            USING ERRCODE = 'IU002',
+                  HINT = 'Re-stamp them: SELECT fn_iu_event_outbox_rebase_foreign_txids(); they are routed as one new window (duplicate-free: idempotency keys). If the cursor is foreign too, also SELECT fn_iu_route_worker_reset_cursor(...).';
+    END IF;
+
+    v_done       := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
+    v_window     := c.window_snapshot;
+    v_after_txid := c.window_txid;
+    v_after_id   := c.window_event_id;
+
+    LOOP
+        IF v_window IS NULL THEN
+            -- A fresh window: everything committed as of this statement.
+            v_window      := fn_iu_route_worker_snapshot();
+            v_opened_here := true;
+            v_opened      := v_opened + 1;
+            v_after_txid  := NULL;
+            v_after_id    := NULL;
+        END IF;
+        v_page_limit := p_batch_limit - t.claimed;
+        v_before     := t.claimed;
+
+        IF v_opened_here AND v_after_txid IS NULL
+           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_claim(c.event_domain, v_done, v_window, NULL, NULL, 1)) THEN
+            -- The first page of a window this run opened, and the window holds nothing (the
+            -- caught-up poll): one probe of the claim instead of the page statement and its
+            -- subtransaction. The empty window closes below, as a short page.
+            NULL;
+        ELSE
+            -- The common path: the whole page decided and audited in one statement (one
+            -- subtransaction); should it fail, the page again, one event per block.
+            BEGIN
+                t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                    v_after_txid, v_after_id, v_page_limit);
+            EXCEPTION WHEN OTHERS THEN
+                GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+                v_fallback_err := v_state || ': ' || v_msg;
+                t := fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                    v_after_txid, v_after_id, v_page_limit);
+            END;
+            IF cardinality(t.deliver_ids) > 0 THEN
+                t := fn_iu_route_worker_deliver_page(t, p_worker_name);
+            END IF;
+        END IF;
+
+        v_page := t.claimed - v_before;
+        IF v_page > 0 THEN
+            v_after_txid := t.last_txid;
+            v_after_id   := t.last_id;
+        END IF;
+        IF v_page < v_page_limit THEN
+            -- A short page: the window is exhausted and becomes the done snapshot.
+            v_done       := v_window;
+            v_done_moved := true;
+            v_window     := NULL;
+            v_after_txid := NULL;
+            v_after_id   := NULL;
+            v_closed     := v_closed + 1;
+            -- Open one more window only if this run did not open the one just closed.
+            EXIT WHEN v_opened_here OR t.claimed >= p_batch_limit;
+        ELSE
+            EXIT; -- the batch is full; the window stays open at (v_after_txid, v_after_id)
+        END IF;
+    END LOOP;
+
+    -- Who the position waits on: the in-progress transactions of the done and window
+    -- snapshots stored after this run. An idle run stores nothing, so its position is
+    -- still the cursor's done snapshot.
+    v_holders := CASE WHEN t.claimed = 0 AND c.window_snapshot IS NULL
+                      THEN fn_iu_route_worker_holders(c.done_snapshot, NULL)
+                      ELSE fn_iu_route_worker_holders(v_done, v_window) END;
+    v_summary := fn_iu_route_worker_summary(p_worker_name, c.event_domain, p_batch_limit, t,
+                                            v_window IS NOT NULL, v_opened, v_closed, v_fallback_err,
+                                            t.claimed = 0 AND c.window_snapshot IS NULL, v_holders);
+
+    IF t.claimed = 0 AND c.window_snapshot IS NULL THEN
+        -- Idle: nothing claimed and no window was open, so the position is unchanged (the
+        -- empty window just opened and closed adds nothing: the rows not visible in it are
+        -- exactly the rows not visible in done). Write nothing but a due heartbeat, so idle
+        -- polling neither consumes transaction ids nor leaves dead row versions behind.
+        IF EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL)) THEN
+            PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+                jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
+                                   'held_open_count', jsonb_array_length(v_holders)));
+        END IF;
+        RETURN v_summary;
+    END IF;
+    PERFORM fn_iu_route_worker_advance(p_worker_name, c.event_domain,
+                                       CASE WHEN v_done_moved THEN v_done END,
+                                       v_window, v_after_txid, v_after_id, t, v_summary);
+    RETURN v_summary;
+END;
 $$;
 
 --
@@ -1973,187 +2203,36 @@ CREATE FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit 
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
-    c              iu_route_worker_cursor%ROWTYPE;
-    t              iu_route_run_tally := ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL);
-    v_routes_on    boolean;
-    v_worker_on    boolean;
-    v_reason       text;
-    v_problem      text;
-    v_foreign      boolean;
-    v_done         pg_snapshot;
-    v_done_moved   boolean := false;
-    v_window       pg_snapshot;
-    v_after_txid   xid8;
-    v_after_id     uuid;
-    v_opened_here  boolean := false;
-    v_before       integer;
-    v_page         integer;
-    v_page_limit   integer;
-    v_fallback_err text;
-    v_opened       integer := 0;
-    v_closed       integer := 0;
-    v_state        text;
-    v_msg          text;
-    v_holders      jsonb;
-    v_summary      jsonb;
+    v_lock_id integer;
+    v_domain  text;
+    v_done    pg_snapshot;
+    v_waits   boolean;
+    v_quiet   boolean;
+    v_holders jsonb;
 BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_run');
+    -- The guard as an expression (it returns true or raises): no statement of its own.
+    IF NOT fn_iu_require_trusted_search_path('fn_iu_route_worker_run') THEN
+        RETURN NULL;
+    END IF;
     PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
     IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
             coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
     END IF;
 
-    -- One run per worker at a time: a second run never waits, it reports busy.
-    IF NOT fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
-        RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
-                                  'reason', 'another run of this worker is in progress',
-                                  'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
-                                  'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
+    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
+      INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
+      FROM fn_iu_route_worker_idle_probe(p_worker_name) p;
+    -- The lock only when quiet (left to right).
+    IF v_quiet AND fn_iu_route_worker_try_lock(v_lock_id) THEN
+        -- The holders of the position it keeps, described only when one still runs.
+        v_holders := CASE WHEN v_waits THEN fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
+        -- As the full pass reports an idle run: one empty window opened and closed.
+        RETURN fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
+                                          ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_route_run_tally,
+                                          false, 1, 1, NULL, true, v_holders);
     END IF;
-    SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
-
-    -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
-    v_routes_on := fn_iu_core_routes_enabled() IS TRUE;
-    v_worker_on := fn_iu_route_worker_enabled() IS TRUE;
-    IF NOT (v_routes_on AND v_worker_on) THEN
-        v_reason := CASE WHEN NOT v_routes_on AND NOT v_worker_on THEN 'master_and_worker_gates_closed'
-                         WHEN NOT v_routes_on THEN 'master_gate_closed'
-                         ELSE 'worker_gate_closed' END;
-        PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
-                                        jsonb_build_object('gated', true, 'reason', v_reason));
-        RETURN jsonb_build_object('worker', p_worker_name, 'event_domain', c.event_domain,
-                                  'gated', true, 'busy', false, 'reason', v_reason,
-                                  'gates', jsonb_build_object('iu_core.routes_enabled', v_routes_on,
-                                                              'iu_core.route_worker_enabled', v_worker_on),
-                                  'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
-                                  'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
-    END IF;
-
-    -- Cursor sanity (the stored position must belong to this cluster) and rows restored
-    -- from another cluster, in one statement: both checks are inlined, unguarded internals
-    -- (this function passed the guard above).
-    SELECT (SELECT k FROM fn_iu_route_worker_cursor_check(c) k LIMIT 1),
-           EXISTS (SELECT 1 FROM fn_iu_route_worker_foreign_rows(c.event_domain))
-      INTO v_problem, v_foreign;
-    IF v_problem IS NOT NULL THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_run: %', v_problem
-            USING ERRCODE = 'IU002',
-                  HINT = format('The cursor comes from another cluster (dump/restore?). Re-anchor it: SELECT fn_iu_route_worker_reset_cursor(%L); the re-scan writes no duplicate attempts (idempotency keys).', p_worker_name);
-    END IF;
-    -- Rows restored from another cluster would stay invisible to every window: refuse and say so.
-    IF v_foreign THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_run: event_outbox holds % rows whose transaction ids come from another cluster (dump/restore?)',
-            quote_literal(c.event_domain)
-            USING ERRCODE = 'IU002',
-                  HINT = 'Re-stamp them: SELECT fn_iu_event_outbox_rebase_foreign_txids(); they are routed as one new window (duplicate-free: idempotency keys). If the cursor is foreign too, also SELECT fn_iu_route_worker_reset_cursor(...).';
-    END IF;
-
-    v_done       := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
-    v_window     := c.window_snapshot;
-    v_after_txid := c.window_txid;
-    v_after_id   := c.window_event_id;
-
-    LOOP
-        IF v_window IS NULL THEN
-            -- A fresh window: everything committed as of this statement.
-            v_window      := fn_iu_route_worker_snapshot();
-            v_opened_here := true;
-            v_opened      := v_opened + 1;
-            v_after_txid  := NULL;
-            v_after_id    := NULL;
-        END IF;
-        v_page_limit := p_batch_limit - t.claimed;
-        v_before     := t.claimed;
-
-        IF v_opened_here AND v_after_txid IS NULL
-           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_claim(c.event_domain, v_done, v_window, NULL, NULL, 1)) THEN
-            -- The first page of a window this run opened, and the window holds nothing (the
-            -- caught-up poll): one probe of the claim instead of the page statement and its
-            -- subtransaction. The empty window closes below, as a short page.
-            NULL;
-        ELSE
-            -- The common path: the whole page decided and audited in one statement (one
-            -- subtransaction); should it fail, the page again, one event per block.
-            BEGIN
-                t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                    v_after_txid, v_after_id, v_page_limit);
-            EXCEPTION WHEN OTHERS THEN
-                GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-                v_fallback_err := v_state || ': ' || v_msg;
-                t := fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                    v_after_txid, v_after_id, v_page_limit);
-            END;
-            IF cardinality(t.deliver_ids) > 0 THEN
-                t := fn_iu_route_worker_deliver_page(t, p_worker_name);
-            END IF;
-        END IF;
-
-        v_page := t.claimed - v_before;
-        IF v_page > 0 THEN
-            v_after_txid := t.last_txid;
-            v_after_id   := t.last_id;
-        END IF;
-        IF v_page < v_page_limit THEN
-            -- A short page: the window is exhausted and becomes the done snapshot.
-            v_done       := v_window;
-            v_done_moved := true;
-            v_window     := NULL;
-            v_after_txid := NULL;
-            v_after_id   := NULL;
-            v_closed     := v_closed + 1;
-            -- Open one more window only if this run did not open the one just closed.
-            EXIT WHEN v_opened_here OR t.claimed >= p_batch_limit;
-        ELSE
-            EXIT; -- the batch is full; the window stays open at (v_after_txid, v_after_id)
-        END IF;
-    END LOOP;
-
-    v_holders := fn_iu_route_worker_holders(v_done, v_window);
-    v_summary := jsonb_build_object(
-        'worker', p_worker_name,
-        'event_domain', c.event_domain,
-        'gated', false,
-        'busy', false,
-        'batch_limit', p_batch_limit,
-        'claimed', t.claimed,
-        'attempts_written', t.attempts_written,
-        'dead_lettered', t.dead_lettered,
-        'dry_run', t.dry_run,
-        'disabled', t.disabled,
-        'skipped', t.skipped,
-        'failed', t.failed,
-        'sent', t.sent,
-        'already_attempted', t.already_attempted,
-        'caught_up', v_window IS NULL,
-        'window_open', v_window IS NOT NULL,
-        'windows_opened', v_opened,
-        'windows_closed', v_closed,
-        'fallback', v_fallback_err IS NOT NULL,
-        'idle', t.claimed = 0 AND c.window_snapshot IS NULL,
-        'held_open_count', jsonb_array_length(v_holders),
-        'held_open_by', v_holders,
-        'run_at', now());
-    IF v_fallback_err IS NOT NULL THEN
-        v_summary := v_summary || jsonb_build_object('fallback_error', left(v_fallback_err, 500));
-    END IF;
-
-    IF t.claimed = 0 AND c.window_snapshot IS NULL THEN
-        -- Idle: nothing claimed and no window was open, so the position is unchanged (the
-        -- empty window just opened and closed adds nothing: the rows not visible in it are
-        -- exactly the rows not visible in done). Write nothing but a due heartbeat, so idle
-        -- polling neither consumes transaction ids nor leaves dead row versions behind.
-        IF EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL)) THEN
-            PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
-                jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
-                                   'held_open_count', jsonb_array_length(v_holders)));
-        END IF;
-        RETURN v_summary;
-    END IF;
-    PERFORM fn_iu_route_worker_advance(p_worker_name, c.event_domain,
-                                       CASE WHEN v_done_moved THEN v_done END,
-                                       v_window, v_after_txid, v_after_id, t, v_summary);
-    RETURN v_summary;
+    RETURN fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
 END;
 $$;
 
@@ -2175,6 +2254,52 @@ BEGIN
             || (SELECT string_agg(x.xip::text, ',' ORDER BY x.xip)
                   FROM (SELECT pg_snapshot_xip(v_snap) AS xip UNION SELECT v_self) x))::pg_snapshot;
 END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_summary(text, text, integer, public.iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object(
+        'worker', p_worker_name,
+        'event_domain', p_event_domain,
+        'gated', false,
+        'busy', false,
+        'batch_limit', p_batch_limit,
+        'claimed', (p_tally).claimed,
+        'attempts_written', (p_tally).attempts_written,
+        'dead_lettered', (p_tally).dead_lettered,
+        'dry_run', (p_tally).dry_run,
+        'disabled', (p_tally).disabled,
+        'skipped', (p_tally).skipped,
+        'failed', (p_tally).failed,
+        'sent', (p_tally).sent,
+        'already_attempted', (p_tally).already_attempted,
+        'caught_up', NOT p_window_open,
+        'window_open', p_window_open,
+        'windows_opened', p_opened,
+        'windows_closed', p_closed,
+        'fallback', p_fallback_err IS NOT NULL,
+        'idle', p_idle,
+        'held_open_count', jsonb_array_length(p_holders),
+        'held_open_by', p_holders,
+        'run_at', now())
+        || CASE WHEN p_fallback_err IS NOT NULL
+                THEN jsonb_build_object('fallback_error', left(p_fallback_err, 500))
+                ELSE '{}'::jsonb END
+$$;
+
+--
+-- Name: fn_iu_route_worker_try_lock(integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_try_lock(p_lock_id integer) RETURNS boolean
+    LANGUAGE sql
+    AS $$
+    SELECT pg_try_advisory_xact_lock(fn_iu_route_worker_lock_class(), p_lock_id)
 $$;
 
 --
@@ -2236,26 +2361,25 @@ CREATE FUNCTION public.fn_iu_untrusted_roles(p_roles oid[]) RETURNS TABLE(role o
     LANGUAGE sql STABLE
     AS $$
     -- The trust rule, in one place: which of p_roles are untrusted. 0 is PUBLIC (everyone):
-    -- never trusted. pg_database_owner is read as the database's owner. A role that no
-    -- longer exists is not trusted. Written to be inlined (no SET, everything
-    -- pg_catalog-qualified, one SELECT) so the per-call guard pays for one cached plan, not
-    -- for a function call per role; it is only ever inlined into queries of functions that
-    -- pin search_path = pg_catalog.
+    -- never trusted. pg_database_owner (PostgreSQL 14+; to_regrole gives NULL on 13) is read
+    -- as the database's owner. Trusted means pg_has_role(role, owner, 'MEMBER'), which is
+    -- true for the owner itself, its members and every superuser (a superuser is a member
+    -- of every role), and false for a role that no longer exists. Membership and superuser
+    -- status come from the role caches, so the per-call guard scans no role table. Written
+    -- to be inlined (no SET, everything pg_catalog-qualified, one SELECT) so the guard pays
+    -- for one cached plan, not for a function call per role; it is only ever inlined into
+    -- queries of functions that pin search_path = pg_catalog.
     SELECT g.role
       FROM pg_catalog.unnest(p_roles) AS g(role)
      WHERE g.role = 0
-        OR NOT EXISTS (
-               SELECT 1
-                 FROM pg_catalog.pg_roles r
-                WHERE r.oid = CASE WHEN g.role = (SELECT o.oid FROM pg_catalog.pg_roles o WHERE o.rolname = 'pg_database_owner')
-                                   THEN (SELECT d.datdba FROM pg_catalog.pg_database d
-                                          WHERE d.datname = pg_catalog.current_database())
-                                   ELSE g.role END
-                  AND (r.rolsuper
-                       OR pg_catalog.pg_has_role(r.oid,
-                              (SELECT p.proowner FROM pg_catalog.pg_proc p
-                                WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure),
-                              'MEMBER')))
+        OR NOT coalesce(pg_catalog.pg_has_role(
+               CASE WHEN g.role = pg_catalog.to_regrole('pg_database_owner')
+                    THEN (SELECT d.datdba FROM pg_catalog.pg_database d
+                           WHERE d.datname = pg_catalog.current_database())
+                    ELSE g.role END,
+               (SELECT p.proowner FROM pg_catalog.pg_proc p
+                 WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure),
+               'MEMBER'), false)
 $$;
 
 --
@@ -5594,6 +5718,14 @@ REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids() FROM PUB
 GRANT ALL ON FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids() TO workflow_admin;
 
 --
+-- Name: FUNCTION fn_iu_gate_open(p_value text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_gate_open(p_value text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_gate_open(p_value text) TO workflow_admin;
+GRANT ALL ON FUNCTION public.fn_iu_gate_open(p_value text) TO dot_executor;
+
+--
 -- Name: FUNCTION fn_iu_is_blank(p_value text); Type: ACL; Schema: public; Owner: -
 --
 
@@ -5850,10 +5982,22 @@ GRANT ALL ON FUNCTION public.fn_iu_route_worker_health(p_worker_name text) TO wo
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_route_worker_idle_probe(p_worker_name text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_idle_probe(p_worker_name text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_lock_class(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_lock_class() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_not_registered(p_caller text, p_worker_name text); Type: ACL; Schema: public; Owner: -
@@ -5866,6 +6010,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_worker_not_registered(p_caller text, p
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid); Type: ACL; Schema: public; Owner: -
@@ -5907,6 +6057,18 @@ GRANT ALL ON FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_snapshot() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_try_lock(p_lock_id integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_try_lock(p_lock_id integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_search_path_create_threats(); Type: ACL; Schema: public; Owner: -

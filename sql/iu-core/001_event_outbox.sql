@@ -49,26 +49,25 @@ RETURNS TABLE (role oid)
 LANGUAGE sql STABLE
 AS $$
     -- The trust rule, in one place: which of p_roles are untrusted. 0 is PUBLIC (everyone):
-    -- never trusted. pg_database_owner is read as the database's owner. A role that no
-    -- longer exists is not trusted. Written to be inlined (no SET, everything
-    -- pg_catalog-qualified, one SELECT) so the per-call guard pays for one cached plan, not
-    -- for a function call per role; it is only ever inlined into queries of functions that
-    -- pin search_path = pg_catalog.
+    -- never trusted. pg_database_owner (PostgreSQL 14+; to_regrole gives NULL on 13) is read
+    -- as the database's owner. Trusted means pg_has_role(role, owner, 'MEMBER'), which is
+    -- true for the owner itself, its members and every superuser (a superuser is a member
+    -- of every role), and false for a role that no longer exists. Membership and superuser
+    -- status come from the role caches, so the per-call guard scans no role table. Written
+    -- to be inlined (no SET, everything pg_catalog-qualified, one SELECT) so the guard pays
+    -- for one cached plan, not for a function call per role; it is only ever inlined into
+    -- queries of functions that pin search_path = pg_catalog.
     SELECT g.role
       FROM pg_catalog.unnest(p_roles) AS g(role)
      WHERE g.role = 0
-        OR NOT EXISTS (
-               SELECT 1
-                 FROM pg_catalog.pg_roles r
-                WHERE r.oid = CASE WHEN g.role = (SELECT o.oid FROM pg_catalog.pg_roles o WHERE o.rolname = 'pg_database_owner')
-                                   THEN (SELECT d.datdba FROM pg_catalog.pg_database d
-                                          WHERE d.datname = pg_catalog.current_database())
-                                   ELSE g.role END
-                  AND (r.rolsuper
-                       OR pg_catalog.pg_has_role(r.oid,
-                              (SELECT p.proowner FROM pg_catalog.pg_proc p
-                                WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure),
-                              'MEMBER')))
+        OR NOT coalesce(pg_catalog.pg_has_role(
+               CASE WHEN g.role = pg_catalog.to_regrole('pg_database_owner')
+                    THEN (SELECT d.datdba FROM pg_catalog.pg_database d
+                           WHERE d.datname = pg_catalog.current_database())
+                    ELSE g.role END,
+               (SELECT p.proowner FROM pg_catalog.pg_proc p
+                 WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure),
+               'MEMBER'), false)
 $$;
 -- +goose StatementEnd
 
@@ -137,6 +136,11 @@ DECLARE
     v_what text;
     v_fix  text;
 BEGIN
+    -- The common answer first, as one existence probe (no aggregate, no text built); the
+    -- threats are only described when there are some.
+    IF NOT p_full AND NOT EXISTS (SELECT 1 FROM public.fn_iu_search_path_create_threats()) THEN
+        RETURN true;
+    END IF;
     IF p_full THEN
         SELECT pg_catalog.string_agg(pg_catalog.format('%s %s (%s)', t.threat, t.object, t.holder), '; '),
                pg_catalog.string_agg(t.fix, ' ')

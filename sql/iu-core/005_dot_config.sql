@@ -37,41 +37,62 @@ INSERT INTO dot_config (key, value, description) VALUES
     ('iu_core.routes_enabled',       'false', 'Master gate of iu-core routing. Only ''true'' opens it.'),
     ('iu_core.route_worker_enabled', 'false', 'Route worker kill-switch. Only ''true'' opens it.');
 
--- The gate readers run with search_path = pg_catalog, pg_temp and name the table as
--- public.dot_config: public is not on their path, so nothing planted there (an operator, a
--- function, a table) can be resolved by them, and they need no writable-schema guard
--- (fn_iu_require_trusted_search_path, 001). That keeps them cheap enough for every run of
--- every worker to read both. PostgreSQL never looks up functions or operators in pg_temp.
--- The body stays one plain SELECT over dot_config, so the runtime verification can run it
--- against simulated values.
+-- fn_iu_gate_open(p_value): THE gate rule, written once: a gate is open only when its key
+-- holds exactly 'true' (p_value is the stored value, NULL when the key is missing). Pure
+-- and inlinable SQL, so a reader or a run's idle probe plans it into its own statement.
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_gate_open(p_value text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(p_value = 'true', false)
+$$;
+-- +goose StatementEnd
+
+-- The gate readers run with search_path = pg_catalog, pg_temp and name the table and the
+-- rule as public.dot_config and public.fn_iu_gate_open: public is not on their path, so
+-- nothing planted there (an operator, a function, a table) can be resolved by them, and
+-- they need no writable-schema guard (fn_iu_require_trusted_search_path, 001). That keeps
+-- them cheap enough to call anywhere. PostgreSQL never looks up functions or operators in
+-- pg_temp. They are PL/pgSQL for the same reason: PostgreSQL re-parses and re-plans the
+-- body of a LANGUAGE sql function that cannot be inlined (SECURITY DEFINER, SET) on every
+-- call from a new statement, where PL/pgSQL plans its query once per session. The body
+-- stays one RETURN of one SELECT over public.dot_config, so the runtime verification can
+-- lift that SELECT out and run it against simulated values.
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_core_routes_enabled()
 RETURNS boolean
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'iu_core.routes_enabled'), false)
+BEGIN
+    RETURN (SELECT public.fn_iu_gate_open((SELECT c.value FROM public.dot_config c WHERE c.key = 'iu_core.routes_enabled')));
+END;
 $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_enabled()
 RETURNS boolean
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'iu_core.route_worker_enabled'), false)
+BEGIN
+    RETURN (SELECT public.fn_iu_gate_open((SELECT c.value FROM public.dot_config c WHERE c.key = 'iu_core.route_worker_enabled')));
+END;
 $$;
 -- +goose StatementEnd
 
 REVOKE ALL ON FUNCTION fn_dot_config_touch() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_core_routes_enabled() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_enabled() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_gate_open(text) FROM PUBLIC;
 
 -- +goose Down
 DROP FUNCTION fn_iu_route_worker_enabled();
 DROP FUNCTION fn_iu_core_routes_enabled();
+DROP FUNCTION fn_iu_gate_open(text);
 DROP TABLE dot_config;
 DROP FUNCTION fn_dot_config_touch();

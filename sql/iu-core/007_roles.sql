@@ -33,12 +33,16 @@ GRANT EXECUTE ON FUNCTION fn_iu_emit_event(text, text, text, text, text, text, t
     TO workflow_admin, dot_executor;
 GRANT EXECUTE ON FUNCTION fn_iu_core_routes_enabled() TO workflow_admin, dot_executor;
 GRANT EXECUTE ON FUNCTION fn_iu_route_worker_enabled() TO workflow_admin, dot_executor;
+-- The gate rule itself: pure (a value in, a boolean out, nothing read), so the runtime
+-- verification can evaluate the readers' bodies against simulated values as an operator.
+GRANT EXECUTE ON FUNCTION fn_iu_gate_open(text) TO workflow_admin, dot_executor;
 
 -- +goose Down
 REVOKE EXECUTE ON FUNCTION fn_iu_emit_event(text, text, text, text, text, text, text, jsonb)
     FROM workflow_admin, dot_executor;
 REVOKE EXECUTE ON FUNCTION fn_iu_core_routes_enabled() FROM workflow_admin, dot_executor;
 REVOKE EXECUTE ON FUNCTION fn_iu_route_worker_enabled() FROM workflow_admin, dot_executor;
+REVOKE EXECUTE ON FUNCTION fn_iu_gate_open(text) FROM workflow_admin, dot_executor;
 
 -- +goose StatementBegin
 DO $$

@@ -176,6 +176,31 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_lock_class: the advisory-lock class of this package's route workers
+-- ('iu' + 1); the second key is the worker's lock_id, so no two workers share a lock.
+-- fn_iu_route_worker_try_lock(p_lock_id): take that lock without waiting (true) or learn
+-- that another transaction holds it (false). Both inlinable SQL, so the idle path of a run
+-- takes the lock inside an expression, without a call.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_lock_class()
+RETURNS integer
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT 26997
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_try_lock(p_lock_id integer)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT pg_try_advisory_xact_lock(fn_iu_route_worker_lock_class(), p_lock_id)
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
 -- fn_iu_route_worker_lock: one run (or reset) per worker at a time.
 --   p_caller       the public function, for the error message
 --   p_worker_name  the worker (P0002 when not registered)
@@ -193,20 +218,17 @@ RETURNS boolean
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    -- The advisory-lock class of this package's route workers ('iu' + 1): the second key
-    -- is the worker's lock_id, so no two workers share a lock.
-    k_class CONSTANT integer := 26997;
-    v_id    integer;
+    v_id integer;
 BEGIN
     SELECT cur.lock_id INTO v_id FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
     IF v_id IS NULL THEN
         PERFORM fn_iu_route_worker_not_registered(p_caller, p_worker_name);
     END IF;
     IF p_wait THEN
-        PERFORM pg_advisory_xact_lock(k_class, v_id);
+        PERFORM pg_advisory_xact_lock(fn_iu_route_worker_lock_class(), v_id);
         RETURN true;
     END IF;
-    RETURN pg_try_advisory_xact_lock(k_class, v_id);
+    RETURN fn_iu_route_worker_try_lock(v_id);
 END;
 $$;
 -- +goose StatementEnd
@@ -1103,28 +1125,140 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- fn_iu_route_worker_run(p_worker_name, p_batch_limit DEFAULT 100) -> jsonb summary
--- One transactional pass of one worker, in the caller's transaction:
---   1. arguments (22023); the cursor row locked FOR NO KEY UPDATE SKIP LOCKED: when another
---      run holds it, {"busy": true} at once (no wait, no beat: the run holding it beats);
---      no row: P0002 with the register call as HINT
+-- fn_iu_route_worker_idle_probe(p_worker_name): the caught-up poll, answered by one planned
+-- statement. Returns the worker's lock_id, event_domain and done_snapshot; done_waits:
+-- a transaction in done_snapshot's in-progress list is still running (the position waits
+-- on it, fn_iu_route_worker_holders says who it is); and quiet = true only when a run
+-- would find nothing to do and nothing to write:
+--   both gates are open (fn_iu_gate_open over the two keys, as the gate readers read them),
+--   no window is open, the caller's transaction has no transaction id (its own uncommitted
+--   rows are the full pass's business), the cursor passes the cluster sanity rule
+--   (fn_iu_route_worker_cursor_check), no heartbeat is due (fn_iu_route_worker_beat_due),
+--   and the outbox holds no row of the domain that a window opened now would claim or that
+--   was restored from another cluster. That last test asks the claim's two questions
+--   without its order, keyset and limit: (a) a transaction in progress when done_snapshot
+--   was taken that has completed since and wrote a row of the domain; (b) a row at or above
+--   done_snapshot's xmax that is visible now, or that lies at or beyond this cluster's next
+--   transaction id (no transaction here wrote it: fn_iu_route_worker_foreign_rows' rule).
+--   It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
+--   return makes it say "not quiet" (a test holds the two together).
+-- Reads the cursor without the worker's lock: the caller takes the lock afterwards and
+-- only trusts quiet = true. A run that committed between this statement's snapshot and the
+-- lock either changed nothing, or routed events that are visible to this snapshot and not
+-- to the stale done_snapshot, so the probe finds them and says not quiet (then the full
+-- pass re-reads the cursor under the lock).
+-- No rows: the worker is not registered (the full pass says so, with the fix).
+-- Internal and unguarded: inlinable SQL, executed by nobody but the owner; its one caller,
+-- fn_iu_route_worker_run, is SECURITY DEFINER and passed the guard.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_idle_probe(p_worker_name text)
+RETURNS TABLE (lock_id integer, event_domain text, done_snapshot pg_snapshot, done_waits boolean, quiet boolean)
+LANGUAGE sql STABLE
+AS $$
+    SELECT c.lock_id, c.event_domain, c.done_snapshot,
+           EXISTS (SELECT 1 FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
+                    WHERE NOT pg_visible_in_snapshot(x.xip_txid, s.now_snap)),
+           fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.routes_enabled'))
+           AND fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
+           AND c.window_snapshot IS NULL
+           AND pg_current_xact_id_if_assigned() IS NULL
+           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(c))
+           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL))
+           AND NOT EXISTS (
+                   -- (a) a transaction of done's in-progress list, completed now, with a row
+                   -- (one index probe per such transaction: LATERAL ... LIMIT 1 keeps the
+                   -- planner from hashing the whole domain instead)
+                   SELECT 1
+                     FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
+                    CROSS JOIN LATERAL (SELECT 1 FROM event_outbox o
+                                         WHERE o.event_domain = c.event_domain AND o.txid = x.xip_txid
+                                         LIMIT 1) e
+                    WHERE pg_visible_in_snapshot(x.xip_txid, s.now_snap))
+           AND NOT EXISTS (
+                   -- (b) one range from done's xmax: visible now, or from another cluster
+                   SELECT 1
+                     FROM event_outbox o
+                    WHERE o.event_domain = c.event_domain
+                      AND o.txid >= pg_snapshot_xmax(coalesce(c.done_snapshot, '1:1:'::pg_snapshot))
+                      AND (pg_visible_in_snapshot(o.txid, s.now_snap) OR o.txid >= pg_snapshot_xmax(s.now_snap)))
+      FROM iu_route_worker_cursor c
+     CROSS JOIN (SELECT pg_current_snapshot() AS now_snap) s
+     WHERE c.worker_name = p_worker_name
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_summary: the summary of a run that was not gated and not busy, the
+-- one shape both the idle path and the full pass return. Inlinable SQL (the caller passes
+-- plain values: computed holders, not a call), so building it costs no call.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_summary(
+    p_worker_name  text,
+    p_event_domain text,
+    p_batch_limit  integer,
+    p_tally        iu_route_run_tally,
+    p_window_open  boolean,
+    p_opened       integer,
+    p_closed       integer,
+    p_fallback_err text,
+    p_idle         boolean,
+    p_holders      jsonb
+)
+RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$
+    SELECT jsonb_build_object(
+        'worker', p_worker_name,
+        'event_domain', p_event_domain,
+        'gated', false,
+        'busy', false,
+        'batch_limit', p_batch_limit,
+        'claimed', (p_tally).claimed,
+        'attempts_written', (p_tally).attempts_written,
+        'dead_lettered', (p_tally).dead_lettered,
+        'dry_run', (p_tally).dry_run,
+        'disabled', (p_tally).disabled,
+        'skipped', (p_tally).skipped,
+        'failed', (p_tally).failed,
+        'sent', (p_tally).sent,
+        'already_attempted', (p_tally).already_attempted,
+        'caught_up', NOT p_window_open,
+        'window_open', p_window_open,
+        'windows_opened', p_opened,
+        'windows_closed', p_closed,
+        'fallback', p_fallback_err IS NOT NULL,
+        'idle', p_idle,
+        'held_open_count', jsonb_array_length(p_holders),
+        'held_open_by', p_holders,
+        'run_at', now())
+        || CASE WHEN p_fallback_err IS NOT NULL
+                THEN jsonb_build_object('fallback_error', left(p_fallback_err, 500))
+                ELSE '{}'::jsonb END
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_pass(p_worker_name, p_batch_limit) -> jsonb summary: the full pass of
+-- fn_iu_route_worker_run, for every run its idle path does not answer. Internal (nobody
+-- but the owner may execute it); it runs inside the run, under its pinned search_path and
+-- plan_cache_mode, after its guard and argument checks.
+--   1. the worker's advisory lock, without waiting: when another run holds it,
+--      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
+--      P0002 with the register call as HINT
 --   2. the dual fail-closed gate (master AND worker): closed -> {"gated": true, "reason"},
 --      nothing claimed, the cursor untouched, the heartbeat beaten (an invoked worker is alive)
 --   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
 --   4. pages until the batch is full or the windows are exhausted: decide_page (or
 --      decide_each when the page statement fails), then deliver_page
---   5. fn_iu_route_worker_advance: the cursor, the counters, the heartbeat
+--   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat;
+--      otherwise fn_iu_route_worker_advance: the cursor, the counters, the heartbeat
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
-CREATE FUNCTION fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer DEFAULT 100)
+CREATE FUNCTION fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer)
 RETURNS jsonb
 LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = public, pg_temp
--- The page statement's plan is the same for every call (two index range scans whose bounds
--- are parameters); re-planning it per call (the custom plans "auto" keeps choosing) costs
--- more than a batch of 100 takes to route. The setting holds for the helpers it calls.
-SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     c              iu_route_worker_cursor%ROWTYPE;
@@ -1151,13 +1285,6 @@ DECLARE
     v_holders      jsonb;
     v_summary      jsonb;
 BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_run');
-    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
-    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
-            coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
-    END IF;
-
     -- One run per worker at a time: a second run never waits, it reports busy.
     IF NOT fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
         RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
@@ -1263,34 +1390,15 @@ BEGIN
         END IF;
     END LOOP;
 
-    v_holders := fn_iu_route_worker_holders(v_done, v_window);
-    v_summary := jsonb_build_object(
-        'worker', p_worker_name,
-        'event_domain', c.event_domain,
-        'gated', false,
-        'busy', false,
-        'batch_limit', p_batch_limit,
-        'claimed', t.claimed,
-        'attempts_written', t.attempts_written,
-        'dead_lettered', t.dead_lettered,
-        'dry_run', t.dry_run,
-        'disabled', t.disabled,
-        'skipped', t.skipped,
-        'failed', t.failed,
-        'sent', t.sent,
-        'already_attempted', t.already_attempted,
-        'caught_up', v_window IS NULL,
-        'window_open', v_window IS NOT NULL,
-        'windows_opened', v_opened,
-        'windows_closed', v_closed,
-        'fallback', v_fallback_err IS NOT NULL,
-        'idle', t.claimed = 0 AND c.window_snapshot IS NULL,
-        'held_open_count', jsonb_array_length(v_holders),
-        'held_open_by', v_holders,
-        'run_at', now());
-    IF v_fallback_err IS NOT NULL THEN
-        v_summary := v_summary || jsonb_build_object('fallback_error', left(v_fallback_err, 500));
-    END IF;
+    -- Who the position waits on: the in-progress transactions of the done and window
+    -- snapshots stored after this run. An idle run stores nothing, so its position is
+    -- still the cursor's done snapshot.
+    v_holders := CASE WHEN t.claimed = 0 AND c.window_snapshot IS NULL
+                      THEN fn_iu_route_worker_holders(c.done_snapshot, NULL)
+                      ELSE fn_iu_route_worker_holders(v_done, v_window) END;
+    v_summary := fn_iu_route_worker_summary(p_worker_name, c.event_domain, p_batch_limit, t,
+                                            v_window IS NOT NULL, v_opened, v_closed, v_fallback_err,
+                                            t.claimed = 0 AND c.window_snapshot IS NULL, v_holders);
 
     IF t.claimed = 0 AND c.window_snapshot IS NULL THEN
         -- Idle: nothing claimed and no window was open, so the position is unchanged (the
@@ -1308,6 +1416,68 @@ BEGIN
                                        CASE WHEN v_done_moved THEN v_done END,
                                        v_window, v_after_txid, v_after_id, t, v_summary);
     RETURN v_summary;
+END;
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_run(p_worker_name, p_batch_limit DEFAULT 100) -> jsonb summary
+-- One transactional pass of one worker, in the caller's transaction:
+--   1. the writable-schema guard, then the arguments (22023)
+--   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
+--      window, a sane cursor, no beat due, nothing to claim) and the worker's lock is free,
+--      the run returns the idle summary without another
+--      statement: nothing claimed, nothing written (no transaction id, no WAL, no dead
+--      row version), the same summary the full pass gives an idle run
+--   3. otherwise the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
+--      pages of decisions and audit rows, the cursor, the counters and the heartbeat
+-- The idle path is most of what a caught-up worker polling every second does, so it is
+-- kept to the guard, one probe statement and expressions; every case it does not answer
+-- exactly (a window open, a due heartbeat, a foreign cursor or rows, a closed gate, a busy
+-- lock, an unregistered worker) goes to the full pass, which decides it as before.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer DEFAULT 100)
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = public, pg_temp
+-- The page statement's plan is the same for every call (two index range scans whose bounds
+-- are parameters); re-planning it per call (the custom plans "auto" keeps choosing) costs
+-- more than a batch of 100 takes to route. The setting holds for the helpers it calls.
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_lock_id integer;
+    v_domain  text;
+    v_done    pg_snapshot;
+    v_waits   boolean;
+    v_quiet   boolean;
+    v_holders jsonb;
+BEGIN
+    -- The guard as an expression (it returns true or raises): no statement of its own.
+    IF NOT fn_iu_require_trusted_search_path('fn_iu_route_worker_run') THEN
+        RETURN NULL;
+    END IF;
+    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
+            coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+
+    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
+      INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
+      FROM fn_iu_route_worker_idle_probe(p_worker_name) p;
+    -- The lock only when quiet (left to right).
+    IF v_quiet AND fn_iu_route_worker_try_lock(v_lock_id) THEN
+        -- The holders of the position it keeps, described only when one still runs.
+        v_holders := CASE WHEN v_waits THEN fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
+        -- As the full pass reports an idle run: one empty window opened and closed.
+        RETURN fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
+                                          ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_route_run_tally,
+                                          false, 1, 1, NULL, true, v_holders);
+    END IF;
+    RETURN fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
 END;
 $$;
 -- +goose StatementEnd
@@ -1680,6 +1850,11 @@ REVOKE ALL ON FUNCTION fn_iu_route_worker_beat(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_route_run_tally, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_register(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_run(text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_pass(text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_idle_probe(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_summary(text, text, integer, iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_lock_class() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_try_lock(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_replay(uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_reset_cursor(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_health(text) FROM PUBLIC;
@@ -1705,6 +1880,9 @@ DROP VIEW v_iu_route_worker_status;
 DROP FUNCTION fn_iu_route_worker_reset_cursor(text);
 DROP FUNCTION fn_iu_route_dead_letter_replay(uuid);
 DROP FUNCTION fn_iu_route_worker_run(text, integer);
+DROP FUNCTION fn_iu_route_worker_pass(text, integer);
+DROP FUNCTION fn_iu_route_worker_summary(text, text, integer, iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb);
+DROP FUNCTION fn_iu_route_worker_idle_probe(text);
 DROP FUNCTION fn_iu_route_worker_register(text, text);
 DROP FUNCTION fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_route_run_tally, jsonb);
 DROP FUNCTION fn_iu_route_attempt_tally_add(text, text, integer, integer);
@@ -1728,6 +1906,8 @@ DROP FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uui
 DROP FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor);
 DROP FUNCTION fn_iu_route_worker_cursor_check(iu_route_worker_cursor);
 DROP FUNCTION fn_iu_route_worker_lock(text, text, boolean);
+DROP FUNCTION fn_iu_route_worker_try_lock(integer);
+DROP FUNCTION fn_iu_route_worker_lock_class();
 DROP FUNCTION fn_iu_route_worker_not_registered(text, text);
 DROP FUNCTION fn_iu_route_worker_require_name(text, text);
 DROP FUNCTION fn_iu_route_idempotency_key(text, text, uuid);

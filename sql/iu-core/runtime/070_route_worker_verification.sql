@@ -65,8 +65,13 @@ BEGIN
             v_bad := v_bad || (v_fn || ': missing');
             CONTINUE;
         END IF;
-        IF v_lang <> 'sql' OR v_body ~* '\mpg_temp\s*\.\s*dot_config\M' OR v_body !~* '^\s*select\M' THEN
-            v_bad := v_bad || (v_fn || ': body cannot be simulated (not a plain LANGUAGE sql SELECT over dot_config or public.dot_config); inspect it by hand');
+        -- A PL/pgSQL reader is BEGIN RETURN (<one SELECT>); END: simulate that SELECT.
+        IF v_lang = 'plpgsql' THEN
+            v_body := substring(v_body FROM '(?is)^\s*BEGIN\s+RETURN\s*\((.*)\)\s*;\s*END\s*;?\s*$');
+            v_lang := 'sql';
+        END IF;
+        IF v_lang <> 'sql' OR v_body IS NULL OR v_body ~* '\mpg_temp\s*\.\s*dot_config\M' OR v_body !~* '^\s*select\M' THEN
+            v_bad := v_bad || (v_fn || ': body cannot be simulated (not one SELECT over dot_config or public.dot_config, as LANGUAGE sql or as a PL/pgSQL BEGIN RETURN (SELECT ...); END); inspect it by hand');
             CONTINUE;
         END IF;
         -- public.dot_config (a reader pinned to search_path = pg_catalog names it so) reads
@@ -177,8 +182,13 @@ w3 AS (
            (SELECT value FROM dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_value,
            nullif(current_setting('iu_verify.w3_master_reads', true), '')::boolean AS master_reads,
            nullif(current_setting('iu_verify.w3_worker_reads', true), '')::boolean AS worker_reads,
+           -- A run consults both gates on both of its paths: the full pass calls both
+           -- readers, the idle probe applies the gate rule to both keys.
            coalesce((SELECT p.prosrc ~ '\mfn_iu_core_routes_enabled\M' AND p.prosrc ~ '\mfn_iu_route_worker_enabled\M'
-                       FROM pg_proc p WHERE p.oid = to_regprocedure('fn_iu_route_worker_run(text,integer)')), false) AS run_checks_both
+                       FROM pg_proc p WHERE p.oid = to_regprocedure('fn_iu_route_worker_pass(text,integer)')), false)
+           AND coalesce((SELECT p.prosrc ~ '\mfn_iu_gate_open\M' AND p.prosrc ~ '''iu_core\.routes_enabled'''
+                                AND p.prosrc ~ '''iu_core\.route_worker_enabled'''
+                           FROM pg_proc p WHERE p.oid = to_regprocedure('fn_iu_route_worker_idle_probe(text)')), false) AS run_checks_both
 ),
 w4 AS (
     SELECT c.worker_name, c.event_domain, c.system_identifier,

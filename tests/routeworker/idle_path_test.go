@@ -1,0 +1,224 @@
+package routeworker
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/iu-core/event-worker/internal/pgtest"
+)
+
+// probeQuiet asks the run's idle probe (as the owner, the way fn_iu_route_worker_run asks
+// it) whether a run would be answered by the idle path.
+func probeQuiet(t testing.TB, q querier, worker string) bool {
+	t.Helper()
+	var quiet *bool
+	if err := q.QueryRow(pgtest.Ctx(t), `SELECT quiet FROM fn_iu_route_worker_idle_probe($1)`, worker).Scan(&quiet); err != nil {
+		t.Fatalf("idle probe: %v", err)
+	}
+	return quiet != nil && *quiet
+}
+
+// claimHasRows asks the claim itself whether a window opened now would claim anything.
+func claimHasRows(t testing.TB, q querier, worker string) bool {
+	t.Helper()
+	var has bool
+	if err := q.QueryRow(pgtest.Ctx(t), `
+		SELECT EXISTS (SELECT 1 FROM iu_route_worker_cursor c,
+		                      fn_iu_route_worker_claim(c.event_domain, c.done_snapshot, pg_current_snapshot(), NULL, NULL, 1)
+		                WHERE c.worker_name = $1)`, worker).Scan(&has); err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	return has
+}
+
+// caughtUpAndFresh routes everything and leaves the worker with a fresh beat, so the
+// next run is a candidate for the idle path.
+func caughtUpAndFresh(t *testing.T, db *pgtest.DB, worker string) {
+	t.Helper()
+	runUntilCaughtUp(t, db.Pool, worker, 100)
+	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now(), status = 'ok', ticks_total = greatest(ticks_total, 1),
+	                   last_beat_payload = '{}' WHERE executor_id = $1`, worker)
+	if !probeQuiet(t, db.Pool, worker) {
+		t.Fatal("a caught-up worker with a fresh beat must be quiet")
+	}
+}
+
+// Rule: the idle path answers exactly as the full pass would. A caught-up worker's run is
+// answered by the idle probe and one expression, and its summary is the full pass's idle
+// summary, key for key and value for value (run_at aside).
+func TestIdlePath_SummaryIsTheFullPassSummary(t *testing.T) {
+	t.Parallel()
+	db, b := setup(t)
+	emit(t, db.Pool, "iu", typDry, 2)
+	caughtUpAndFresh(t, db, b.worker)
+
+	fast := run(t, db.Pool, b.worker, 100)
+	var full map[string]any
+	db.QueryRow(t, `SELECT fn_iu_route_worker_pass($1, 100)`, []any{b.worker}, &full)
+	delete(fast, "run_at")
+	delete(full, "run_at")
+	if len(fast) != len(full) {
+		t.Fatalf("idle path keys %d, full pass keys %d:\n%v\n%v", len(fast), len(full), fast, full)
+	}
+	for k, v := range full {
+		fj, _ := json.Marshal(fast[k])
+		vj, _ := json.Marshal(v)
+		if _, ok := fast[k]; !ok || string(fj) != string(vj) {
+			t.Errorf("key %s: idle path %v, full pass %v", k, fast[k], v)
+		}
+	}
+	if fast["idle"] != true || fast["caught_up"] != true {
+		t.Fatalf("not an idle summary: %v", fast)
+	}
+}
+
+// Rule: the idle path never hides work. Whatever the claim would return, whatever the full
+// pass must refuse or beat for, makes the probe say "not quiet", so the run takes the full
+// pass and gives the right answer: a committed event is claimed; an event of a transaction
+// that was in progress when the position was stored (it committed later) is claimed; rows
+// restored from another cluster and a cursor from another cluster are refused with IU002;
+// a closed gate is reported gated; an open window is continued; a due beat is written; a
+// caller whose transaction already wrote goes the full way.
+func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
+	t.Parallel()
+	ctx := pgtest.Ctx(t)
+
+	t.Run("committed event", func(t *testing.T) {
+		t.Parallel()
+		db, b := setup(t)
+		caughtUpAndFresh(t, db, b.worker)
+		emit1(t, db.Pool, typDry)
+		if !claimHasRows(t, db.Pool, b.worker) || probeQuiet(t, db.Pool, b.worker) {
+			t.Fatal("a committed event: the claim has it, the probe must not be quiet")
+		}
+		requireCounts(t, run(t, db.Pool, b.worker, 100), map[string]int{"claimed": 1})
+	})
+
+	t.Run("late commit of a transaction in the stored position", func(t *testing.T) {
+		t.Parallel()
+		db, b := setup(t)
+		late := db.Conn(t)
+		tx, err := late.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(context.Background()) //nolint:errcheck
+		if _, err := tx.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+			t.Fatal(err)
+		}
+		emit1(t, db.Pool, typDry) // routed while the late transaction runs: it lands in done's in-progress list
+		caughtUpAndFresh(t, db, b.worker)
+		var inDone bool
+		db.QueryRow(t, `SELECT EXISTS (SELECT 1 FROM iu_route_worker_cursor c, pg_snapshot_xip(c.done_snapshot) x
+		                                 WHERE c.worker_name = $1)`, []any{b.worker}, &inDone)
+		if !inDone {
+			t.Fatal("setup: the stored position lists no transaction in progress")
+		}
+		id := emit1(t, tx, typDry)
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !claimHasRows(t, db.Pool, b.worker) || probeQuiet(t, db.Pool, b.worker) {
+			t.Fatal("a late commit: the claim has it, the probe must not be quiet")
+		}
+		requireCounts(t, run(t, db.Pool, b.worker, 100), map[string]int{"claimed": 1})
+		if attemptCount(t, db, id) != 1 {
+			t.Fatal("the late event was not routed")
+		}
+	})
+
+	t.Run("rows from another cluster", func(t *testing.T) {
+		t.Parallel()
+		db, b := setup(t)
+		caughtUpAndFresh(t, db, b.worker)
+		db.Exec(t, `ALTER TABLE event_outbox DROP CONSTRAINT event_outbox_txid_is_inserter`)
+		db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, txid) VALUES ('iu', 'dry', 's', '900000000')`)
+		db.Exec(t, `ALTER TABLE event_outbox ADD CONSTRAINT event_outbox_txid_is_inserter
+		            CHECK (txid = pg_catalog.pg_current_xact_id()) NOT VALID`)
+		if probeQuiet(t, db.Pool, b.worker) {
+			t.Fatal("foreign rows: the probe must not be quiet")
+		}
+		_, err := runErr(t, db.Pool, b.worker, 100)
+		pgtest.RequireSQLState(t, err, "IU002")
+	})
+
+	t.Run("cursor from another cluster", func(t *testing.T) {
+		t.Parallel()
+		db, b := setup(t)
+		caughtUpAndFresh(t, db, b.worker)
+		db.Exec(t, `UPDATE iu_route_worker_cursor SET system_identifier = system_identifier + 1 WHERE worker_name = $1`, b.worker)
+		if probeQuiet(t, db.Pool, b.worker) {
+			t.Fatal("a foreign cursor: the probe must not be quiet")
+		}
+		_, err := runErr(t, db.Pool, b.worker, 100)
+		pgtest.RequireSQLState(t, err, "IU002")
+	})
+
+	t.Run("closed gate", func(t *testing.T) {
+		t.Parallel()
+		db, b := setup(t)
+		caughtUpAndFresh(t, db, b.worker)
+		for _, key := range []string{"iu_core.routes_enabled", "iu_core.route_worker_enabled"} {
+			db.Exec(t, `UPDATE dot_config SET value = 'TRUE' WHERE key = $1`, key)
+			if probeQuiet(t, db.Pool, b.worker) {
+				t.Fatalf("gate %s reads 'TRUE' (closed): the probe must not be quiet", key)
+			}
+			if m := run(t, db.Pool, b.worker, 100); m["gated"] != true {
+				t.Fatalf("gate %s closed: want a gated run, got %v", key, m)
+			}
+			db.Exec(t, `UPDATE dot_config SET value = 'true' WHERE key = $1`, key)
+		}
+	})
+
+	t.Run("open window", func(t *testing.T) {
+		t.Parallel()
+		db, b := setup(t)
+		emit(t, db.Pool, "iu", typDry, 3)
+		requireCounts(t, run(t, db.Pool, b.worker, 2), map[string]int{"claimed": 2}) // the window stays open
+		if probeQuiet(t, db.Pool, b.worker) {
+			t.Fatal("an open window: the probe must not be quiet")
+		}
+		requireCounts(t, run(t, db.Pool, b.worker, 2), map[string]int{"claimed": 1})
+	})
+
+	t.Run("beat due", func(t *testing.T) {
+		t.Parallel()
+		db, b := setup(t)
+		caughtUpAndFresh(t, db, b.worker)
+		db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = $1`, b.worker)
+		if probeQuiet(t, db.Pool, b.worker) {
+			t.Fatal("a due beat: the probe must not be quiet")
+		}
+		run(t, db.Pool, b.worker, 100)
+		var age float64
+		db.QueryRow(t, `SELECT extract(epoch FROM now() - last_beat_at) FROM queue_heartbeat WHERE executor_id = $1`, []any{b.worker}, &age)
+		if age > 5 {
+			t.Fatalf("the due beat was not written (age %.0f s)", age)
+		}
+	})
+
+	t.Run("caller's transaction already wrote", func(t *testing.T) {
+		t.Parallel()
+		db, b := setup(t)
+		caughtUpAndFresh(t, db, b.worker)
+		tx, err := db.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(context.Background()) //nolint:errcheck
+		id := emit1(t, tx, typDry)
+		if probeQuiet(t, tx, b.worker) {
+			t.Fatal("a caller with its own rows: the probe must not be quiet")
+		}
+		// Its own rows wait for its commit (the window lists the caller as in progress).
+		requireCounts(t, run(t, tx, b.worker, 100), map[string]int{"claimed": 0})
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		requireCounts(t, run(t, db.Pool, b.worker, 100), map[string]int{"claimed": 1})
+		if attemptCount(t, db, id) != 1 {
+			t.Fatal("the caller's event was not routed after its commit")
+		}
+	})
+}
