@@ -1766,33 +1766,47 @@ CREATE FUNCTION public.fn_iu_route_worker_idle_probe(p_worker_name text) RETURNS
     AS $$
     SELECT c.lock_id, c.event_domain, c.done_snapshot,
            EXISTS (SELECT 1 FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
-                    WHERE NOT pg_visible_in_snapshot(x.xip_txid, s.now_snap)),
+                    WHERE NOT pg_visible_in_snapshot(x.xip_txid, pg_current_snapshot())),
            fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.routes_enabled'))
            AND fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
            AND c.window_snapshot IS NULL
            AND pg_current_xact_id_if_assigned() IS NULL
            AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(c))
            AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL))
-           AND NOT EXISTS (
-                   -- (a) a transaction of done's in-progress list, completed now, with a row
-                   -- (one index probe per such transaction: LATERAL ... LIMIT 1 keeps the
-                   -- planner from hashing the whole domain instead)
-                   SELECT 1
-                     FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
-                    CROSS JOIN LATERAL (SELECT 1 FROM event_outbox o
-                                         WHERE o.event_domain = c.event_domain AND o.txid = x.xip_txid
-                                         LIMIT 1) e
-                    WHERE pg_visible_in_snapshot(x.xip_txid, s.now_snap))
-           AND NOT EXISTS (
-                   -- (b) one range from done's xmax: visible now, or from another cluster
-                   SELECT 1
-                     FROM event_outbox o
-                    WHERE o.event_domain = c.event_domain
-                      AND o.txid >= pg_snapshot_xmax(coalesce(c.done_snapshot, '1:1:'::pg_snapshot))
-                      AND (pg_visible_in_snapshot(o.txid, s.now_snap) OR o.txid >= pg_snapshot_xmax(s.now_snap)))
       FROM iu_route_worker_cursor c
-     CROSS JOIN (SELECT pg_current_snapshot() AS now_snap) s
      WHERE c.worker_name = p_worker_name
+$$;
+
+--
+-- Name: fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot) RETURNS SETOF text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT 'late_commit'
+      FROM pg_snapshot_xip(p_done) AS x(xip_txid)
+     CROSS JOIN LATERAL (SELECT 1 FROM event_outbox o
+                          WHERE o.event_domain = p_event_domain
+                            AND o.txid = x.xip_txid
+                            AND o.txid >= pg_snapshot_xmin(p_done)
+                            AND o.txid < pg_snapshot_xmax(p_done)
+                          LIMIT 1) e          -- LATERAL ... LIMIT 1: one probe, never a hash of the domain
+     WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
+    UNION ALL
+    SELECT 'new'
+      FROM (SELECT 1 FROM event_outbox o
+             WHERE o.event_domain = p_event_domain
+               AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+               AND o.txid < pg_snapshot_xmax(p_now)
+               AND pg_visible_in_snapshot(o.txid, p_now)
+             LIMIT 1) b
+    UNION ALL
+    SELECT 'foreign'
+      FROM (SELECT 1 FROM event_outbox o
+             WHERE o.event_domain = p_event_domain
+               AND o.txid >= pg_snapshot_xmax(p_now)
+             LIMIT 1) f
 $$;
 
 --
@@ -2223,8 +2237,11 @@ BEGIN
     SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
       INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
       FROM fn_iu_route_worker_idle_probe(p_worker_name) p;
-    -- The lock only when quiet (left to right).
-    IF v_quiet AND fn_iu_route_worker_try_lock(v_lock_id) THEN
+    -- Then the outbox, with the position as values (pruned when the statement starts);
+    -- the lock only when both are quiet.
+    IF v_quiet
+       AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()))
+       AND fn_iu_route_worker_try_lock(v_lock_id) THEN
         -- The holders of the position it keeps, described only when one still runs.
         v_holders := CASE WHEN v_waits THEN fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
         -- As the full pass reports an idle run: one empty window opened and closed.
@@ -5986,6 +6003,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_worker_holders(p_done pg_snapshot, p_w
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_idle_probe(p_worker_name text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean); Type: ACL; Schema: public; Owner: -

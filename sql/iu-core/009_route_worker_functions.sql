@@ -1125,28 +1125,22 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
--- fn_iu_route_worker_idle_probe(p_worker_name): the caught-up poll, answered by one planned
--- statement. Returns the worker's lock_id, event_domain and done_snapshot; done_waits:
--- a transaction in done_snapshot's in-progress list is still running (the position waits
--- on it, fn_iu_route_worker_holders says who it is); and quiet = true only when a run
--- would find nothing to do and nothing to write:
+-- fn_iu_route_worker_idle_probe(p_worker_name): the caught-up poll's first question, about
+-- the worker itself, in one planned statement. Returns the worker's lock_id, event_domain
+-- and done_snapshot; done_waits: a transaction in done_snapshot's in-progress list is still
+-- running (the position waits on it, fn_iu_route_worker_holders says who it is); and
+-- quiet = true only when
 --   both gates are open (fn_iu_gate_open over the two keys, as the gate readers read them),
 --   no window is open, the caller's transaction has no transaction id (its own uncommitted
 --   rows are the full pass's business), the cursor passes the cluster sanity rule
---   (fn_iu_route_worker_cursor_check), no heartbeat is due (fn_iu_route_worker_beat_due),
---   and the outbox holds no row of the domain that a window opened now would claim or that
---   was restored from another cluster. That last test asks the claim's two questions
---   without its order, keyset and limit: (a) a transaction in progress when done_snapshot
---   was taken that has completed since and wrote a row of the domain; (b) a row at or above
---   done_snapshot's xmax that is visible now, or that lies at or beyond this cluster's next
---   transaction id (no transaction here wrote it: fn_iu_route_worker_foreign_rows' rule).
---   It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
---   return makes it say "not quiet" (a test holds the two together).
+--   (fn_iu_route_worker_cursor_check) and no heartbeat is due (fn_iu_route_worker_beat_due).
+-- The outbox is asked separately (fn_iu_route_worker_idle_rows), with the position as
+-- plain values, so partition pruning happens when the statement starts.
 -- Reads the cursor without the worker's lock: the caller takes the lock afterwards and
--- only trusts quiet = true. A run that committed between this statement's snapshot and the
--- lock either changed nothing, or routed events that are visible to this snapshot and not
--- to the stale done_snapshot, so the probe finds them and says not quiet (then the full
--- pass re-reads the cursor under the lock).
+-- only trusts a quiet answer. A run that committed between this statement's snapshot and
+-- the lock either changed nothing, or routed events that are visible to the outbox
+-- question's snapshot and not to the stale done_snapshot, so that question finds them
+-- and the full pass re-reads the cursor under the lock.
 -- No rows: the worker is not registered (the full pass says so, with the fix).
 -- Internal and unguarded: inlinable SQL, executed by nobody but the owner; its one caller,
 -- fn_iu_route_worker_run, is SECURITY DEFINER and passed the guard.
@@ -1158,33 +1152,63 @@ LANGUAGE sql STABLE
 AS $$
     SELECT c.lock_id, c.event_domain, c.done_snapshot,
            EXISTS (SELECT 1 FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
-                    WHERE NOT pg_visible_in_snapshot(x.xip_txid, s.now_snap)),
+                    WHERE NOT pg_visible_in_snapshot(x.xip_txid, pg_current_snapshot())),
            fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.routes_enabled'))
            AND fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
            AND c.window_snapshot IS NULL
            AND pg_current_xact_id_if_assigned() IS NULL
            AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(c))
            AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL))
-           AND NOT EXISTS (
-                   -- (a) a transaction of done's in-progress list, completed now, with a row
-                   -- (one index probe per such transaction: LATERAL ... LIMIT 1 keeps the
-                   -- planner from hashing the whole domain instead)
-                   SELECT 1
-                     FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
-                    CROSS JOIN LATERAL (SELECT 1 FROM event_outbox o
-                                         WHERE o.event_domain = c.event_domain AND o.txid = x.xip_txid
-                                         LIMIT 1) e
-                    WHERE pg_visible_in_snapshot(x.xip_txid, s.now_snap))
-           AND NOT EXISTS (
-                   -- (b) one range from done's xmax: visible now, or from another cluster
-                   SELECT 1
-                     FROM event_outbox o
-                    WHERE o.event_domain = c.event_domain
-                      AND o.txid >= pg_snapshot_xmax(coalesce(c.done_snapshot, '1:1:'::pg_snapshot))
-                      AND (pg_visible_in_snapshot(o.txid, s.now_snap) OR o.txid >= pg_snapshot_xmax(s.now_snap)))
       FROM iu_route_worker_cursor c
-     CROSS JOIN (SELECT pg_current_snapshot() AS now_snap) s
      WHERE c.worker_name = p_worker_name
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_idle_rows(p_event_domain, p_done, p_now): the caught-up poll's second
+-- question: a row of the domain that ends it. One row per kind found, none when the
+-- domain holds nothing a window opened at p_now would claim and no row restored from
+-- another cluster. It asks the claim's two questions without its order, keyset and limit:
+--   (a) a transaction in p_done's in-progress list that has completed by p_now and wrote
+--       a row (one index probe per such transaction)
+--   (b) a row at or above p_done's xmax that is visible in p_now
+-- and fn_iu_route_worker_foreign_rows' one:
+--   (c) a committed row at or beyond p_now's xmax (no transaction here wrote it).
+-- It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
+-- return is found here (a test holds the two together). Every branch bounds txid by
+-- values known when the statement starts (p_done's xmin/xmax, p_now's xmax), so the
+-- history partitions outside those bounds are pruned before the scan is built: the cost
+-- stays flat however many partitions history keeps.
+-- Internal and unguarded: inlinable SQL, owner only, called by fn_iu_route_worker_run.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot)
+RETURNS SETOF text
+LANGUAGE sql STABLE
+AS $$
+    SELECT 'late_commit'
+      FROM pg_snapshot_xip(p_done) AS x(xip_txid)
+     CROSS JOIN LATERAL (SELECT 1 FROM event_outbox o
+                          WHERE o.event_domain = p_event_domain
+                            AND o.txid = x.xip_txid
+                            AND o.txid >= pg_snapshot_xmin(p_done)
+                            AND o.txid < pg_snapshot_xmax(p_done)
+                          LIMIT 1) e          -- LATERAL ... LIMIT 1: one probe, never a hash of the domain
+     WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
+    UNION ALL
+    SELECT 'new'
+      FROM (SELECT 1 FROM event_outbox o
+             WHERE o.event_domain = p_event_domain
+               AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+               AND o.txid < pg_snapshot_xmax(p_now)
+               AND pg_visible_in_snapshot(o.txid, p_now)
+             LIMIT 1) b
+    UNION ALL
+    SELECT 'foreign'
+      FROM (SELECT 1 FROM event_outbox o
+             WHERE o.event_domain = p_event_domain
+               AND o.txid >= pg_snapshot_xmax(p_now)
+             LIMIT 1) f
 $$;
 -- +goose StatementEnd
 
@@ -1425,14 +1449,14 @@ $$;
 -- One transactional pass of one worker, in the caller's transaction:
 --   1. the writable-schema guard, then the arguments (22023)
 --   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
---      window, a sane cursor, no beat due, nothing to claim) and the worker's lock is free,
---      the run returns the idle summary without another
+--      window, a sane cursor, no beat due), fn_iu_route_worker_idle_rows finds nothing to
+--      claim and no foreign row, and the worker's lock is free, the run returns the idle summary without another
 --      statement: nothing claimed, nothing written (no transaction id, no WAL, no dead
 --      row version), the same summary the full pass gives an idle run
 --   3. otherwise the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
 --      pages of decisions and audit rows, the cursor, the counters and the heartbeat
 -- The idle path is most of what a caught-up worker polling every second does, so it is
--- kept to the guard, one probe statement and expressions; every case it does not answer
+-- kept to the guard, two probe statements and expressions; every case it does not answer
 -- exactly (a window open, a due heartbeat, a foreign cursor or rows, a closed gate, a busy
 -- lock, an unregistered worker) goes to the full pass, which decides it as before.
 -- ---------------------------------------------------------------------------------------
@@ -1468,8 +1492,11 @@ BEGIN
     SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
       INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
       FROM fn_iu_route_worker_idle_probe(p_worker_name) p;
-    -- The lock only when quiet (left to right).
-    IF v_quiet AND fn_iu_route_worker_try_lock(v_lock_id) THEN
+    -- Then the outbox, with the position as values (pruned when the statement starts);
+    -- the lock only when both are quiet.
+    IF v_quiet
+       AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()))
+       AND fn_iu_route_worker_try_lock(v_lock_id) THEN
         -- The holders of the position it keeps, described only when one still runs.
         v_holders := CASE WHEN v_waits THEN fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
         -- As the full pass reports an idle run: one empty window opened and closed.
@@ -1852,6 +1879,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_worker_register(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_run(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_pass(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_idle_probe(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_summary(text, text, integer, iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_lock_class() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_try_lock(integer) FROM PUBLIC;
@@ -1882,6 +1910,7 @@ DROP FUNCTION fn_iu_route_dead_letter_replay(uuid);
 DROP FUNCTION fn_iu_route_worker_run(text, integer);
 DROP FUNCTION fn_iu_route_worker_pass(text, integer);
 DROP FUNCTION fn_iu_route_worker_summary(text, text, integer, iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb);
+DROP FUNCTION fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot);
 DROP FUNCTION fn_iu_route_worker_idle_probe(text);
 DROP FUNCTION fn_iu_route_worker_register(text, text);
 DROP FUNCTION fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_route_run_tally, jsonb);

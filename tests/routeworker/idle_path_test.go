@@ -3,17 +3,21 @@ package routeworker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// probeQuiet asks the run's idle probe (as the owner, the way fn_iu_route_worker_run asks
-// it) whether a run would be answered by the idle path.
+// probeQuiet asks the run's two idle questions (as the owner, the way fn_iu_route_worker_run
+// asks them: the worker, then the outbox) whether a run would be answered by the idle path.
 func probeQuiet(t testing.TB, q querier, worker string) bool {
 	t.Helper()
 	var quiet *bool
-	if err := q.QueryRow(pgtest.Ctx(t), `SELECT quiet FROM fn_iu_route_worker_idle_probe($1)`, worker).Scan(&quiet); err != nil {
+	if err := q.QueryRow(pgtest.Ctx(t), `
+		SELECT p.quiet AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_idle_rows(p.event_domain, p.done_snapshot, pg_current_snapshot()))
+		  FROM fn_iu_route_worker_idle_probe($1) p`, worker).Scan(&quiet); err != nil {
 		t.Fatalf("idle probe: %v", err)
 	}
 	return quiet != nil && *quiet
@@ -221,4 +225,92 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 			t.Fatal("the caller's event was not routed after its commit")
 		}
 	})
+}
+
+// manyPastPartitions gives db's history tables partitions of 1,000 transaction ids and
+// moves the transaction counter past n of them (subtransactions that write consume one
+// id each), so history holds n closed partitions below the current one, as years of a busy
+// cluster would at the default width.
+func manyPastPartitions(t *testing.T, db *pgtest.DB, n int) int {
+	t.Helper()
+	db.Exec(t, `
+		DO $$
+		DECLARE r record;
+		BEGIN
+			FOR r IN SELECT partition_name FROM iu_history_partition WHERE lower_txid IS NOT NULL LOOP
+				EXECUTE format('DROP TABLE %I', r.partition_name); -- empty: the test has written nothing yet
+			END LOOP;
+			DELETE FROM iu_history_partition WHERE lower_txid IS NOT NULL;
+		END $$;
+		UPDATE dot_config SET value = '1000' WHERE key = 'retention.partition_txids';
+		SELECT fn_iu_partition_maintain();
+		CREATE TABLE burn (x int)`)
+	db.Exec(t, fmt.Sprintf(`
+		DO $$
+		BEGIN
+			FOR i IN 1 .. %d LOOP
+				BEGIN
+					INSERT INTO burn VALUES (i);
+					RAISE EXCEPTION USING ERRCODE = 'P0001';
+				EXCEPTION WHEN raise_exception THEN NULL;
+				END;
+			END LOOP;
+		END $$`, n*1000))
+	db.Exec(t, `SELECT fn_iu_partition_maintain()`)
+	return scalar(t, db, `SELECT count(*) FROM iu_history_partition WHERE table_name = 'event_outbox'`)
+}
+
+// Rule: an idle run's cost does not grow with the history kept. Every history partition
+// is a relation a generic plan may have to start a scan of; the idle path's outbox question
+// bounds txid by values known when its statement starts, so all but the partitions around
+// the worker's position are pruned before any scan is built. With 30+ partitions, the
+// prepared question (as the run executes it) starts scans on at most 6 partitions.
+func TestIdlePath_CostIsFlatOverHistoryPartitions(t *testing.T) {
+	t.Parallel()
+	db, b := setup(t)
+	parts := manyPastPartitions(t, db, 30)
+	if parts < 30 {
+		t.Fatalf("setup: %d outbox partitions, want 30 or more", parts)
+	}
+	emit(t, db.Pool, "iu", typDry, 3)
+	caughtUpAndFresh(t, db, b.worker)
+
+	conn := db.Conn(t)
+	ctx := pgtest.Ctx(t)
+	for _, stmt := range []string{
+		`SET plan_cache_mode = force_generic_plan`,
+		`PREPARE idle_rows(text, pg_snapshot, pg_snapshot) AS SELECT * FROM fn_iu_route_worker_idle_rows($1, $2, $3)`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var raw []byte
+	var done string
+	if err := conn.QueryRow(ctx, `SELECT done_snapshot::text FROM iu_route_worker_cursor WHERE worker_name = $1`, b.worker).Scan(&done); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE idle_rows('iu', '`+done+`', pg_current_snapshot())`).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var out []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	started := map[string]bool{}
+	walkPlan(out[0].Plan, func(n planNode) {
+		if strings.HasPrefix(n.RelationName, "event_outbox") {
+			started[n.RelationName] = true
+		}
+	})
+	if len(started) > 6 {
+		t.Fatalf("the idle outbox question starts scans on %d of %d partitions (want at most 6): %v", len(started), parts, started)
+	}
+	if !probeQuiet(t, db.Pool, b.worker) {
+		t.Fatal("a caught-up worker over many partitions must still be quiet")
+	}
+	emit1(t, db.Pool, typDry)
+	requireCounts(t, run(t, db.Pool, b.worker, 100), map[string]int{"claimed": 1})
 }

@@ -190,6 +190,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_try_lock(integer)":                                                                        nil,
 	"fn_iu_route_worker_pass(text,integer)":                                                                       nil, // the run's full pass
 	"fn_iu_route_worker_idle_probe(text)":                                                                         nil, // the run's idle probe, unguarded: owner only
+	"fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                  nil, // the run's idle outbox question, unguarded: owner only
 	"fn_iu_route_worker_summary(text,text,integer,iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)": nil,
 	"fn_iu_route_attempt_tally_add(text,text,integer,integer)":                                                    nil,
 	"fn_iu_route_worker_not_registered(text,text)":                                                                nil,
@@ -271,6 +272,7 @@ func TestGrants_EveryCallableDefinerGuards(t *testing.T) {
 		"fn_iu_route_worker_foreign_rows(text)",
 		"fn_iu_route_worker_beat_due(text,text)",
 		"fn_iu_route_worker_idle_probe(text)",
+		"fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)",
 		"fn_iu_route_worker_pass(text,integer)",
 	} {
 		var secdef, admin, exec bool
