@@ -47,36 +47,36 @@ func BenchmarkPgqIdle(b *testing.B) {
 	h := tpl.Harness()
 
 	// The third phase measures what history costs an idle run when it is kept forever:
-	// every attached partition is one more relation each worker statement locks and
-	// prunes, so it adds extraParts empty partitions per history table (as a few years of
-	// a busy cluster at the default width would) and measures the same free idle run.
+	// every attached partition is one more relation a worker statement's generic plan may
+	// have to start a scan of. Its template gets partitions of 1,000 transaction ids and a
+	// transaction counter moved past extraParts of them before the same load, so history
+	// holds that many closed partitions below the current one (years of a busy cluster at
+	// the default width of 100,000,000).
 	const extraParts = 100
+	tplParts := pgtest.NewDB(b)
+	requirePgq(ctx, b, tplParts)
+	pastPartitions(ctx, b, tplParts, extraParts)
+	loadOutbox(ctx, b, tplParts, rows, false)
+	tplParts.Pool.Close()
+
 	var phases []idlePhase
 	for i, name := range []string{"free", "held xid", fmt.Sprintf("+%d parts", extraParts)} {
 		held := name == "held xid"
+		src := tpl.Name
+		if i == 2 {
+			src = tplParts.Name
+		}
 		b.Run("phase="+strings.NewReplacer(" ", "_", "+", "").Replace(name), func(b *testing.B) {
 			var ph idlePhase
 			for range b.N {
 				b.StopTimer()
 				dbName := fmt.Sprintf("%s_idle%d", tpl.Name, i)
-				conn := cloneDB(ctx, b, h, tpl.Name, dbName)
+				conn := cloneDB(ctx, b, h, src, dbName)
 				const worker = "bench_idle"
 				exec(ctx, b, conn, "registering the worker", `SELECT fn_iu_route_worker_register($1)`, worker)
 				caught := catchUp(ctx, b, conn, worker)
 				pgqQueue(ctx, b, conn, "idle_q", "idle_c")
 				exec(ctx, b, conn, "scratch table", `CREATE TABLE bench_hold (x int)`)
-				if i == 2 {
-					exec(ctx, b, conn, "adding history partitions", `
-						DO $$
-						DECLARE
-							b bigint := (SELECT max(upper_txid)::text::bigint FROM iu_history_partition);
-						BEGIN
-							FOR i IN 0 .. `+fmt.Sprint(extraParts-1)+` LOOP
-								PERFORM fn_iu_partition_create(t, (b + i * 1000)::text::xid8, (b + (i + 1) * 1000)::text::xid8)
-								   FROM unnest(ARRAY['event_outbox', 'iu_route_attempt']) t;
-							END LOOP;
-						END $$`)
-				}
 				exec(ctx, b, conn, "vacuum analyze", `VACUUM ANALYZE`)
 				b.Logf("%s: worker caught up over %d events", name, caught)
 				if held {
@@ -140,7 +140,7 @@ func BenchmarkPgqIdle(b *testing.B) {
 	}
 	fmt.Fprintf(&tbl, "µs = median per call (round trip included); first/last = median of the first/last block of %d calls; l/f = last/first\n", block)
 	fmt.Fprintf(&tbl, "held xid: another session's open transaction that wrote a row, for the whole phase\n")
-	fmt.Fprintf(&tbl, "+%d parts: %d more (empty) partitions per history table, no held xid: each attached partition is locked and pruned by every worker statement\n", extraParts, extraParts)
+	fmt.Fprintf(&tbl, "+%d parts: as free, over %d more closed history partitions per table (each attached partition is a relation every worker statement's plan holds)\n", extraParts, extraParts)
 	fmt.Fprintf(&tbl, "target: ours/PgQ <= 1.5 and ours l/f <= 1.1 with the held xid")
 	fmt.Println(tbl.String())
 }
@@ -153,4 +153,46 @@ func pgqEmpty(ctx context.Context, b *testing.B, conn *pgx.Conn) *int64 {
 		b.Fatalf("pgq.next_batch: %v", err)
 	}
 	return id
+}
+
+// pastPartitions gives db's history tables partitions of 1,000 transaction ids and moves
+// the transaction counter past n of them (subtransactions that write consume one id
+// each); maintenance then attaches one partition per 1,000 ids, so history holds n closed
+// partitions below the current one. Run before anything is loaded.
+func pastPartitions(ctx context.Context, b *testing.B, db *pgtest.DB, n int) {
+	b.Helper()
+	for _, step := range []struct{ what, sql string }{
+		{"dropping the empty first partitions", `
+			DO $$
+			DECLARE r record;
+			BEGIN
+				FOR r IN SELECT partition_name FROM iu_history_partition WHERE lower_txid IS NOT NULL LOOP
+					EXECUTE format('DROP TABLE %I', r.partition_name);
+				END LOOP;
+				DELETE FROM iu_history_partition WHERE lower_txid IS NOT NULL;
+			END $$`},
+		{"narrow partitions", `UPDATE dot_config SET value = '1000' WHERE key = 'retention.partition_txids'`},
+		{"partition maintenance", `SELECT fn_iu_partition_maintain()`},
+		{"a scratch table", `CREATE TABLE bench_burn (x int)`},
+		{"consuming transaction ids", fmt.Sprintf(`
+			DO $$
+			BEGIN
+				FOR i IN 1 .. %d LOOP
+					BEGIN
+						INSERT INTO bench_burn VALUES (i);
+						RAISE EXCEPTION USING ERRCODE = 'P0001';
+					EXCEPTION WHEN raise_exception THEN NULL;
+					END;
+				END LOOP;
+			END $$`, n*1000)},
+		{"partition maintenance", `SELECT fn_iu_partition_maintain()`},
+	} {
+		if _, err := db.Pool.Exec(ctx, step.sql); err != nil {
+			b.Fatalf("%s: %v", step.what, err)
+		}
+	}
+	var parts int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM iu_history_partition WHERE table_name = 'event_outbox'`).Scan(&parts); err != nil || parts < n {
+		b.Fatalf("want %d or more outbox partitions, have %d (%v)", n, parts, err)
+	}
 }
