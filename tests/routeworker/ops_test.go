@@ -177,7 +177,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_beat_due(text,text)":                                                                 nil,
 	"fn_iu_route_event(uuid)":                                                                                nil, // the event of an id (the oldest row)
 	"fn_iu_route_worker_fail(iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                    nil,
-	"fn_iu_route_worker_decide_page(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)": nil,
+	"fn_iu_route_worker_decide_page(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer,boolean)": nil,
 	"fn_iu_route_worker_decide_each(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)": nil,
 	"fn_iu_route_worker_deliver_page(iu_route_run_tally,text)":                                               nil,
 	"fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_route_run_tally,jsonb)":       nil,
