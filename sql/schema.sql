@@ -1458,10 +1458,10 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_decide_page(public.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_decide_page(public.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_decide_page(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS public.iu_route_run_tally
+CREATE FUNCTION public.fn_iu_route_worker_decide_page(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean) RETURNS public.iu_route_run_tally
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -1474,34 +1474,65 @@ DECLARE
     l_id       uuid;
     l_created  timestamptz;
 BEGIN
-    WITH decided AS MATERIALIZED (
-        SELECT * FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
-    ), ins AS (
-        INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-        SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-               fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
-          FROM decided d
-         WHERE d.decision <> 'deliver'
-        ON CONFLICT DO NOTHING
-        RETURNING status
-    )
-    SELECT (SELECT count(*) FROM decided),
-           i.n_dry, i.n_disabled, i.n_skipped,
-           l.txid, l.id, l.created_at,
-           dv.ids, dv.keys, dv.kinds
-      INTO v_page, k_dry, k_disabled, k_skipped,
-           l_txid, l_id, l_created,
-           t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
-      FROM (SELECT count(*) FILTER (WHERE ins.status = 'dry_run')  AS n_dry,
-                   count(*) FILTER (WHERE ins.status = 'disabled') AS n_disabled,
-                   count(*) FILTER (WHERE ins.status = 'skipped')  AS n_skipped
-              FROM ins) i
-      CROSS JOIN (SELECT array_agg(d.id ORDER BY d.txid, d.id)         AS ids,
-                         array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
-                         array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
-                    FROM decided d WHERE d.decision = 'deliver') dv
-      LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
-                          ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
+    IF NOT p_guarded THEN
+        -- Every non-deliver event of the page is written (or the statement raises), so the
+        -- counts are the page's decisions, read in the same pass as the deliver list.
+        WITH decided AS MATERIALIZED (
+            SELECT * FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
+        ), ins AS (
+            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+              FROM decided d
+             WHERE d.decision <> 'deliver'
+        )
+        SELECT a.n, a.n_dry, a.n_disabled, a.n_skipped,
+               l.txid, l.id, l.created_at,
+               a.ids, a.keys, a.kinds
+          INTO v_page, k_dry, k_disabled, k_skipped,
+               l_txid, l_id, l_created,
+               t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
+          FROM (SELECT count(*) AS n,
+                       count(*) FILTER (WHERE d.decision = 'dry_run')  AS n_dry,
+                       count(*) FILTER (WHERE d.decision = 'disabled') AS n_disabled,
+                       count(*) FILTER (WHERE d.decision = 'skipped')  AS n_skipped,
+                       array_agg(d.id ORDER BY d.txid, d.id)         FILTER (WHERE d.decision = 'deliver') AS ids,
+                       array_agg(d.route_key ORDER BY d.txid, d.id)  FILTER (WHERE d.decision = 'deliver') AS keys,
+                       array_agg(d.route_kind ORDER BY d.txid, d.id) FILTER (WHERE d.decision = 'deliver') AS kinds
+                  FROM decided d) a
+          LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
+                              ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
+    ELSE
+        -- A re-scan: existing keys are skipped and counted as already attempted.
+        WITH decided AS MATERIALIZED (
+            SELECT * FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
+        ), ins AS (
+            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+              FROM decided d
+             WHERE d.decision <> 'deliver'
+            ON CONFLICT DO NOTHING
+            RETURNING status
+        )
+        SELECT (SELECT count(*) FROM decided),
+               i.n_dry, i.n_disabled, i.n_skipped,
+               l.txid, l.id, l.created_at,
+               dv.ids, dv.keys, dv.kinds
+          INTO v_page, k_dry, k_disabled, k_skipped,
+               l_txid, l_id, l_created,
+               t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
+          FROM (SELECT count(*) FILTER (WHERE ins.status = 'dry_run')  AS n_dry,
+                       count(*) FILTER (WHERE ins.status = 'disabled') AS n_disabled,
+                       count(*) FILTER (WHERE ins.status = 'skipped')  AS n_skipped
+                  FROM ins) i
+          CROSS JOIN (SELECT array_agg(d.id ORDER BY d.txid, d.id)         AS ids,
+                             array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
+                             array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
+                        FROM decided d WHERE d.decision = 'deliver') dv
+          LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
+                              ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
+    END IF;
 
     t.claimed           := t.claimed + v_page;
     t.dry_run           := t.dry_run + k_dry;
@@ -1896,6 +1927,9 @@ DECLARE
     v_page         integer;
     v_page_limit   integer;
     v_fallback_err text;
+    v_page_err     text;
+    v_guarded      boolean := false;   -- a key existed: pages of this run are written guarded
+    v_page_done    boolean;
     v_opened       integer := 0;
     v_closed       integer := 0;
     v_state        text;
@@ -1973,16 +2007,39 @@ BEGIN
             NULL;
         ELSE
             -- The common path: the whole page decided and audited in one statement (one
-            -- subtransaction); should it fail, the page again, one event per block.
-            BEGIN
-                t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                    v_after_txid, v_after_id, v_page_limit);
-            EXCEPTION WHEN OTHERS THEN
-                GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-                v_fallback_err := v_state || ': ' || v_msg;
+            -- subtransaction), a plain INSERT. Should a key of the page exist already (a
+            -- re-scan after a cursor reset or a rebase), the page again with existing keys
+            -- skipped, and guarded for the rest of this run (a re-scan rarely ends after
+            -- one page). Should the page fail otherwise, the page again, one event per block.
+            v_page_err  := NULL;
+            v_page_done := false;
+            IF NOT v_guarded THEN
+                BEGIN
+                    t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                        v_after_txid, v_after_id, v_page_limit, false);
+                    v_page_done := true;
+                EXCEPTION
+                    WHEN unique_violation THEN
+                        v_guarded := true;
+                    WHEN OTHERS THEN
+                        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+                        v_page_err := v_state || ': ' || v_msg;
+                END;
+            END IF;
+            IF v_guarded AND NOT v_page_done THEN
+                BEGIN
+                    t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                        v_after_txid, v_after_id, v_page_limit, true);
+                EXCEPTION WHEN OTHERS THEN
+                    GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+                    v_page_err := v_state || ': ' || v_msg;
+                END;
+            END IF;
+            IF v_page_err IS NOT NULL THEN
+                v_fallback_err := v_page_err;
                 t := fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
                                                     v_after_txid, v_after_id, v_page_limit);
-            END;
+            END IF;
             IF cardinality(t.deliver_ids) > 0 THEN
                 t := fn_iu_route_worker_deliver_page(t, p_worker_name);
             END IF;
@@ -5947,10 +6004,10 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_worker_cursor_stamp_reset() FROM PUBLI
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_decide_each(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_route_worker_decide_page(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION fn_iu_route_worker_decide_page(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_decide_page(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_decide_page(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_deliver_page(p_tally public.iu_route_run_tally, p_worker_name text); Type: ACL; Schema: public; Owner: -

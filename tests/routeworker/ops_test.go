@@ -165,35 +165,35 @@ func TestGrants_ExecutorRunsAdminOperates(t *testing.T) {
 // (through the SECURITY DEFINER entry points); fn_iu_route_worker_pending is readable by
 // workflow_admin because the status view and v_queue_health call it.
 var routeFunctions = pgtest.GrantMatrix{
-	"fn_iu_route_worker_register(text,text)":                                                                      {"workflow_admin"},
-	"fn_iu_route_worker_run(text,integer)":                                                                        {"dot_executor", "workflow_admin"},
-	"fn_iu_route_worker_reset_cursor(text)":                                                                       {"workflow_admin"},
-	"fn_iu_route_dead_letter_replay(uuid)":                                                                        {"workflow_admin"},
-	"fn_iu_route_worker_health(text)":                                                                             {"workflow_admin"},
-	"fn_iu_route_worker_pending(text,pg_snapshot,pg_snapshot,xid8,uuid)":                                          {"workflow_admin"},
-	"fn_iu_route_worker_claim(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                                    nil,
-	"fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                         nil,
-	"fn_iu_route_worker_beat(text,text,jsonb)":                                                                    nil,
-	"fn_iu_route_worker_beat_due(text,text)":                                                                      nil,
-	"fn_iu_route_event(uuid)":                                                                                     nil, // the event of an id (the oldest row)
-	"fn_iu_route_worker_fail(iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                         nil,
-	"fn_iu_route_worker_decide_page(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":      nil,
-	"fn_iu_route_worker_decide_each(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":      nil,
-	"fn_iu_route_worker_deliver_page(iu_route_run_tally,text)":                                                    nil,
-	"fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_route_run_tally,jsonb)":            nil,
-	"fn_iu_route_worker_page(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                                     nil,
-	"fn_iu_route_decide(text,boolean,boolean)":                                                                    nil,
-	"fn_iu_route_idempotency_key(text,text,uuid)":                                                                 nil,
-	"fn_iu_route_worker_require_name(text,text)":                                                                  nil,
-	"fn_iu_route_worker_lock(text,text,boolean)":                                                                  nil,
-	"fn_iu_route_worker_lock_class()":                                                                             nil,
-	"fn_iu_route_worker_try_lock(integer)":                                                                        nil,
-	"fn_iu_route_worker_pass(text,integer)":                                                                       nil, // the run's full pass
-	"fn_iu_route_worker_idle_probe(text)":                                                                         nil, // the run's idle probe, unguarded: owner only
-	"fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                  nil, // the run's idle outbox question, unguarded: owner only
-	"fn_iu_route_worker_summary(text,text,integer,iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)": nil,
-	"fn_iu_route_attempt_tally_add(text,text,integer,integer)":                                                    nil,
-	"fn_iu_route_worker_not_registered(text,text)":                                                                nil,
+	"fn_iu_route_worker_register(text,text)":                                                                         {"workflow_admin"},
+	"fn_iu_route_worker_run(text,integer)":                                                                           {"dot_executor", "workflow_admin"},
+	"fn_iu_route_worker_reset_cursor(text)":                                                                          {"workflow_admin"},
+	"fn_iu_route_dead_letter_replay(uuid)":                                                                           {"workflow_admin"},
+	"fn_iu_route_worker_health(text)":                                                                                {"workflow_admin"},
+	"fn_iu_route_worker_pending(text,pg_snapshot,pg_snapshot,xid8,uuid)":                                             {"workflow_admin"},
+	"fn_iu_route_worker_claim(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                                       nil,
+	"fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                            nil,
+	"fn_iu_route_worker_beat(text,text,jsonb)":                                                                       nil,
+	"fn_iu_route_worker_beat_due(text,text)":                                                                         nil,
+	"fn_iu_route_event(uuid)":                                                                                        nil, // the event of an id (the oldest row)
+	"fn_iu_route_worker_fail(iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                            nil,
+	"fn_iu_route_worker_decide_page(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer,boolean)": nil,
+	"fn_iu_route_worker_decide_each(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":         nil,
+	"fn_iu_route_worker_deliver_page(iu_route_run_tally,text)":                                                       nil,
+	"fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_route_run_tally,jsonb)":               nil,
+	"fn_iu_route_worker_page(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                                        nil,
+	"fn_iu_route_decide(text,boolean,boolean)":                                                                       nil,
+	"fn_iu_route_idempotency_key(text,text,uuid)":                                                                    nil,
+	"fn_iu_route_worker_require_name(text,text)":                                                                     nil,
+	"fn_iu_route_worker_lock(text,text,boolean)":                                                                     nil,
+	"fn_iu_route_worker_lock_class()":                                                                                nil,
+	"fn_iu_route_worker_try_lock(integer)":                                                                           nil,
+	"fn_iu_route_worker_pass(text,integer)":                                                                          nil, // the run's full pass
+	"fn_iu_route_worker_idle_probe(text)":                                                                            nil, // the run's idle probe, unguarded: owner only
+	"fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                     nil, // the run's idle outbox question, unguarded: owner only
+	"fn_iu_route_worker_summary(text,text,integer,iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)":    nil,
+	"fn_iu_route_attempt_tally_add(text,text,integer,integer)":                                                       nil,
+	"fn_iu_route_worker_not_registered(text,text)":                                                                   nil,
 	// v_iu_route_worker_status calls these, and a view's function calls are checked against its reader
 	"fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)":                               {"workflow_admin"},
 	"fn_iu_route_deliver(jsonb,text,text,text)":                                               nil,

@@ -160,6 +160,48 @@ func TestRun_ResetRescanWritesNoDuplicates(t *testing.T) {
 	requireExactlyOnce(t, db, b.worker)
 }
 
+// Rule 2 (idempotency, both layers in one page): a page that mixes events already
+// attempted (a re-scan after a reset) with new ones writes the new ones once and only
+// counts the old ones, in the set-based path. The page is first written with a plain
+// INSERT; the existing keys make it fail, and the page is written again with existing
+// keys skipped: a guarded page must still write what is new, and the rest of the run
+// must neither duplicate nor drop anything.
+func TestRun_RescanPageMixingOldAndNewEventsWritesOnlyTheNew(t *testing.T) {
+	t.Parallel()
+	db, b := setup(t)
+	emit(t, db.Pool, "iu", typDry, 3)
+	emit(t, db.Pool, "iu", typNone, 2)
+	first := runUntilCaughtUp(t, db.Pool, b.worker, 100)
+	if first["attempts_written"] != 5 {
+		t.Fatalf("first scan: %v", first)
+	}
+	db.Exec(t, `SELECT fn_iu_route_worker_reset_cursor('w')`)
+	fresh := append(emit(t, db.Pool, "iu", typDry, 2), emit(t, db.Pool, "iu", typOff, 1)...)
+
+	// One page holds the 5 old events and the 3 new ones.
+	m := run(t, db.Pool, b.worker, 100)
+	requireCounts(t, m, map[string]int{"claimed": 8, "attempts_written": 3, "already_attempted": 5,
+		"dry_run": 2, "disabled": 1, "skipped": 0})
+	if m["fallback"] != false {
+		t.Fatalf("the mixed page left the set-based path: %v", m)
+	}
+	if n := scalar(t, db, `SELECT count(*) FROM iu_route_attempt WHERE event_ref::text = ANY($1)`, fresh); n != 3 {
+		t.Fatalf("%d attempts for the 3 new events, want 3", n)
+	}
+	// Pages after the guarded one, in later runs and in the same run, stay exact.
+	emit(t, db.Pool, "iu", typNone, 4)
+	db.Exec(t, `SELECT fn_iu_route_worker_reset_cursor('w')`)
+	emit(t, db.Pool, "iu", typDry, 3)
+	again := runUntilCaughtUp(t, db.Pool, b.worker, 4)
+	if again["attempts_written"] != 7 || again["already_attempted"] != 8 || again["fallback_runs"] != 0 {
+		t.Fatalf("re-scan over 3 pages per run: want 7 written, 8 already attempted, no fallback: %v", again)
+	}
+	if n := scalar(t, db, `SELECT count(*) FROM iu_route_attempt`); n != 15 {
+		t.Fatalf("%d attempts, want 15 (one per event)", n)
+	}
+	requireExactlyOnce(t, db, b.worker)
+}
+
 // Rule 3: one failing event never aborts the batch — failing events
 // (delivery seam) interleaved with good ones: the good ones are audited, the bad ones
 // become failed attempts plus dead letters, and the cursor moves past all of them.
