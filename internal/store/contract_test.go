@@ -218,7 +218,8 @@ func TestContract_SQLRenameIsCaught(t *testing.T) {
 	if _, err := ParseStaleCheck(callJSON(t, db.Pool, `SELECT fn_queue_stale_check()::text`)); err == nil {
 		t.Error("the runner read a stale-check whose skipped_locked was renamed")
 	}
-	rename("fn_iu_route_worker_run(text,integer)", "already_attempted")
+	// the run's summary is built in one place for its idle path and its full pass
+	rename("fn_iu_route_worker_summary(text,text,integer,iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)", "already_attempted")
 	if _, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict); err == nil || !strings.Contains(err.Error(), "already_attempted") {
 		t.Errorf("run with already_attempted renamed: err = %v", err)
 	}
