@@ -27,6 +27,44 @@ CREATE DOMAIN public.iu_event_severity AS text
 	CONSTRAINT iu_event_severity_valid CHECK ((VALUE = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text])));
 
 --
+-- Name: fn_iu_event_outbox_package_only(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_event_outbox_package_only(p_event_type text) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    -- The refusing half of the reserved-type rule (the domain iu_event_type calls it only for
+    -- the two reserved type names): true when the writer is the package (a member of the
+    -- package owner, as fn_queue_stale_check is when it writes its alerts; superusers are
+    -- members of every role), 42501 otherwise. queue_worker_silent and
+    -- queue_worker_recovered are the package's own alerts; a producer with INSERT on
+    -- event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
+    -- people paged by them. The owner is read from the catalog (this function's own owner).
+    -- The domain's check runs in the writer's rights, and PostgreSQL checks EXECUTE on every
+    -- function of a check when a statement starts, even one the row never reaches: a
+    -- producer that INSERTs directly is granted EXECUTE on it (as on fn_iu_payload_is_clean).
+    IF pg_catalog.pg_has_role(current_user,
+                              (SELECT p.proowner FROM pg_catalog.pg_proc p
+                                WHERE p.oid = 'public.fn_iu_event_outbox_package_only(text)'::pg_catalog.regprocedure),
+                              'MEMBER') THEN
+        RETURN true;
+    END IF;
+    RAISE EXCEPTION 'fn_iu_event_outbox_package_only: % events are written only by the package (fn_queue_stale_check)', p_event_type
+        USING ERRCODE = '42501',
+              HINT = 'queue_worker_silent and queue_worker_recovered are reserved event types in every domain; register your own type for your own alerts (executor silence is reported by fn_queue_stale_check).';
+END;
+$$;
+
+--
+-- Name: iu_event_type; Type: DOMAIN; Schema: public; Owner: -
+--
+
+CREATE DOMAIN public.iu_event_type AS public.iu_event_name
+	CONSTRAINT event_outbox_package_only CHECK ((((VALUE)::text <> ALL ('{queue_worker_silent,queue_worker_recovered}'::text[])) OR public.fn_iu_event_outbox_package_only((VALUE)::text)));
+
+--
 -- Name: iu_route_run_tally; Type: TYPE; Schema: public; Owner: -
 --
 
@@ -197,8 +235,7 @@ BEGIN
                     AND NOT public.fn_iu_is_blank(p_event_subject_table))
                 OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
                     AND NOT public.fn_iu_is_blank(p_event_subject_ref))
-                OR (p_event_domain OPERATOR(pg_catalog.=) 'system'::pg_catalog.text
-                    AND p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[]))
+                OR p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
                 OR p_delivery_lane IS NULL
                 OR p_delivery_lane OPERATOR(pg_catalog.<>) ALL ('{immediate,standard,batch}'::pg_catalog.text[])
                 OR p_event_severity IS NULL
@@ -254,12 +291,14 @@ BEGIN
     END IF;
     -- The stale-check's alerts are the package's own voice: a caller who could emit a
     -- "silent" or "recovered" for another executor could page people falsely or, worse,
-    -- make a real silence look handled. fn_queue_stale_check writes them itself.
-    IF p_event_domain = 'system' AND p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
+    -- make a real silence look handled. fn_queue_stale_check writes them itself. The two
+    -- type names are reserved in every domain, as the outbox's own rule has them (the
+    -- domain iu_event_type); this function runs as the package, which that rule lets through.
+    IF p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
         RAISE EXCEPTION 'fn_iu_emit_event: %/% events are written only by the package (fn_queue_stale_check)',
             p_event_domain, p_event_type
             USING ERRCODE = '42501',
-                  HINT = 'Register and emit your own event type; executor silence is reported by fn_queue_stale_check.';
+                  HINT = 'queue_worker_silent and queue_worker_recovered are reserved event types in every domain; register and emit your own type (executor silence is reported by fn_queue_stale_check).';
     END IF;
     IF p_delivery_lane IS NULL OR p_delivery_lane NOT IN ('immediate', 'standard', 'batch') THEN
         RAISE EXCEPTION 'fn_iu_emit_event: p_delivery_lane % is not one of immediate, standard, batch',
@@ -300,35 +339,6 @@ BEGIN
     RAISE EXCEPTION 'fn_iu_event_outbox_append_only: event_outbox is append-only: % rejected', TG_OP
         USING ERRCODE = 'IU001',
               HINT = 'Emit a new event (fn_iu_emit_event) instead of changing or removing one.';
-END;
-$$;
-
---
--- Name: fn_iu_event_outbox_package_only(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_event_outbox_package_only() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    -- system/queue_worker_silent and system/queue_worker_recovered are the package's own
-    -- alerts (fn_queue_stale_check writes them as the package owner). A producer with INSERT
-    -- on event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
-    -- people paged by them. The trigger's WHEN clause limits the call to types starting
-    -- with queue_worker_, so every other insert pays nothing; the exact test is here. The
-    -- owner is read from the catalog (this function's own owner): the inserting role needs
-    -- no grant for the test to run.
-    IF NOT (NEW.event_domain OPERATOR(pg_catalog.=) 'system'
-            AND NEW.event_type OPERATOR(pg_catalog.=) ANY (ARRAY['queue_worker_silent', 'queue_worker_recovered']::pg_catalog.text[]))
-       OR pg_catalog.pg_has_role(current_user,
-                              (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid = 'public.fn_iu_event_outbox_package_only()'::pg_catalog.regprocedure),
-                              'MEMBER') THEN
-        RETURN NEW;
-    END IF;
-    RAISE EXCEPTION 'fn_iu_event_outbox_package_only: %/% events are written only by the package (fn_queue_stale_check)',
-        NEW.event_domain, NEW.event_type
-        USING ERRCODE = '42501',
-              HINT = 'Register your own event type for your own alerts; executor silence is reported by fn_queue_stale_check.';
 END;
 $$;
 
@@ -4382,7 +4392,7 @@ COMMENT ON TABLE public.dot_config IS 'Operator configuration. Gates are fail-cl
 CREATE TABLE public.event_outbox (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     event_domain public.iu_event_name NOT NULL,
-    event_type public.iu_event_name NOT NULL,
+    event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
     delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
     event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
@@ -4414,7 +4424,7 @@ COMMENT ON COLUMN public.event_outbox.txid IS 'Top-level transaction that insert
 CREATE TABLE public.event_outbox_default (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     event_domain public.iu_event_name NOT NULL,
-    event_type public.iu_event_name NOT NULL,
+    event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
     delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
     event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
@@ -4434,7 +4444,7 @@ CREATE TABLE public.event_outbox_default (
 CREATE TABLE public.event_outbox_legacy (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     event_domain public.iu_event_name NOT NULL,
-    event_type public.iu_event_name NOT NULL,
+    event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
     delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
     event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
@@ -4465,7 +4475,7 @@ COMMENT ON COLUMN public.event_outbox_legacy.txid IS 'Top-level transaction that
 CREATE TABLE public.event_outbox_p00000000000000000746 (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     event_domain public.iu_event_name NOT NULL,
-    event_type public.iu_event_name NOT NULL,
+    event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
     delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
     event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
@@ -5444,12 +5454,6 @@ CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outb
 CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_p00000000000000000746 FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
 
 --
--- Name: event_outbox trg_event_outbox_package_only; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER trg_event_outbox_package_only BEFORE INSERT ON public.event_outbox FOR EACH ROW WHEN (((new.event_type)::text ^@ 'queue_worker_'::text)) EXECUTE FUNCTION public.fn_iu_event_outbox_package_only();
-
---
 -- Name: iu_retention_ledger trg_iu_retention_ledger_immutable; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -5534,6 +5538,12 @@ CREATE TRIGGER trg_job_dead_letter_no_truncate BEFORE TRUNCATE ON public.job_dea
 CREATE TRIGGER trg_queue_stale_alert_row AFTER INSERT ON public.queue_heartbeat FOR EACH ROW EXECUTE FUNCTION public.fn_queue_stale_alert_row();
 
 --
+-- Name: FUNCTION fn_iu_event_outbox_package_only(p_event_type text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_package_only(p_event_type text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_payload_is_clean(p_payload jsonb); Type: ACL; Schema: public; Owner: -
 --
 
@@ -5579,12 +5589,6 @@ REVOKE ALL ON FUNCTION public.fn_iu_emit_event_refuse(p_event_domain text, p_eve
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_append_only() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_event_outbox_package_only(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_package_only() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_event_outbox_rebase_foreign_txids(); Type: ACL; Schema: public; Owner: -

@@ -286,6 +286,36 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_event_outbox_package_only(p_event_type text)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- The refusing half of the reserved-type rule (the domain iu_event_type calls it only for
+    -- the two reserved type names): true when the writer is the package (a member of the
+    -- package owner, as fn_queue_stale_check is when it writes its alerts; superusers are
+    -- members of every role), 42501 otherwise. queue_worker_silent and
+    -- queue_worker_recovered are the package's own alerts; a producer with INSERT on
+    -- event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
+    -- people paged by them. The owner is read from the catalog (this function's own owner).
+    -- The domain's check runs in the writer's rights, and PostgreSQL checks EXECUTE on every
+    -- function of a check when a statement starts, even one the row never reaches: a
+    -- producer that INSERTs directly is granted EXECUTE on it (as on fn_iu_payload_is_clean).
+    IF pg_catalog.pg_has_role(current_user,
+                              (SELECT p.proowner FROM pg_catalog.pg_proc p
+                                WHERE p.oid = 'public.fn_iu_event_outbox_package_only(text)'::pg_catalog.regprocedure),
+                              'MEMBER') THEN
+        RETURN true;
+    END IF;
+    RAISE EXCEPTION 'fn_iu_event_outbox_package_only: % events are written only by the package (fn_queue_stale_check)', p_event_type
+        USING ERRCODE = '42501',
+              HINT = 'queue_worker_silent and queue_worker_recovered are reserved event types in every domain; register your own type for your own alerts (executor silence is reported by fn_queue_stale_check).';
+END;
+$$;
+-- +goose StatementEnd
+
 -- The row rules live in domains, not in table CHECKs, and that is for the producers' insert
 -- rate. PostgreSQL re-reads and re-plans every CHECK of a table for each INSERT statement
 -- (its stored expression is parsed from text, an inlined SQL function such as
@@ -299,6 +329,16 @@ $$;
 -- (SQLSTATE 23514); hygiene keeps the name producers already see.
 CREATE DOMAIN iu_event_name AS text
     CONSTRAINT iu_event_name_not_empty CHECK (VALUE <> '');
+-- An event type: a name, and the stale-check's two alert types are reserved for the
+-- package in every domain (the package writes them in domain system). The rule sits on the
+-- type alone because a domain sees one column; it costs a single comparison per row, where
+-- the row trigger that tested domain and type together cost a single-row INSERT about a
+-- sixth of its instructions (its WHEN re-read for every statement, and a row trigger makes
+-- PostgreSQL re-check the partition bounds of every routed row).
+CREATE DOMAIN iu_event_type AS iu_event_name
+    CONSTRAINT event_outbox_package_only CHECK (
+        VALUE OPERATOR(pg_catalog.<>) ALL ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
+        OR public.fn_iu_event_outbox_package_only(VALUE));
 CREATE DOMAIN iu_delivery_lane AS text
     CONSTRAINT iu_delivery_lane_valid CHECK (VALUE IN ('immediate', 'standard', 'batch'));
 CREATE DOMAIN iu_event_severity AS text
@@ -310,7 +350,7 @@ CREATE DOMAIN iu_safe_payload AS jsonb
 CREATE TABLE event_outbox (
     id                  uuid              PRIMARY KEY DEFAULT gen_random_uuid(),
     event_domain        iu_event_name     NOT NULL,
-    event_type          iu_event_name     NOT NULL,
+    event_type          iu_event_type     NOT NULL,
     event_stream        iu_event_name     NOT NULL,
     delivery_lane       iu_delivery_lane  NOT NULL DEFAULT 'standard',
     event_severity      iu_event_severity NOT NULL DEFAULT 'info',
@@ -370,41 +410,6 @@ END;
 $$;
 -- +goose StatementEnd
 
--- +goose StatementBegin
-CREATE FUNCTION fn_iu_event_outbox_package_only()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    -- system/queue_worker_silent and system/queue_worker_recovered are the package's own
-    -- alerts (fn_queue_stale_check writes them as the package owner). A producer with INSERT
-    -- on event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
-    -- people paged by them. The trigger's WHEN clause limits the call to types starting
-    -- with queue_worker_, so every other insert pays nothing; the exact test is here. The
-    -- owner is read from the catalog (this function's own owner): the inserting role needs
-    -- no grant for the test to run.
-    IF NOT (NEW.event_domain OPERATOR(pg_catalog.=) 'system'
-            AND NEW.event_type OPERATOR(pg_catalog.=) ANY (ARRAY['queue_worker_silent', 'queue_worker_recovered']::pg_catalog.text[]))
-       OR pg_catalog.pg_has_role(current_user,
-                              (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid = 'public.fn_iu_event_outbox_package_only()'::pg_catalog.regprocedure),
-                              'MEMBER') THEN
-        RETURN NEW;
-    END IF;
-    RAISE EXCEPTION 'fn_iu_event_outbox_package_only: %/% events are written only by the package (fn_queue_stale_check)',
-        NEW.event_domain, NEW.event_type
-        USING ERRCODE = '42501',
-              HINT = 'Register your own event type for your own alerts; executor silence is reported by fn_queue_stale_check.';
-END;
-$$;
--- +goose StatementEnd
-
--- The WHEN clause is re-read for every INSERT statement (like a CHECK), so it is kept to one
--- small comparison; the function repeats the exact test.
-CREATE TRIGGER trg_event_outbox_package_only
-    BEFORE INSERT ON event_outbox
-    FOR EACH ROW
-    WHEN (NEW.event_type ^@ 'queue_worker_')
-    EXECUTE FUNCTION fn_iu_event_outbox_package_only();
 CREATE TRIGGER trg_event_outbox_append_only
     BEFORE UPDATE OR DELETE ON event_outbox
     FOR EACH ROW EXECUTE FUNCTION fn_iu_event_outbox_append_only();
@@ -416,7 +421,7 @@ REVOKE ALL ON FUNCTION fn_iu_payload_is_clean(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_denied_paths(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_require_clean(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_append_only() FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_iu_event_outbox_package_only() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_event_outbox_package_only(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_require_name(text, text, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_is_blank(text) FROM PUBLIC;
 
@@ -425,9 +430,10 @@ DROP TABLE event_outbox;
 DROP DOMAIN iu_safe_payload;
 DROP DOMAIN iu_event_severity;
 DROP DOMAIN iu_delivery_lane;
+DROP DOMAIN iu_event_type;
 DROP DOMAIN iu_event_name;
 DROP FUNCTION fn_iu_event_outbox_append_only();
-DROP FUNCTION fn_iu_event_outbox_package_only();
+DROP FUNCTION fn_iu_event_outbox_package_only(text);
 DROP FUNCTION fn_iu_require_name(text, text, text, integer);
 DROP FUNCTION fn_iu_is_blank(text);
 DROP FUNCTION fn_iu_payload_require_clean(text, text, jsonb);

@@ -3,7 +3,8 @@
 -- Adds fn_iu_emit_event, the one sanctioned writer of event_outbox. It validates every
 -- argument up front so a caller gets a clear, function-prefixed error with the right
 -- SQLSTATE instead of a bare constraint violation. It refuses the two alert types the
--- stale-check owns (system/queue_worker_silent and system/queue_worker_recovered).
+-- stale-check owns (queue_worker_silent and queue_worker_recovered, reserved in every
+-- domain; the package writes them in domain system).
 --
 -- It is every producer's hot path, so it costs one cheap test of all arguments, one
 -- statement (the INSERT, which checks the registration in the same statement) and the
@@ -62,12 +63,14 @@ BEGIN
     END IF;
     -- The stale-check's alerts are the package's own voice: a caller who could emit a
     -- "silent" or "recovered" for another executor could page people falsely or, worse,
-    -- make a real silence look handled. fn_queue_stale_check writes them itself.
-    IF p_event_domain = 'system' AND p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
+    -- make a real silence look handled. fn_queue_stale_check writes them itself. The two
+    -- type names are reserved in every domain, as the outbox's own rule has them (the
+    -- domain iu_event_type); this function runs as the package, which that rule lets through.
+    IF p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
         RAISE EXCEPTION 'fn_iu_emit_event: %/% events are written only by the package (fn_queue_stale_check)',
             p_event_domain, p_event_type
             USING ERRCODE = '42501',
-                  HINT = 'Register and emit your own event type; executor silence is reported by fn_queue_stale_check.';
+                  HINT = 'queue_worker_silent and queue_worker_recovered are reserved event types in every domain; register and emit your own type (executor silence is reported by fn_queue_stale_check).';
     END IF;
     IF p_delivery_lane IS NULL OR p_delivery_lane NOT IN ('immediate', 'standard', 'batch') THEN
         RAISE EXCEPTION 'fn_iu_emit_event: p_delivery_lane % is not one of immediate, standard, batch',
@@ -128,8 +131,7 @@ BEGIN
                     AND NOT public.fn_iu_is_blank(p_event_subject_table))
                 OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
                     AND NOT public.fn_iu_is_blank(p_event_subject_ref))
-                OR (p_event_domain OPERATOR(pg_catalog.=) 'system'::pg_catalog.text
-                    AND p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[]))
+                OR p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
                 OR p_delivery_lane IS NULL
                 OR p_delivery_lane OPERATOR(pg_catalog.<>) ALL ('{immediate,standard,batch}'::pg_catalog.text[])
                 OR p_event_severity IS NULL

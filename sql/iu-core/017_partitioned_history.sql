@@ -55,8 +55,8 @@
 -- between partitions; the append-only guard (001) lets exactly that DELETE half through.
 --
 -- Triggers, grants and comments are moved generically (read from the catalog), so whatever
--- triggers earlier migrations put on the tables (the append-only guards, the package-only
--- alert guard, the NOTIFY bridge with its transition table, which a partition may not carry)
+-- triggers earlier migrations put on the tables (the append-only guards, the NOTIFY bridge
+-- with its transition table, which a partition may not carry)
 -- end up on the parents, and Down puts them back. Row triggers of a parent are cloned onto
 -- every partition by PostgreSQL; statement-level TRUNCATE guards are not, so each partition
 -- gets a copy (fn_iu_partition_guard): TRUNCATE of a single partition stays refused.
