@@ -208,28 +208,29 @@ CREATE FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, 
     -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
     -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
     -- outside its list, a payload that is not a clean JSON object, an unregistered type;
-    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT whose
-    -- WHERE is one expression over every argument rule (fn_iu_is_blank and
-    -- fn_iu_payload_is_clean inlined into it) AND the type's registration; no row back
-    -- means nothing was written, and only then does fn_iu_emit_event_refuse walk the rules
-    -- one by one to raise the right error (or the type is unregistered). A blank subject,
-    -- however long, is not an error: it is stored as NULL.
+    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT from the
+    -- type's registration row (the registry holds only valid names, so a match proves
+    -- p_event_domain and p_event_type valid) whose WHERE is one expression over every other
+    -- argument rule (fn_iu_is_blank and fn_iu_payload_is_clean inlined into it); no row
+    -- back means nothing was written, and only then does fn_iu_emit_event_refuse walk the
+    -- rules one by one to raise the right error (or the type is unregistered). A blank
+    -- subject, however long, is not an error: it is stored as NULL.
 DECLARE
     v_id uuid;
 BEGIN
     -- Everything on the accepting path is qualified and exactly typed (see the header).
-    -- One statement: the row is produced only when no argument rule is broken (the OR of
-    -- them IS FALSE) and the type is registered.
+    -- One statement: the row is produced only when the type is registered (the join) and
+    -- no other argument rule is broken (the OR of them IS FALSE).
     INSERT INTO public.event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
                                      event_subject_table, event_subject_ref, safe_payload)
     SELECT p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
            CASE WHEN public.fn_iu_is_blank(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
            CASE WHEN public.fn_iu_is_blank(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
            p_safe_payload
-     WHERE (public.fn_iu_is_blank(p_event_domain) OR public.fn_iu_is_blank(p_event_type)
-                OR public.fn_iu_is_blank(p_event_stream)
-                OR pg_catalog.octet_length(p_event_domain) OPERATOR(pg_catalog.>) 200
-                OR pg_catalog.octet_length(p_event_type) OPERATOR(pg_catalog.>) 200
+      FROM public.event_type_registry r
+     WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
+       AND r.event_type OPERATOR(pg_catalog.=) p_event_type
+       AND (public.fn_iu_is_blank(p_event_stream)
                 OR pg_catalog.octet_length(p_event_stream) OPERATOR(pg_catalog.>) 200
                 OR (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
                     AND NOT public.fn_iu_is_blank(p_event_subject_table))
@@ -243,9 +244,6 @@ BEGIN
                 OR p_safe_payload IS NULL
                 OR pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.<>) 'object'::pg_catalog.text
                 OR NOT public.fn_iu_payload_is_clean(p_safe_payload)) IS FALSE   -- no rule broken
-       AND EXISTS (SELECT FROM public.event_type_registry r
-                    WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
-                      AND r.event_type OPERATOR(pg_catalog.=) p_event_type)
     RETURNING id INTO v_id;
     IF v_id IS NULL THEN
         -- Nothing written: explain why. A broken argument rule raises in the refuse
@@ -4498,8 +4496,8 @@ CREATE TABLE public.event_type_registry (
     description text DEFAULT ''::text NOT NULL,
     registered_at timestamp with time zone DEFAULT now() NOT NULL,
     registered_by text DEFAULT CURRENT_USER NOT NULL,
-    CONSTRAINT event_type_registry_event_domain_check CHECK ((event_domain <> ''::text)),
-    CONSTRAINT event_type_registry_event_type_check CHECK ((event_type <> ''::text))
+    CONSTRAINT event_type_registry_domain_is_name CHECK (((NOT public.fn_iu_is_blank(event_domain)) AND (octet_length(event_domain) <= 200))),
+    CONSTRAINT event_type_registry_type_is_name CHECK (((NOT public.fn_iu_is_blank(event_type)) AND (octet_length(event_type) <= 200)))
 );
 
 --

@@ -193,3 +193,39 @@ func TestSchemaAttack_EmitResolvesNothingPlanted(t *testing.T) {
 		t.Fatalf("a refusing path ran planted objects as %q", got)
 	}
 }
+
+// Rule: the event type registry holds only names by the package's name rule (not blank, at
+// most 200 bytes), so a registration proves fn_iu_emit_event's domain and type valid and its
+// accepting path does not test them again. A blank or over-long domain or type is refused
+// at registration (23514, naming the rule), and an emit of one is refused with the
+// argument's own message (22023), never stored.
+func TestProducers_RegistryHoldsOnlyNames(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	c := ctx(t)
+	long := strings.Repeat("x", 201)
+	for _, bad := range [][2]string{{"iu", "   "}, {"iu", "\t\n"}, {" ", "prod"}, {"iu", long}, {long, "prod"}} {
+		_, err := db.Pool.Exec(c, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ($1, $2)`, bad[0], bad[1])
+		e := requireSQLState(t, err, "23514")
+		if !strings.HasPrefix(e.ConstraintName, "event_type_registry_") {
+			t.Fatalf("registering %q/%q: refused by %q", bad[0], bad[1], e.ConstraintName)
+		}
+		_, err = db.Pool.Exec(c, `SELECT fn_iu_emit_event($1, $2, 's')`, bad[0], bad[1])
+		e = requireSQLState(t, err, "22023")
+		if !strings.HasPrefix(e.Message, "fn_iu_emit_event: p_event_") {
+			t.Fatalf("emitting %q/%q: %s", bad[0], bad[1], e.Message)
+		}
+	}
+	var n int
+	db.QueryRow(t, `SELECT count(*)::int FROM event_outbox WHERE fn_iu_is_blank(event_type) OR fn_iu_is_blank(event_domain)
+	                   OR octet_length(event_type) > 200 OR octet_length(event_domain) > 200`, nil, &n)
+	if n != 0 {
+		t.Fatalf("%d events with a blank or over-long domain or type stored", n)
+	}
+	// The longest valid names register and emit.
+	max := strings.Repeat("y", 200)
+	db.Exec(t, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ($1, $2)`, max, max)
+	if _, err := db.Pool.Exec(c, `SELECT fn_iu_emit_event($1, $2, 's')`, max, max); err != nil {
+		t.Fatalf("200-byte names: %v", err)
+	}
+}
