@@ -35,10 +35,13 @@ CREATE FUNCTION public.fn_iu_event_outbox_package_only(p_event_type text) RETURN
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    -- The refusing half of the reserved-type rule (the domain iu_event_type calls it only for
-    -- the two reserved type names): true when the writer is the package (a member of the
-    -- package owner, as fn_queue_stale_check is when it writes its alerts; superusers are
-    -- members of every role), 42501 otherwise. queue_worker_silent and
+    -- The refusing half of two row rules, called by the outbox's domains only on the branch
+    -- where the row breaks the rule for anyone but the package. Whether the writer is the
+    -- package: a member of the package owner (as fn_queue_stale_check is when it writes its
+    -- alerts and the partition maintenance when it writes partition bounds; superusers are
+    -- members of every role). p_event_type: the reserved type being written (iu_event_type):
+    -- true for the package, 42501 for anyone else; NULL (iu_txid, a txid that is not the
+    -- inserter's): true or false, so the domain refuses with its own constraint (23514). queue_worker_silent and
     -- queue_worker_recovered are the package's own alerts; a producer with INSERT on
     -- event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
     -- people paged by them. The owner is read from the catalog (this function's own owner).
@@ -50,6 +53,9 @@ BEGIN
                                 WHERE p.oid = 'public.fn_iu_event_outbox_package_only(text)'::pg_catalog.regprocedure),
                               'MEMBER') THEN
         RETURN true;
+    END IF;
+    IF p_event_type IS NULL THEN
+        RETURN false;
     END IF;
     RAISE EXCEPTION 'fn_iu_event_outbox_package_only: % events are written only by the package (fn_queue_stale_check)', p_event_type
         USING ERRCODE = '42501',
@@ -127,6 +133,12 @@ $_$;
 CREATE DOMAIN public.iu_safe_payload AS jsonb
 	CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(VALUE))
 	CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(VALUE) = 'object'::text));
+
+--
+-- Name: iu_txid; Type: DOMAIN; Schema: public; Owner: -
+--
+
+CREATE DOMAIN public.iu_txid AS xid8;
 
 --
 -- Name: fn_cut_heartbeat_ping(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
@@ -4399,7 +4411,7 @@ CREATE TABLE public.event_outbox (
     safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL
+    txid public.iu_txid DEFAULT pg_current_xact_id() NOT NULL
 )
 PARTITION BY RANGE (txid);
 
@@ -4431,8 +4443,7 @@ CREATE TABLE public.event_outbox_default (
     safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id()))
+    txid public.iu_txid DEFAULT pg_current_xact_id() NOT NULL
 );
 
 --
@@ -4451,7 +4462,7 @@ CREATE TABLE public.event_outbox_legacy (
     safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL
+    txid public.iu_txid DEFAULT pg_current_xact_id() NOT NULL
 );
 
 --
@@ -4482,8 +4493,7 @@ CREATE TABLE public.event_outbox_p00000000000000000746 (
     safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id()))
+    txid public.iu_txid DEFAULT pg_current_xact_id() NOT NULL
 );
 
 --
@@ -5127,11 +5137,11 @@ ALTER TABLE ONLY public.event_outbox_p00000000000000000746
     ADD CONSTRAINT event_outbox_p00000000000000000746_pkey PRIMARY KEY (id);
 
 --
--- Name: event_outbox event_outbox_txid_is_inserter; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+-- Name: iu_txid event_outbox_txid_is_inserter; Type: CHECK CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE public.event_outbox
-    ADD CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id())) NOT VALID;
+ALTER DOMAIN public.iu_txid
+    ADD CONSTRAINT event_outbox_txid_is_inserter CHECK (((VALUE = pg_current_xact_id()) OR public.fn_iu_event_outbox_package_only(NULL::text))) NOT VALID;
 
 --
 -- Name: event_type_registry event_type_registry_pkey; Type: CONSTRAINT; Schema: public; Owner: -

@@ -293,10 +293,13 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    -- The refusing half of the reserved-type rule (the domain iu_event_type calls it only for
-    -- the two reserved type names): true when the writer is the package (a member of the
-    -- package owner, as fn_queue_stale_check is when it writes its alerts; superusers are
-    -- members of every role), 42501 otherwise. queue_worker_silent and
+    -- The refusing half of two row rules, called by the outbox's domains only on the branch
+    -- where the row breaks the rule for anyone but the package. Whether the writer is the
+    -- package: a member of the package owner (as fn_queue_stale_check is when it writes its
+    -- alerts and the partition maintenance when it writes partition bounds; superusers are
+    -- members of every role). p_event_type: the reserved type being written (iu_event_type):
+    -- true for the package, 42501 for anyone else; NULL (iu_txid, a txid that is not the
+    -- inserter's): true or false, so the domain refuses with its own constraint (23514). queue_worker_silent and
     -- queue_worker_recovered are the package's own alerts; a producer with INSERT on
     -- event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
     -- people paged by them. The owner is read from the catalog (this function's own owner).
@@ -308,6 +311,9 @@ BEGIN
                                 WHERE p.oid = 'public.fn_iu_event_outbox_package_only(text)'::pg_catalog.regprocedure),
                               'MEMBER') THEN
         RETURN true;
+    END IF;
+    IF p_event_type IS NULL THEN
+        RETURN false;
     END IF;
     RAISE EXCEPTION 'fn_iu_event_outbox_package_only: % events are written only by the package (fn_queue_stale_check)', p_event_type
         USING ERRCODE = '42501',
@@ -346,6 +352,8 @@ CREATE DOMAIN iu_event_severity AS text
 CREATE DOMAIN iu_safe_payload AS jsonb
     CONSTRAINT event_outbox_safe_payload_object CHECK (jsonb_typeof(VALUE) = 'object')
     CONSTRAINT event_outbox_safe_payload_hygiene CHECK (fn_iu_payload_is_clean(VALUE));
+-- The inserting top-level transaction's id (its rule is added NOT VALID below the table).
+CREATE DOMAIN iu_txid AS xid8;
 
 CREATE TABLE event_outbox (
     id                  uuid              PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -360,18 +368,25 @@ CREATE TABLE event_outbox (
     occurred_at         timestamptz       NOT NULL DEFAULT now(),
     created_at          timestamptz       NOT NULL DEFAULT now(),
     -- The inserting top-level transaction (pg_current_xact_id() is never a subxact id).
-    txid                xid8              NOT NULL DEFAULT pg_current_xact_id()
+    txid                iu_txid           NOT NULL DEFAULT pg_current_xact_id()
 );
 
 -- The stored txid is always the inserting transaction's. A producer with INSERT could
 -- otherwise pass its own: a past value hides the event from every consumer (it sorts before
--- their position and the backlog reads 0), a future one halts a whole domain. A CHECK is
--- the cheapest rule (no trigger call per row). It is declared NOT VALID on purpose:
--- pg_dump then writes it after the data, so a restore loads the old rows (carrying the
--- source cluster's txids) unchecked; fn_iu_event_outbox_rebase_foreign_txids re-stamps
--- them with its own transaction id, which the CHECK accepts.
-ALTER TABLE event_outbox ADD CONSTRAINT event_outbox_txid_is_inserter
-    CHECK (txid = pg_catalog.pg_current_xact_id()) NOT VALID;
+-- their position and the backlog reads 0), a future one halts a whole domain. The rule is a
+-- constraint of the column's domain rather than a table CHECK for the producers' insert rate
+-- (a table CHECK is re-read from its stored text for every INSERT statement, see above).
+-- Only the package may store another value (the refusing branch asks
+-- fn_iu_event_outbox_package_only): the txid is the partition key (017), and PostgreSQL
+-- checks every partition bound the package's maintenance writes against the key's domain.
+-- It is added NOT VALID on purpose: pg_dump then writes it after the data, so a restore
+-- loads the old rows (carrying the source cluster's txids) unchecked;
+-- fn_iu_event_outbox_rebase_foreign_txids re-stamps them with its own transaction id.
+-- Copying rows between tables of this column type (SELECT * into another outbox table) does
+-- not re-check them: a value already of the domain is not coerced again.
+ALTER DOMAIN iu_txid ADD CONSTRAINT event_outbox_txid_is_inserter
+    CHECK (VALUE OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()
+           OR public.fn_iu_event_outbox_package_only(NULL::pg_catalog.text)) NOT VALID;
 
 COMMENT ON TABLE event_outbox IS
     'Shared append-only event log. UPDATE, DELETE and TRUNCATE are rejected. Consumers keep their own cursor.';
@@ -427,6 +442,7 @@ REVOKE ALL ON FUNCTION fn_iu_is_blank(text) FROM PUBLIC;
 
 -- +goose Down
 DROP TABLE event_outbox;
+DROP DOMAIN iu_txid;
 DROP DOMAIN iu_safe_payload;
 DROP DOMAIN iu_event_severity;
 DROP DOMAIN iu_delivery_lane;
