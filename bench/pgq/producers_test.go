@@ -100,9 +100,21 @@ func BenchmarkPgqProducers(b *testing.B) {
 	}
 	b.StopTimer()
 	rate := map[string]float64{}
+	byKey := map[string]*producer{}
 	for _, p := range producers {
 		rate[p.key] = medianF(p.rates)
+		byKey[p.key] = p
 		b.ReportMetric(rate[p.key], p.key+"-rows/s")
+	}
+	// paired: the median of the per-round ratios. A round measures every path within a few
+	// seconds of the others, so on a shared machine whose load drifts during the run this is
+	// steadier than the ratio of the medians.
+	paired := func(num, den string) float64 {
+		var rs []float64
+		for i := range byKey[num].rates {
+			rs = append(rs, byKey[num].rates[i]/byKey[den].rates[i])
+		}
+		return medianF(rs)
 	}
 	b.ReportMetric(rate["emit"]/rate["pgq"], "emit/pgq")
 	b.ReportMetric(rate["direct"]/rate["bare"], "direct/bare")
@@ -126,6 +138,8 @@ func BenchmarkPgqProducers(b *testing.B) {
 		bridge = "none on event_outbox: a closed gate installs no trigger"
 	}
 	fmt.Fprintf(&tbl, ", bare+bridge/bare %s (closed gate: target ~1.00; trigger copied: %s)", fmtRatio(rate["bridge"]/rate["bare"]), bridge)
+	fmt.Fprintf(&tbl, "\npaired (median of the per-round ratios): emit/PgQ %s, direct/bare %s, bare+CHECKs/bare %s, bare+bridge/bare %s",
+		fmtRatio(paired("emit", "pgq")), fmtRatio(paired("direct", "bare")), fmtRatio(paired("checks", "bare")), fmtRatio(paired("bridge", "bare")))
 	fmt.Println(tbl.String())
 }
 
