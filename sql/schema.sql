@@ -27,6 +27,50 @@ CREATE DOMAIN public.iu_event_severity AS text
 	CONSTRAINT iu_event_severity_valid CHECK ((VALUE = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text])));
 
 --
+-- Name: fn_iu_event_outbox_package_only(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_event_outbox_package_only(p_event_type text) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    -- The refusing half of two row rules, called by the outbox's domains only on the branch
+    -- where the row breaks the rule for anyone but the package. Whether the writer is the
+    -- package: a member of the package owner (as fn_queue_stale_check is when it writes its
+    -- alerts and the partition maintenance when it writes partition bounds; superusers are
+    -- members of every role). p_event_type: the reserved type being written (iu_event_type):
+    -- true for the package, 42501 for anyone else; NULL (iu_txid, a txid that is not the
+    -- inserter's): true or false, so the domain refuses with its own constraint (23514). queue_worker_silent and
+    -- queue_worker_recovered are the package's own alerts; a producer with INSERT on
+    -- event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
+    -- people paged by them. The owner is read from the catalog (this function's own owner).
+    -- The domain's check runs in the writer's rights, and PostgreSQL checks EXECUTE on every
+    -- function of a check when a statement starts, even one the row never reaches: a
+    -- producer that INSERTs directly is granted EXECUTE on it (as on fn_iu_payload_is_clean).
+    IF pg_catalog.pg_has_role(current_user,
+                              (SELECT p.proowner FROM pg_catalog.pg_proc p
+                                WHERE p.oid = 'public.fn_iu_event_outbox_package_only(text)'::pg_catalog.regprocedure),
+                              'MEMBER') THEN
+        RETURN true;
+    END IF;
+    IF p_event_type IS NULL THEN
+        RETURN false;
+    END IF;
+    RAISE EXCEPTION 'fn_iu_event_outbox_package_only: % events are written only by the package (fn_queue_stale_check)', p_event_type
+        USING ERRCODE = '42501',
+              HINT = 'queue_worker_silent and queue_worker_recovered are reserved event types in every domain; register your own type for your own alerts (executor silence is reported by fn_queue_stale_check).';
+END;
+$$;
+
+--
+-- Name: iu_event_type; Type: DOMAIN; Schema: public; Owner: -
+--
+
+CREATE DOMAIN public.iu_event_type AS public.iu_event_name
+	CONSTRAINT event_outbox_package_only CHECK ((((VALUE)::text <> ALL ('{queue_worker_silent,queue_worker_recovered}'::text[])) OR public.fn_iu_event_outbox_package_only((VALUE)::text)));
+
+--
 -- Name: iu_route_run_tally; Type: TYPE; Schema: public; Owner: -
 --
 
@@ -89,6 +133,12 @@ $_$;
 CREATE DOMAIN public.iu_safe_payload AS jsonb
 	CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(VALUE))
 	CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(VALUE) = 'object'::text));
+
+--
+-- Name: iu_txid; Type: DOMAIN; Schema: public; Owner: -
+--
+
+CREATE DOMAIN public.iu_txid AS xid8;
 
 --
 -- Name: fn_cut_heartbeat_ping(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
@@ -172,35 +222,35 @@ CREATE FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, 
     -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
     -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
     -- outside its list, a payload that is not a clean JSON object, an unregistered type;
-    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT whose
-    -- WHERE is one expression over every argument rule (fn_iu_is_blank and
-    -- fn_iu_payload_is_clean inlined into it) AND the type's registration; no row back
-    -- means nothing was written, and only then does fn_iu_emit_event_refuse walk the rules
-    -- one by one to raise the right error (or the type is unregistered). A blank subject,
-    -- however long, is not an error: it is stored as NULL.
+    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT from the
+    -- type's registration row (the registry holds only valid names, so a match proves
+    -- p_event_domain and p_event_type valid) whose WHERE is one expression over every other
+    -- argument rule (fn_iu_is_blank and fn_iu_payload_is_clean inlined into it); no row
+    -- back means nothing was written, and only then does fn_iu_emit_event_refuse walk the
+    -- rules one by one to raise the right error (or the type is unregistered). A blank
+    -- subject, however long, is not an error: it is stored as NULL.
 DECLARE
     v_id uuid;
 BEGIN
     -- Everything on the accepting path is qualified and exactly typed (see the header).
-    -- One statement: the row is produced only when no argument rule is broken (the OR of
-    -- them IS FALSE) and the type is registered.
+    -- One statement: the row is produced only when the type is registered (the join) and
+    -- no other argument rule is broken (the OR of them IS FALSE).
     INSERT INTO public.event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
                                      event_subject_table, event_subject_ref, safe_payload)
     SELECT p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
            CASE WHEN public.fn_iu_is_blank(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
            CASE WHEN public.fn_iu_is_blank(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
            p_safe_payload
-     WHERE (public.fn_iu_is_blank(p_event_domain) OR public.fn_iu_is_blank(p_event_type)
-                OR public.fn_iu_is_blank(p_event_stream)
-                OR pg_catalog.octet_length(p_event_domain) OPERATOR(pg_catalog.>) 200
-                OR pg_catalog.octet_length(p_event_type) OPERATOR(pg_catalog.>) 200
+      FROM public.event_type_registry r
+     WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
+       AND r.event_type OPERATOR(pg_catalog.=) p_event_type
+       AND (public.fn_iu_is_blank(p_event_stream)
                 OR pg_catalog.octet_length(p_event_stream) OPERATOR(pg_catalog.>) 200
                 OR (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
                     AND NOT public.fn_iu_is_blank(p_event_subject_table))
                 OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
                     AND NOT public.fn_iu_is_blank(p_event_subject_ref))
-                OR (p_event_domain OPERATOR(pg_catalog.=) 'system'::pg_catalog.text
-                    AND p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[]))
+                OR p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
                 OR p_delivery_lane IS NULL
                 OR p_delivery_lane OPERATOR(pg_catalog.<>) ALL ('{immediate,standard,batch}'::pg_catalog.text[])
                 OR p_event_severity IS NULL
@@ -208,9 +258,6 @@ BEGIN
                 OR p_safe_payload IS NULL
                 OR pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.<>) 'object'::pg_catalog.text
                 OR NOT public.fn_iu_payload_is_clean(p_safe_payload)) IS FALSE   -- no rule broken
-       AND EXISTS (SELECT FROM public.event_type_registry r
-                    WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
-                      AND r.event_type OPERATOR(pg_catalog.=) p_event_type)
     RETURNING id INTO v_id;
     IF v_id IS NULL THEN
         -- Nothing written: explain why. A broken argument rule raises in the refuse
@@ -256,12 +303,14 @@ BEGIN
     END IF;
     -- The stale-check's alerts are the package's own voice: a caller who could emit a
     -- "silent" or "recovered" for another executor could page people falsely or, worse,
-    -- make a real silence look handled. fn_queue_stale_check writes them itself.
-    IF p_event_domain = 'system' AND p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
+    -- make a real silence look handled. fn_queue_stale_check writes them itself. The two
+    -- type names are reserved in every domain, as the outbox's own rule has them (the
+    -- domain iu_event_type); this function runs as the package, which that rule lets through.
+    IF p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
         RAISE EXCEPTION 'fn_iu_emit_event: %/% events are written only by the package (fn_queue_stale_check)',
             p_event_domain, p_event_type
             USING ERRCODE = '42501',
-                  HINT = 'Register and emit your own event type; executor silence is reported by fn_queue_stale_check.';
+                  HINT = 'queue_worker_silent and queue_worker_recovered are reserved event types in every domain; register and emit your own type (executor silence is reported by fn_queue_stale_check).';
     END IF;
     IF p_delivery_lane IS NULL OR p_delivery_lane NOT IN ('immediate', 'standard', 'batch') THEN
         RAISE EXCEPTION 'fn_iu_emit_event: p_delivery_lane % is not one of immediate, standard, batch',
@@ -302,35 +351,6 @@ BEGIN
     RAISE EXCEPTION 'fn_iu_event_outbox_append_only: event_outbox is append-only: % rejected', TG_OP
         USING ERRCODE = 'IU001',
               HINT = 'Emit a new event (fn_iu_emit_event) instead of changing or removing one.';
-END;
-$$;
-
---
--- Name: fn_iu_event_outbox_package_only(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_event_outbox_package_only() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    -- system/queue_worker_silent and system/queue_worker_recovered are the package's own
-    -- alerts (fn_queue_stale_check writes them as the package owner). A producer with INSERT
-    -- on event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
-    -- people paged by them. The trigger's WHEN clause limits the call to types starting
-    -- with queue_worker_, so every other insert pays nothing; the exact test is here. The
-    -- owner is read from the catalog (this function's own owner): the inserting role needs
-    -- no grant for the test to run.
-    IF NOT (NEW.event_domain OPERATOR(pg_catalog.=) 'system'
-            AND NEW.event_type OPERATOR(pg_catalog.=) ANY (ARRAY['queue_worker_silent', 'queue_worker_recovered']::pg_catalog.text[]))
-       OR pg_catalog.pg_has_role(current_user,
-                              (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid = 'public.fn_iu_event_outbox_package_only()'::pg_catalog.regprocedure),
-                              'MEMBER') THEN
-        RETURN NEW;
-    END IF;
-    RAISE EXCEPTION 'fn_iu_event_outbox_package_only: %/% events are written only by the package (fn_queue_stale_check)',
-        NEW.event_domain, NEW.event_type
-        USING ERRCODE = '42501',
-              HINT = 'Register your own event type for your own alerts; executor silence is reported by fn_queue_stale_check.';
 END;
 $$;
 
@@ -4580,7 +4600,7 @@ COMMENT ON TABLE public.dot_config IS 'Operator configuration. Gates are fail-cl
 CREATE TABLE public.event_outbox (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     event_domain public.iu_event_name NOT NULL,
-    event_type public.iu_event_name NOT NULL,
+    event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
     delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
     event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
@@ -4589,7 +4609,7 @@ CREATE TABLE public.event_outbox (
     safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL
+    txid public.iu_txid DEFAULT pg_current_xact_id() NOT NULL
 )
 PARTITION BY RANGE (txid);
 
@@ -4612,7 +4632,7 @@ COMMENT ON COLUMN public.event_outbox.txid IS 'Top-level transaction that insert
 CREATE TABLE public.event_outbox_default (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     event_domain public.iu_event_name NOT NULL,
-    event_type public.iu_event_name NOT NULL,
+    event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
     delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
     event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
@@ -4621,8 +4641,7 @@ CREATE TABLE public.event_outbox_default (
     safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id()))
+    txid public.iu_txid DEFAULT pg_current_xact_id() NOT NULL
 );
 
 --
@@ -4632,7 +4651,7 @@ CREATE TABLE public.event_outbox_default (
 CREATE TABLE public.event_outbox_legacy (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     event_domain public.iu_event_name NOT NULL,
-    event_type public.iu_event_name NOT NULL,
+    event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
     delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
     event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
@@ -4641,7 +4660,7 @@ CREATE TABLE public.event_outbox_legacy (
     safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL
+    txid public.iu_txid DEFAULT pg_current_xact_id() NOT NULL
 );
 
 --
@@ -4663,7 +4682,7 @@ COMMENT ON COLUMN public.event_outbox_legacy.txid IS 'Top-level transaction that
 CREATE TABLE public.event_outbox_p00000000000000000746 (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     event_domain public.iu_event_name NOT NULL,
-    event_type public.iu_event_name NOT NULL,
+    event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
     delivery_lane public.iu_delivery_lane DEFAULT 'standard'::text NOT NULL,
     event_severity public.iu_event_severity DEFAULT 'info'::text NOT NULL,
@@ -4672,8 +4691,7 @@ CREATE TABLE public.event_outbox_p00000000000000000746 (
     safe_payload public.iu_safe_payload DEFAULT '{}'::jsonb NOT NULL,
     occurred_at timestamp with time zone DEFAULT now() NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id()))
+    txid public.iu_txid DEFAULT pg_current_xact_id() NOT NULL
 );
 
 --
@@ -4686,8 +4704,8 @@ CREATE TABLE public.event_type_registry (
     description text DEFAULT ''::text NOT NULL,
     registered_at timestamp with time zone DEFAULT now() NOT NULL,
     registered_by text DEFAULT CURRENT_USER NOT NULL,
-    CONSTRAINT event_type_registry_event_domain_check CHECK ((event_domain <> ''::text)),
-    CONSTRAINT event_type_registry_event_type_check CHECK ((event_type <> ''::text))
+    CONSTRAINT event_type_registry_domain_is_name CHECK (((NOT public.fn_iu_is_blank(event_domain)) AND (octet_length(event_domain) <= 200))),
+    CONSTRAINT event_type_registry_type_is_name CHECK (((NOT public.fn_iu_is_blank(event_type)) AND (octet_length(event_type) <= 200)))
 );
 
 --
@@ -5317,11 +5335,11 @@ ALTER TABLE ONLY public.event_outbox_p00000000000000000746
     ADD CONSTRAINT event_outbox_p00000000000000000746_pkey PRIMARY KEY (id);
 
 --
--- Name: event_outbox event_outbox_txid_is_inserter; Type: CHECK CONSTRAINT; Schema: public; Owner: -
+-- Name: iu_txid event_outbox_txid_is_inserter; Type: CHECK CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE public.event_outbox
-    ADD CONSTRAINT event_outbox_txid_is_inserter CHECK ((txid = pg_current_xact_id())) NOT VALID;
+ALTER DOMAIN public.iu_txid
+    ADD CONSTRAINT event_outbox_txid_is_inserter CHECK (((VALUE = pg_current_xact_id()) OR public.fn_iu_event_outbox_package_only(NULL::text))) NOT VALID;
 
 --
 -- Name: event_type_registry event_type_registry_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -5642,12 +5660,6 @@ CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outb
 CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_p00000000000000000746 FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
 
 --
--- Name: event_outbox trg_event_outbox_package_only; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER trg_event_outbox_package_only BEFORE INSERT ON public.event_outbox FOR EACH ROW WHEN (((new.event_type)::text ^@ 'queue_worker_'::text)) EXECUTE FUNCTION public.fn_iu_event_outbox_package_only();
-
---
 -- Name: iu_retention_ledger trg_iu_retention_ledger_immutable; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -5732,6 +5744,12 @@ CREATE TRIGGER trg_job_dead_letter_no_truncate BEFORE TRUNCATE ON public.job_dea
 CREATE TRIGGER trg_queue_stale_alert_row AFTER INSERT ON public.queue_heartbeat FOR EACH ROW EXECUTE FUNCTION public.fn_queue_stale_alert_row();
 
 --
+-- Name: FUNCTION fn_iu_event_outbox_package_only(p_event_type text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_package_only(p_event_type text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_payload_is_clean(p_payload jsonb); Type: ACL; Schema: public; Owner: -
 --
 
@@ -5777,12 +5795,6 @@ REVOKE ALL ON FUNCTION public.fn_iu_emit_event_refuse(p_event_domain text, p_eve
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_append_only() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_event_outbox_package_only(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_package_only() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_event_outbox_rebase_foreign_txids(); Type: ACL; Schema: public; Owner: -

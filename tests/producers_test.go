@@ -12,12 +12,12 @@ import (
 
 // Rule: the outbox's row rules (names non-empty, lane and severity from their lists, the
 // payload a JSON object free of denylisted keys at any depth and in any letter case, the
-// stale-check's alert types written only by the package) hold on every write path a
-// producer with INSERT has: one row, a bad row behind a good one in a multi-row VALUES,
-// INSERT ... SELECT, a data-modifying CTE, explicit casts to the base type, and COPY. The
-// rules are enforced by the columns' domains and the insert trigger, not by table CHECKs
-// (those are re-planned for every statement); this test is the attempt to get around them.
-// Nothing of a refused statement is stored.
+// stale-check's alert types queue_worker_silent and queue_worker_recovered reserved to the
+// package in every domain) hold on every write path a producer with INSERT has: one row, a
+// bad row behind a good one in a multi-row VALUES, INSERT ... SELECT, a data-modifying CTE,
+// explicit casts to the base type, and COPY. The rules are enforced by the columns'
+// domains, not by table CHECKs or row triggers (those are re-planned for every statement);
+// this test is the attempt to get around them. Nothing of a refused statement is stored.
 func TestProducers_RowRulesHoldOnEveryWritePath(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -68,23 +68,27 @@ func TestProducers_RowRulesHoldOnEveryWritePath(t *testing.T) {
 		t.Fatalf("refused statements stored %d rows", n-before)
 	}
 
-	// The stale-check's alerts: refused on every path (42501), however they are written;
-	// near misses are ordinary events.
+	// The stale-check's alerts: refused on every path (42501), however they are written, in
+	// domain system and in any other (the type names are reserved); near misses are
+	// ordinary events.
 	alert := `('system', 'queue_worker_silent', 'alert', 'immediate', 'critical', '{}'::jsonb)`
 	for path, stmt := range map[string]string{
 		"VALUES":            `INSERT INTO event_outbox ` + cols + ` VALUES ` + alert,
 		"behind a good row": `INSERT INTO event_outbox ` + cols + ` VALUES ` + good + `, ` + alert,
 		"INSERT ... SELECT": `INSERT INTO event_outbox ` + cols + ` SELECT 'system', 'queue_worker_' || 'recovered', 'alert', 'standard', 'info', '{}'::jsonb`,
+		"another domain":    `INSERT INTO event_outbox ` + cols + ` VALUES ('ops', 'queue_worker_silent', 'alert', 'standard', 'info', '{}'::jsonb)`,
+		"cast to text":      `INSERT INTO event_outbox ` + cols + ` SELECT 'system', 'queue_worker_silent'::text, 'alert', 'standard', 'info', '{}'::jsonb`,
 	} {
 		_, err := p.Exec(c, stmt)
-		requireSQLState(t, err, "42501")
-		_ = path
+		if e := requireSQLState(t, err, "42501"); !strings.HasPrefix(e.Message, "fn_iu_event_outbox_package_only: ") {
+			t.Fatalf("alert via %s: refused by %q", path, e.Message)
+		}
 	}
 	_, err := p.PgConn().CopyFrom(c, strings.NewReader("system\tqueue_worker_silent\talert\tstandard\tinfo\t{}\n"),
 		`COPY event_outbox `+cols+` FROM STDIN`)
 	requireSQLState(t, err, "42501")
 	for _, ok := range []string{
-		`('ops', 'queue_worker_silent', 'alert', 'standard', 'info', '{}'::jsonb)`,
+		`('ops', 'queue_worker_silenced', 'alert', 'standard', 'info', '{}'::jsonb)`,
 		`('system', 'queue_worker_silenced', 'alert', 'standard', 'info', '{}'::jsonb)`,
 		`('system', 'queue_worker', 'alert', 'standard', 'info', '{}'::jsonb)`,
 	} {
@@ -187,5 +191,41 @@ func TestSchemaAttack_EmitResolvesNothingPlanted(t *testing.T) {
 	}
 	if got := ranAs(); got != "" {
 		t.Fatalf("a refusing path ran planted objects as %q", got)
+	}
+}
+
+// Rule: the event type registry holds only names by the package's name rule (not blank, at
+// most 200 bytes), so a registration proves fn_iu_emit_event's domain and type valid and its
+// accepting path does not test them again. A blank or over-long domain or type is refused
+// at registration (23514, naming the rule), and an emit of one is refused with the
+// argument's own message (22023), never stored.
+func TestProducers_RegistryHoldsOnlyNames(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	c := ctx(t)
+	long := strings.Repeat("x", 201)
+	for _, bad := range [][2]string{{"iu", "   "}, {"iu", "\t\n"}, {" ", "prod"}, {"iu", long}, {long, "prod"}} {
+		_, err := db.Pool.Exec(c, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ($1, $2)`, bad[0], bad[1])
+		e := requireSQLState(t, err, "23514")
+		if !strings.HasPrefix(e.ConstraintName, "event_type_registry_") {
+			t.Fatalf("registering %q/%q: refused by %q", bad[0], bad[1], e.ConstraintName)
+		}
+		_, err = db.Pool.Exec(c, `SELECT fn_iu_emit_event($1, $2, 's')`, bad[0], bad[1])
+		e = requireSQLState(t, err, "22023")
+		if !strings.HasPrefix(e.Message, "fn_iu_emit_event: p_event_") {
+			t.Fatalf("emitting %q/%q: %s", bad[0], bad[1], e.Message)
+		}
+	}
+	var n int
+	db.QueryRow(t, `SELECT count(*)::int FROM event_outbox WHERE fn_iu_is_blank(event_type) OR fn_iu_is_blank(event_domain)
+	                   OR octet_length(event_type) > 200 OR octet_length(event_domain) > 200`, nil, &n)
+	if n != 0 {
+		t.Fatalf("%d events with a blank or over-long domain or type stored", n)
+	}
+	// The longest valid names register and emit.
+	max := strings.Repeat("y", 200)
+	db.Exec(t, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ($1, $2)`, max, max)
+	if _, err := db.Pool.Exec(c, `SELECT fn_iu_emit_event($1, $2, 's')`, max, max); err != nil {
+		t.Fatalf("200-byte names: %v", err)
 	}
 }

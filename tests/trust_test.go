@@ -19,7 +19,7 @@ func producer(t testing.TB, db *pgtest.DB) (*pgx.Conn, string) {
 	db.Exec(t, `CREATE ROLE `+id+` LOGIN PASSWORD 'pw'`)
 	// What the README tells a DBA to grant a direct-INSERT producer.
 	db.Exec(t, pgtest.ProducerInsertGrant(id))
-	db.Exec(t, `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb) TO `+id)
+	db.Exec(t, pgtest.ProducerExecuteGrant(id))
 	db.Exec(t, `CREATE SCHEMA evil AUTHORIZATION `+id)
 	t.Cleanup(func() {
 		c := context.Background()

@@ -24,9 +24,10 @@
 //   - BenchmarkPgqProducers: single-row insert rates with 2 concurrent clients,
 //     synchronous_commit off, ~1M rows already present: pgq.insert_event,
 //     fn_iu_emit_event, a direct INSERT into event_outbox, a bare table with the
-//     outbox's columns and indexes (no CHECKs, no triggers) and the same bare table with
-//     only the NOTIFY bridge's trigger copied onto it (gate as installed: closed).
-//     Medians of 3 interleaved rounds.
+//     outbox's columns and the indexes of the partition a new outbox row lands in (no row
+//     rules, no triggers), the same with the row rules, and the same with only the NOTIFY
+//     bridge's trigger copied onto it (gate as installed: closed). Medians of 3
+//     interleaved rounds, and the median of the per-round ratios.
 //
 // Environment (defaults are the figures' sizes; shrink for a quick look):
 //

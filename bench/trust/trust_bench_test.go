@@ -96,9 +96,9 @@ func BenchmarkSearchPathGuardPerCall(b *testing.B) {
 	}
 }
 
-// The producer's insert path: event_outbox as it is now (hygiene with case-insensitive,
-// pg_catalog-qualified keys; CHECK txid = the inserting transaction; the package-only
-// trigger whose WHEN skips ordinary rows; no partial alert index) against the shape it had
+// The producer's insert path: event_outbox as it is now (its row rules in its columns'
+// domains: hygiene with case-insensitive, pg_catalog-qualified keys, txid = the inserting
+// transaction, the reserved alert types; no partial alert index) against the shape it had
 // before (case-sensitive hygiene, no txid CHECK, the partial alert index), and against no
 // checks at all. 2,000-row INSERT ... SELECT with a small nested payload, per row.
 func BenchmarkOutboxInsertPath(b *testing.B) {

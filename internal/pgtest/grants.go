@@ -82,6 +82,14 @@ func ProducerInsertGrant(role string) string {
 	        ON event_outbox TO ` + role
 }
 
+// ProducerExecuteGrant is the other half of that grant: EXECUTE on the functions the
+// outbox's row rules (its columns' domains) call in the writer's own rights. PostgreSQL
+// checks EXECUTE on every function of a domain's check when a statement starts, so without
+// it every INSERT of the producer is refused.
+func ProducerExecuteGrant(role string) string {
+	return `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb), fn_iu_event_outbox_package_only(text) TO ` + role
+}
+
 // StripDomainsSQL is a DO block that turns every domain-typed column of table (a freshly
 // created, still empty copy such as CREATE TABLE t (LIKE event_outbox)) into the domain's
 // base type. The outbox's row rules are domains on its columns and LIKE copies column

@@ -290,6 +290,42 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_event_outbox_package_only(p_event_type text)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- The refusing half of two row rules, called by the outbox's domains only on the branch
+    -- where the row breaks the rule for anyone but the package. Whether the writer is the
+    -- package: a member of the package owner (as fn_queue_stale_check is when it writes its
+    -- alerts and the partition maintenance when it writes partition bounds; superusers are
+    -- members of every role). p_event_type: the reserved type being written (iu_event_type):
+    -- true for the package, 42501 for anyone else; NULL (iu_txid, a txid that is not the
+    -- inserter's): true or false, so the domain refuses with its own constraint (23514). queue_worker_silent and
+    -- queue_worker_recovered are the package's own alerts; a producer with INSERT on
+    -- event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
+    -- people paged by them. The owner is read from the catalog (this function's own owner).
+    -- The domain's check runs in the writer's rights, and PostgreSQL checks EXECUTE on every
+    -- function of a check when a statement starts, even one the row never reaches: a
+    -- producer that INSERTs directly is granted EXECUTE on it (as on fn_iu_payload_is_clean).
+    IF pg_catalog.pg_has_role(current_user,
+                              (SELECT p.proowner FROM pg_catalog.pg_proc p
+                                WHERE p.oid = 'public.fn_iu_event_outbox_package_only(text)'::pg_catalog.regprocedure),
+                              'MEMBER') THEN
+        RETURN true;
+    END IF;
+    IF p_event_type IS NULL THEN
+        RETURN false;
+    END IF;
+    RAISE EXCEPTION 'fn_iu_event_outbox_package_only: % events are written only by the package (fn_queue_stale_check)', p_event_type
+        USING ERRCODE = '42501',
+              HINT = 'queue_worker_silent and queue_worker_recovered are reserved event types in every domain; register your own type for your own alerts (executor silence is reported by fn_queue_stale_check).';
+END;
+$$;
+-- +goose StatementEnd
+
 -- The row rules live in domains, not in table CHECKs, and that is for the producers' insert
 -- rate. PostgreSQL re-reads and re-plans every CHECK of a table for each INSERT statement
 -- (its stored expression is parsed from text, an inlined SQL function such as
@@ -303,6 +339,16 @@ $$;
 -- (SQLSTATE 23514); hygiene keeps the name producers already see.
 CREATE DOMAIN iu_event_name AS text
     CONSTRAINT iu_event_name_not_empty CHECK (VALUE <> '');
+-- An event type: a name, and the stale-check's two alert types are reserved for the
+-- package in every domain (the package writes them in domain system). The rule sits on the
+-- type alone because a domain sees one column; it costs a single comparison per row, where
+-- the row trigger that tested domain and type together cost a single-row INSERT about a
+-- sixth of its instructions (its WHEN re-read for every statement, and a row trigger makes
+-- PostgreSQL re-check the partition bounds of every routed row).
+CREATE DOMAIN iu_event_type AS iu_event_name
+    CONSTRAINT event_outbox_package_only CHECK (
+        VALUE OPERATOR(pg_catalog.<>) ALL ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
+        OR public.fn_iu_event_outbox_package_only(VALUE));
 CREATE DOMAIN iu_delivery_lane AS text
     CONSTRAINT iu_delivery_lane_valid CHECK (VALUE IN ('immediate', 'standard', 'batch'));
 CREATE DOMAIN iu_event_severity AS text
@@ -310,11 +356,13 @@ CREATE DOMAIN iu_event_severity AS text
 CREATE DOMAIN iu_safe_payload AS jsonb
     CONSTRAINT event_outbox_safe_payload_object CHECK (jsonb_typeof(VALUE) = 'object')
     CONSTRAINT event_outbox_safe_payload_hygiene CHECK (fn_iu_payload_is_clean(VALUE));
+-- The inserting top-level transaction's id (its rule is added NOT VALID below the table).
+CREATE DOMAIN iu_txid AS xid8;
 
 CREATE TABLE event_outbox (
     id                  uuid              PRIMARY KEY DEFAULT gen_random_uuid(),
     event_domain        iu_event_name     NOT NULL,
-    event_type          iu_event_name     NOT NULL,
+    event_type          iu_event_type     NOT NULL,
     event_stream        iu_event_name     NOT NULL,
     delivery_lane       iu_delivery_lane  NOT NULL DEFAULT 'standard',
     event_severity      iu_event_severity NOT NULL DEFAULT 'info',
@@ -324,18 +372,25 @@ CREATE TABLE event_outbox (
     occurred_at         timestamptz       NOT NULL DEFAULT now(),
     created_at          timestamptz       NOT NULL DEFAULT now(),
     -- The inserting top-level transaction (pg_current_xact_id() is never a subxact id).
-    txid                xid8              NOT NULL DEFAULT pg_current_xact_id()
+    txid                iu_txid           NOT NULL DEFAULT pg_current_xact_id()
 );
 
 -- The stored txid is always the inserting transaction's. A producer with INSERT could
 -- otherwise pass its own: a past value hides the event from every consumer (it sorts before
--- their position and the backlog reads 0), a future one halts a whole domain. A CHECK is
--- the cheapest rule (no trigger call per row). It is declared NOT VALID on purpose:
--- pg_dump then writes it after the data, so a restore loads the old rows (carrying the
--- source cluster's txids) unchecked; fn_iu_event_outbox_rebase_foreign_txids re-stamps
--- them with its own transaction id, which the CHECK accepts.
-ALTER TABLE event_outbox ADD CONSTRAINT event_outbox_txid_is_inserter
-    CHECK (txid = pg_catalog.pg_current_xact_id()) NOT VALID;
+-- their position and the backlog reads 0), a future one halts a whole domain. The rule is a
+-- constraint of the column's domain rather than a table CHECK for the producers' insert rate
+-- (a table CHECK is re-read from its stored text for every INSERT statement, see above).
+-- Only the package may store another value (the refusing branch asks
+-- fn_iu_event_outbox_package_only): the txid is the partition key (017), and PostgreSQL
+-- checks every partition bound the package's maintenance writes against the key's domain.
+-- It is added NOT VALID on purpose: pg_dump then writes it after the data, so a restore
+-- loads the old rows (carrying the source cluster's txids) unchecked;
+-- fn_iu_event_outbox_rebase_foreign_txids re-stamps them with its own transaction id.
+-- Copying rows between tables of this column type (SELECT * into another outbox table) does
+-- not re-check them: a value already of the domain is not coerced again.
+ALTER DOMAIN iu_txid ADD CONSTRAINT event_outbox_txid_is_inserter
+    CHECK (VALUE OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()
+           OR public.fn_iu_event_outbox_package_only(NULL::pg_catalog.text)) NOT VALID;
 
 COMMENT ON TABLE event_outbox IS
     'Shared append-only event log. UPDATE, DELETE and TRUNCATE are rejected. Consumers keep their own cursor.';
@@ -374,41 +429,6 @@ END;
 $$;
 -- +goose StatementEnd
 
--- +goose StatementBegin
-CREATE FUNCTION fn_iu_event_outbox_package_only()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    -- system/queue_worker_silent and system/queue_worker_recovered are the package's own
-    -- alerts (fn_queue_stale_check writes them as the package owner). A producer with INSERT
-    -- on event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
-    -- people paged by them. The trigger's WHEN clause limits the call to types starting
-    -- with queue_worker_, so every other insert pays nothing; the exact test is here. The
-    -- owner is read from the catalog (this function's own owner): the inserting role needs
-    -- no grant for the test to run.
-    IF NOT (NEW.event_domain OPERATOR(pg_catalog.=) 'system'
-            AND NEW.event_type OPERATOR(pg_catalog.=) ANY (ARRAY['queue_worker_silent', 'queue_worker_recovered']::pg_catalog.text[]))
-       OR pg_catalog.pg_has_role(current_user,
-                              (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid = 'public.fn_iu_event_outbox_package_only()'::pg_catalog.regprocedure),
-                              'MEMBER') THEN
-        RETURN NEW;
-    END IF;
-    RAISE EXCEPTION 'fn_iu_event_outbox_package_only: %/% events are written only by the package (fn_queue_stale_check)',
-        NEW.event_domain, NEW.event_type
-        USING ERRCODE = '42501',
-              HINT = 'Register your own event type for your own alerts; executor silence is reported by fn_queue_stale_check.';
-END;
-$$;
--- +goose StatementEnd
-
--- The WHEN clause is re-read for every INSERT statement (like a CHECK), so it is kept to one
--- small comparison; the function repeats the exact test.
-CREATE TRIGGER trg_event_outbox_package_only
-    BEFORE INSERT ON event_outbox
-    FOR EACH ROW
-    WHEN (NEW.event_type ^@ 'queue_worker_')
-    EXECUTE FUNCTION fn_iu_event_outbox_package_only();
 CREATE TRIGGER trg_event_outbox_append_only
     BEFORE UPDATE OR DELETE ON event_outbox
     FOR EACH ROW EXECUTE FUNCTION fn_iu_event_outbox_append_only();
@@ -420,18 +440,20 @@ REVOKE ALL ON FUNCTION fn_iu_payload_is_clean(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_denied_paths(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_require_clean(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_append_only() FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_iu_event_outbox_package_only() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_event_outbox_package_only(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_require_name(text, text, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_is_blank(text) FROM PUBLIC;
 
 -- +goose Down
 DROP TABLE event_outbox;
+DROP DOMAIN iu_txid;
 DROP DOMAIN iu_safe_payload;
 DROP DOMAIN iu_event_severity;
 DROP DOMAIN iu_delivery_lane;
+DROP DOMAIN iu_event_type;
 DROP DOMAIN iu_event_name;
 DROP FUNCTION fn_iu_event_outbox_append_only();
-DROP FUNCTION fn_iu_event_outbox_package_only();
+DROP FUNCTION fn_iu_event_outbox_package_only(text);
 DROP FUNCTION fn_iu_require_name(text, text, text, integer);
 DROP FUNCTION fn_iu_is_blank(text);
 DROP FUNCTION fn_iu_payload_require_clean(text, text, jsonb);

@@ -3,12 +3,16 @@
 -- Adds fn_iu_emit_event, the one sanctioned writer of event_outbox. It validates every
 -- argument up front so a caller gets a clear, function-prefixed error with the right
 -- SQLSTATE instead of a bare constraint violation. It refuses the two alert types the
--- stale-check owns (system/queue_worker_silent and system/queue_worker_recovered).
+-- stale-check owns (queue_worker_silent and queue_worker_recovered, reserved in every
+-- domain; the package writes them in domain system).
 --
--- It is every producer's hot path, so it costs one cheap test of all arguments, one
--- statement (the INSERT, which checks the registration in the same statement) and the
--- table's own rules; the step-by-step explanation (fn_iu_emit_event_refuse) runs only when
--- the cheap test finds something wrong.
+-- It is every producer's hot path, so it costs one statement: the INSERT reads the type's
+-- registration (which also proves the domain and the type valid names: the registry holds
+-- only names, see 003) and tests the other arguments in the same statement, and the
+-- table's own rules (its columns' domains) apply as to any INSERT; the step-by-step
+-- explanation (fn_iu_emit_event_refuse) runs only when nothing was written. PostgreSQL
+-- prepares every function and operator of that statement for each call (an ACL check and
+-- a lookup each), so every test on it is paid on every emit: none is there twice.
 --
 -- The writable-schema rule, on this path. Like every SECURITY DEFINER function it runs with
 -- search_path = public, pg_temp, where an untrusted role that may CREATE in public could
@@ -62,12 +66,14 @@ BEGIN
     END IF;
     -- The stale-check's alerts are the package's own voice: a caller who could emit a
     -- "silent" or "recovered" for another executor could page people falsely or, worse,
-    -- make a real silence look handled. fn_queue_stale_check writes them itself.
-    IF p_event_domain = 'system' AND p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
+    -- make a real silence look handled. fn_queue_stale_check writes them itself. The two
+    -- type names are reserved in every domain, as the outbox's own rule has them (the
+    -- domain iu_event_type); this function runs as the package, which that rule lets through.
+    IF p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
         RAISE EXCEPTION 'fn_iu_emit_event: %/% events are written only by the package (fn_queue_stale_check)',
             p_event_domain, p_event_type
             USING ERRCODE = '42501',
-                  HINT = 'Register and emit your own event type; executor silence is reported by fn_queue_stale_check.';
+                  HINT = 'queue_worker_silent and queue_worker_recovered are reserved event types in every domain; register and emit your own type (executor silence is reported by fn_queue_stale_check).';
     END IF;
     IF p_delivery_lane IS NULL OR p_delivery_lane NOT IN ('immediate', 'standard', 'batch') THEN
         RAISE EXCEPTION 'fn_iu_emit_event: p_delivery_lane % is not one of immediate, standard, batch',
@@ -101,35 +107,35 @@ AS $$
     -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
     -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
     -- outside its list, a payload that is not a clean JSON object, an unregistered type;
-    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT whose
-    -- WHERE is one expression over every argument rule (fn_iu_is_blank and
-    -- fn_iu_payload_is_clean inlined into it) AND the type's registration; no row back
-    -- means nothing was written, and only then does fn_iu_emit_event_refuse walk the rules
-    -- one by one to raise the right error (or the type is unregistered). A blank subject,
-    -- however long, is not an error: it is stored as NULL.
+    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT from the
+    -- type's registration row (the registry holds only valid names, so a match proves
+    -- p_event_domain and p_event_type valid) whose WHERE is one expression over every other
+    -- argument rule (fn_iu_is_blank and fn_iu_payload_is_clean inlined into it); no row
+    -- back means nothing was written, and only then does fn_iu_emit_event_refuse walk the
+    -- rules one by one to raise the right error (or the type is unregistered). A blank
+    -- subject, however long, is not an error: it is stored as NULL.
 DECLARE
     v_id uuid;
 BEGIN
     -- Everything on the accepting path is qualified and exactly typed (see the header).
-    -- One statement: the row is produced only when no argument rule is broken (the OR of
-    -- them IS FALSE) and the type is registered.
+    -- One statement: the row is produced only when the type is registered (the join) and
+    -- no other argument rule is broken (the OR of them IS FALSE).
     INSERT INTO public.event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
                                      event_subject_table, event_subject_ref, safe_payload)
     SELECT p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
            CASE WHEN public.fn_iu_is_blank(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
            CASE WHEN public.fn_iu_is_blank(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
            p_safe_payload
-     WHERE (public.fn_iu_is_blank(p_event_domain) OR public.fn_iu_is_blank(p_event_type)
-                OR public.fn_iu_is_blank(p_event_stream)
-                OR pg_catalog.octet_length(p_event_domain) OPERATOR(pg_catalog.>) 200
-                OR pg_catalog.octet_length(p_event_type) OPERATOR(pg_catalog.>) 200
+      FROM public.event_type_registry r
+     WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
+       AND r.event_type OPERATOR(pg_catalog.=) p_event_type
+       AND (public.fn_iu_is_blank(p_event_stream)
                 OR pg_catalog.octet_length(p_event_stream) OPERATOR(pg_catalog.>) 200
                 OR (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
                     AND NOT public.fn_iu_is_blank(p_event_subject_table))
                 OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
                     AND NOT public.fn_iu_is_blank(p_event_subject_ref))
-                OR (p_event_domain OPERATOR(pg_catalog.=) 'system'::pg_catalog.text
-                    AND p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[]))
+                OR p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
                 OR p_delivery_lane IS NULL
                 OR p_delivery_lane OPERATOR(pg_catalog.<>) ALL ('{immediate,standard,batch}'::pg_catalog.text[])
                 OR p_event_severity IS NULL
@@ -137,9 +143,6 @@ BEGIN
                 OR p_safe_payload IS NULL
                 OR pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.<>) 'object'::pg_catalog.text
                 OR NOT public.fn_iu_payload_is_clean(p_safe_payload)) IS FALSE   -- no rule broken
-       AND EXISTS (SELECT FROM public.event_type_registry r
-                    WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
-                      AND r.event_type OPERATOR(pg_catalog.=) p_event_type)
     RETURNING id INTO v_id;
     IF v_id IS NULL THEN
         -- Nothing written: explain why. A broken argument rule raises in the refuse

@@ -55,8 +55,8 @@
 -- between partitions; the append-only guard (001) lets exactly that DELETE half through.
 --
 -- Triggers, grants and comments are moved generically (read from the catalog), so whatever
--- triggers earlier migrations put on the tables (the append-only guards, the package-only
--- alert guard, the NOTIFY bridge with its transition table, which a partition may not carry)
+-- triggers earlier migrations put on the tables (the append-only guards, the NOTIFY bridge
+-- with its transition table, which a partition may not carry)
 -- end up on the parents, and Down puts them back. Row triggers of a parent are cloned onto
 -- every partition by PostgreSQL; statement-level TRUNCATE guards are not, so each partition
 -- gets a copy (fn_iu_partition_guard): TRUNCATE of a single partition stays refused.
@@ -678,10 +678,9 @@ BEGIN
         FOR r IN SELECT t.tgname FROM pg_trigger t WHERE t.tgrelid = (v_t || '_legacy')::regclass AND NOT t.tgisinternal LOOP
             EXECUTE format('DROP TRIGGER %I ON %I', r.tgname, v_t || '_legacy');
         END LOOP;
-        -- every later row back into the old table, as it was (the txid CHECK is NOT VALID: it
-        -- would reject copied rows, so it steps aside for the copy and returns NOT VALID)
+        -- every later row back into the old table, as it was (the txid rule of the column's
+        -- domain does not re-check them: the values are of the domain already)
         IF v_t = 'event_outbox' THEN
-            ALTER TABLE event_outbox_legacy DROP CONSTRAINT event_outbox_txid_is_inserter;
             INSERT INTO event_outbox_legacy SELECT * FROM event_outbox;
         ELSE
             INSERT INTO iu_route_attempt_legacy SELECT * FROM iu_route_attempt;
@@ -701,8 +700,6 @@ BEGIN
         EXECUTE format('ALTER TABLE %I RENAME CONSTRAINT %I TO %I', v_t, v_t || '_legacy_pkey', v_t || '_pkey');
         IF v_t = 'event_outbox' THEN
             ALTER INDEX event_outbox_legacy_domain_txid_idx RENAME TO event_outbox_domain_txid_idx;
-            ALTER TABLE event_outbox ADD CONSTRAINT event_outbox_txid_is_inserter
-                CHECK (txid = pg_catalog.pg_current_xact_id()) NOT VALID;
         ELSE
             ALTER TABLE iu_route_attempt RENAME CONSTRAINT iu_route_attempt_legacy_key_attempt_uq TO iu_route_attempt_key_attempt_uq;
             -- (PostgreSQL 17+ removes the parent's identity from a detached partition; older

@@ -170,7 +170,7 @@ func TestTrust_BoundExecutorBeatenOnlyByItsRole(t *testing.T) {
 // Rule 3: a forged alert does not silence a real one. system/queue_worker_silent and
 // system/queue_worker_recovered are written only by the package: fn_iu_emit_event refuses
 // them to an executor, the table refuses them to a producer with INSERT (even dated
-// 9999-01-01), and the stale-check does not read alerts back from event_outbox, so even a
+// 9999-01-01; the type names are reserved in every domain), and the stale-check does not read alerts back from event_outbox, so even a
 // forged row that got in (written here as the superuser) suppresses nothing.
 func TestTrust_ForgedAlertDoesNotSuppressARealOne(t *testing.T) {
 	t.Parallel()
@@ -181,7 +181,7 @@ func TestTrust_ForgedAlertDoesNotSuppressARealOne(t *testing.T) {
 	exe, _ := login(t, db, "exe", "dot_executor")
 	producer, producerRole := login(t, db, "prod")
 	db.Exec(t, pgtest.ProducerInsertGrant(pgx.Identifier{producerRole}.Sanitize()))
-	db.Exec(t, `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb) TO `+pgx.Identifier{producerRole}.Sanitize())
+	db.Exec(t, pgtest.ProducerExecuteGrant(pgx.Identifier{producerRole}.Sanitize()))
 
 	for _, typ := range []string{"queue_worker_silent", "queue_worker_recovered"} {
 		e := pgtest.RequireSQLState(t, callErr(t, exe,
@@ -189,10 +189,15 @@ func TestTrust_ForgedAlertDoesNotSuppressARealOne(t *testing.T) {
 		if !strings.HasPrefix(e.Message, "fn_iu_emit_event: system/"+typ+" events are written only by the package") {
 			t.Fatalf("emit refusal: %s", e.Message)
 		}
-		pgtest.RequireSQLState(t, callErr(t, producer,
+		// occurred_at, not created_at: the producer's grant leaves created_at to the log, and a
+		// refusal for that column would hide whether the alert rule itself holds.
+		e = pgtest.RequireSQLState(t, callErr(t, producer,
 			`INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
-			                           event_subject_table, event_subject_ref, created_at)
+			                           event_subject_table, event_subject_ref, occurred_at)
 			 VALUES ('system', $1, 'alert', 'immediate', 'critical', 'queue_heartbeat', 'victim', '9999-01-01')`, typ), "42501")
+		if !strings.HasPrefix(e.Message, "fn_iu_event_outbox_package_only: "+typ+" events are written only by the package") {
+			t.Fatalf("direct insert refusal: %s", e.Message)
+		}
 	}
 	// Neither can reach the alert state.
 	pgtest.RequireSQLState(t, callErr(t, exe, `UPDATE queue_stale_alert SET last_critical_at = '9999-01-01'`), "42501")

@@ -116,7 +116,7 @@ func TestAttack_ProducerReusesAnUnroutedEventIdInALaterPartition(t *testing.T) {
 	prod, _ := loginIn(t, db, "prod", "")
 	// What the README tells a DBA to grant a direct-INSERT producer.
 	db.Exec(t, pgtest.ProducerInsertGrant(pgx.Identifier{"prod_" + db.Name}.Sanitize()))
-	db.Exec(t, `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb) TO `+pgx.Identifier{"prod_" + db.Name}.Sanitize())
+	db.Exec(t, pgtest.ProducerExecuteGrant(pgx.Identifier{"prod_" + db.Name}.Sanitize()))
 
 	var victim, victimTxid string
 	db.QueryRow(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload)
@@ -246,7 +246,7 @@ func TestAttack_ReusedIdPutsTheForgedPayloadInTheVictimsDeadLetter(t *testing.T)
 	// More than the README advises (INSERT on every column, id included): the routing must
 	// hold even then.
 	db.Exec(t, `GRANT INSERT ON event_outbox TO `+pgx.Identifier{role}.Sanitize())
-	db.Exec(t, `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb) TO `+pgx.Identifier{role}.Sanitize())
+	db.Exec(t, pgtest.ProducerExecuteGrant(pgx.Identifier{role}.Sanitize()))
 
 	burn(t, db, 3*width) // no maintenance: the next events land in event_outbox_default
 	var victim string
