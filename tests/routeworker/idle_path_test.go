@@ -136,10 +136,9 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 		t.Parallel()
 		db, b := setup(t)
 		caughtUpAndFresh(t, db, b.worker)
-		db.Exec(t, `ALTER TABLE event_outbox DROP CONSTRAINT event_outbox_txid_is_inserter`)
+		// A restored row: its txid comes from a cluster far ahead of this one (the test
+		// session is a superuser, a member of the package, which may store any txid).
 		db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, txid) VALUES ('iu', 'dry', 's', '900000000')`)
-		db.Exec(t, `ALTER TABLE event_outbox ADD CONSTRAINT event_outbox_txid_is_inserter
-		            CHECK (txid = pg_catalog.pg_current_xact_id()) NOT VALID`)
 		if probeQuiet(t, db.Pool, b.worker) {
 			t.Fatal("foreign rows: the probe must not be quiet")
 		}
