@@ -1373,6 +1373,19 @@ CREATE TABLE public.iu_route_worker_cursor (
 COMMENT ON TABLE public.iu_route_worker_cursor IS 'One row per route worker: its own position in event_outbox (snapshot pair + keyset) and run counters.';
 
 --
+-- Name: fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor) RETURNS SETOF boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT true
+     WHERE pg_snapshot_xmax(p_cursor.done_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+        OR pg_snapshot_xmax(p_cursor.window_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+        OR p_cursor.window_txid >= pg_snapshot_xmax(pg_current_snapshot())
+$$;
+
+--
 -- Name: fn_iu_route_worker_cursor_check(public.iu_route_worker_cursor); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1389,9 +1402,7 @@ CREATE FUNCTION public.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_
       FROM (SELECT s.system_identifier AS sysid, pg_snapshot_xmax(pg_current_snapshot()) AS xmax
               FROM pg_control_system() s) k
      WHERE (p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid)
-        OR pg_snapshot_xmax(p_cursor.done_snapshot) > k.xmax
-        OR pg_snapshot_xmax(p_cursor.window_snapshot) > k.xmax
-        OR p_cursor.window_txid >= k.xmax
+        OR EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_ahead(p_cursor))
 $$;
 
 --
@@ -1822,7 +1833,7 @@ CREATE FUNCTION public.fn_iu_route_worker_idle_probe(p_worker_name text) RETURNS
            AND fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
            AND c.window_snapshot IS NULL
            AND pg_current_xact_id_if_assigned() IS NULL
-           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(c))
+           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_ahead(c))
            AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL))
       FROM iu_route_worker_cursor c
      WHERE c.worker_name = p_worker_name
@@ -5989,6 +6000,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_worker_beat_due(p_worker_name text, p_
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: public; Owner: -

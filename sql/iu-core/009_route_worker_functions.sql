@@ -234,6 +234,25 @@ $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_cursor_ahead: the half of the cursor sanity rule that needs no file
+-- read: a stored snapshot or keyset position lies at or beyond this cluster's next
+-- transaction id (no transaction of this cluster can have produced it). One row when so.
+-- Part of fn_iu_route_worker_cursor_check; the run's idle probe asks it alone (see there).
+-- Inlinable SQL, owner only.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_cursor_ahead(p_cursor iu_route_worker_cursor)
+RETURNS SETOF boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT true
+     WHERE pg_snapshot_xmax(p_cursor.done_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+        OR pg_snapshot_xmax(p_cursor.window_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+        OR p_cursor.window_txid >= pg_snapshot_xmax(pg_current_snapshot())
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
 -- fn_iu_route_worker_cursor_check: THE cursor sanity rule (run refuses, health reports).
 --   p_cursor  a iu_route_worker_cursor row
 -- Returns no row when the stored position belongs to this cluster, else one row: a
@@ -262,9 +281,7 @@ AS $$
       FROM (SELECT s.system_identifier AS sysid, pg_snapshot_xmax(pg_current_snapshot()) AS xmax
               FROM pg_control_system() s) k
      WHERE (p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid)
-        OR pg_snapshot_xmax(p_cursor.done_snapshot) > k.xmax
-        OR pg_snapshot_xmax(p_cursor.window_snapshot) > k.xmax
-        OR p_cursor.window_txid >= k.xmax
+        OR EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_ahead(p_cursor))
 $$;
 -- +goose StatementEnd
 
@@ -1176,8 +1193,15 @@ $$;
 -- quiet = true only when
 --   both gates are open (fn_iu_gate_open over the two keys, as the gate readers read them),
 --   no window is open, the caller's transaction has no transaction id (its own uncommitted
---   rows are the full pass's business), the cursor passes the cluster sanity rule
---   (fn_iu_route_worker_cursor_check) and no heartbeat is due (fn_iu_route_worker_beat_due).
+--   rows are the full pass's business), no stored position lies ahead of this cluster's
+--   transaction ids (fn_iu_route_worker_cursor_ahead) and no heartbeat is due
+--   (fn_iu_route_worker_beat_due).
+-- The other half of the cluster sanity rule, the recorded system_identifier, is left to
+-- the full pass: reading it means reading the control file from disk (a fifth of an idle
+-- run), and it cannot hide anything here. A cursor from another cluster whose positions lie
+-- below this cluster's transaction ids sees every new event of this cluster as new (its
+-- txid is at or above the stored done_snapshot's xmax), so the first event, like the first
+-- due beat, sends the run to the full pass, which refuses with IU002 before it routes.
 -- The outbox is asked separately (fn_iu_route_worker_idle_rows), with the position as
 -- plain values, so partition pruning happens when the statement starts.
 -- Reads the cursor without the worker's lock: the caller takes the lock afterwards and
@@ -1201,7 +1225,7 @@ AS $$
            AND fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
            AND c.window_snapshot IS NULL
            AND pg_current_xact_id_if_assigned() IS NULL
-           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(c))
+           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_ahead(c))
            AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL))
       FROM iu_route_worker_cursor c
      WHERE c.worker_name = p_worker_name
@@ -1925,6 +1949,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_idempotency_key(text, text, uuid) FROM PUBLIC
 REVOKE ALL ON FUNCTION fn_iu_route_worker_require_name(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_not_registered(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_check(iu_route_worker_cursor) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_lock(text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_attempt_tally_add(text, text, integer, integer) FROM PUBLIC;
@@ -2004,6 +2029,7 @@ DROP FUNCTION fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, xid8, uuid
 DROP FUNCTION fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION fn_iu_route_worker_cursor_problem(iu_route_worker_cursor);
 DROP FUNCTION fn_iu_route_worker_cursor_check(iu_route_worker_cursor);
+DROP FUNCTION fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor);
 DROP FUNCTION fn_iu_route_worker_lock(text, text, boolean);
 DROP FUNCTION fn_iu_route_worker_try_lock(integer);
 DROP FUNCTION fn_iu_route_worker_lock_class();

@@ -146,15 +146,42 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 		pgtest.RequireSQLState(t, err, "IU002")
 	})
 
+	t.Run("cursor ahead of this cluster", func(t *testing.T) {
+		t.Parallel()
+		db, b := setup(t)
+		caughtUpAndFresh(t, db, b.worker)
+		db.Exec(t, `UPDATE iu_route_worker_cursor SET done_snapshot = '4000000000:4000000000:' WHERE worker_name = $1`, b.worker)
+		if probeQuiet(t, db.Pool, b.worker) {
+			t.Fatal("a cursor ahead of this cluster: the probe must not be quiet")
+		}
+		_, err := runErr(t, db.Pool, b.worker, 100)
+		pgtest.RequireSQLState(t, err, "IU002")
+	})
+
+	// The recorded system_identifier is checked by the full pass only (it costs a read of
+	// the control file): a cursor from another cluster may read idle while there is nothing
+	// to do, but the first event and the first due beat are refused before anything is
+	// routed.
 	t.Run("cursor from another cluster", func(t *testing.T) {
 		t.Parallel()
 		db, b := setup(t)
 		caughtUpAndFresh(t, db, b.worker)
 		db.Exec(t, `UPDATE iu_route_worker_cursor SET system_identifier = system_identifier + 1 WHERE worker_name = $1`, b.worker)
+		id := emit1(t, db.Pool, typDry)
 		if probeQuiet(t, db.Pool, b.worker) {
-			t.Fatal("a foreign cursor: the probe must not be quiet")
+			t.Fatal("a foreign cursor with an event to route: the probe must not be quiet")
 		}
 		_, err := runErr(t, db.Pool, b.worker, 100)
+		pgtest.RequireSQLState(t, err, "IU002")
+		if attemptCount(t, db, id) != 0 {
+			t.Fatal("an event was routed under a foreign cursor")
+		}
+
+		db2, b2 := setup(t)
+		caughtUpAndFresh(t, db2, b2.worker)
+		db2.Exec(t, `UPDATE iu_route_worker_cursor SET system_identifier = system_identifier + 1 WHERE worker_name = $1`, b2.worker)
+		db2.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = $1`, b2.worker)
+		_, err = runErr(t, db2.Pool, b2.worker, 100)
 		pgtest.RequireSQLState(t, err, "IU002")
 	})
 

@@ -199,6 +199,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_deliver(jsonb,text,text,text)":                                               nil,
 	"fn_iu_route_worker_snapshot()":                                                           nil,
 	"fn_iu_route_worker_cursor_check(iu_route_worker_cursor)":                                 nil, // the rule, unguarded: owner only
+	"fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor)":                                 nil, // half of the rule, unguarded: owner only
 	"fn_iu_route_worker_foreign_rows(text)":                                                   nil, // the probe, unguarded: owner only
 	"fn_iu_route_worker_foreign_txids(text)":                                                  {"workflow_admin"},
 	"fn_iu_event_outbox_rebase_foreign_txids()":                                               {"workflow_admin"},                 // the IU002 fix
@@ -273,6 +274,7 @@ func TestGrants_EveryCallableDefinerGuards(t *testing.T) {
 		"fn_iu_route_worker_beat_due(text,text)",
 		"fn_iu_route_worker_idle_probe(text)",
 		"fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)",
+		"fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor)",
 		"fn_iu_route_worker_pass(text,integer)",
 	} {
 		var secdef, admin, exec bool
