@@ -1968,6 +1968,7 @@ DECLARE
     v_holders      jsonb;
     v_summary      jsonb;
 BEGIN
+    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
     -- One run per worker at a time: a second run never waits, it reports busy.
     IF NOT fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
         RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
@@ -2316,8 +2317,12 @@ BEGIN
     IF NOT fn_iu_require_trusted_search_path('fn_iu_route_worker_run') THEN
         RETURN NULL;
     END IF;
-    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+    -- The worker name is checked by the full pass: a name that breaks the name rule was
+    -- never registered, so the idle probe finds no worker for it and the full pass refuses
+    -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
+    -- order in which a call with both learns about them).
     IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
+        PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
         RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
             coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
     END IF;

@@ -1335,7 +1335,7 @@ $$;
 -- fn_iu_route_worker_pass(p_worker_name, p_batch_limit) -> jsonb summary: the full pass of
 -- fn_iu_route_worker_run, for every run its idle path does not answer. Internal (nobody
 -- but the owner may execute it); it runs inside the run, under its pinned search_path and
--- plan_cache_mode, after its guard and argument checks.
+-- plan_cache_mode, after its guard and batch-limit check; it checks the worker name first.
 --   1. the worker's advisory lock, without waiting: when another run holds it,
 --      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
 --      P0002 with the register call as HINT
@@ -1380,6 +1380,7 @@ DECLARE
     v_holders      jsonb;
     v_summary      jsonb;
 BEGIN
+    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
     -- One run per worker at a time: a second run never waits, it reports busy.
     IF NOT fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
         RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
@@ -1541,7 +1542,8 @@ $$;
 -- ---------------------------------------------------------------------------------------
 -- fn_iu_route_worker_run(p_worker_name, p_batch_limit DEFAULT 100) -> jsonb summary
 -- One transactional pass of one worker, in the caller's transaction:
---   1. the writable-schema guard, then the arguments (22023)
+--   1. the writable-schema guard, then the batch limit (22023; the worker name is checked
+--      by the full pass, since the idle probe finds no worker under a name that breaks it)
 --   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
 --      window, a sane cursor, no beat due), fn_iu_route_worker_idle_rows finds nothing to
 --      claim and no foreign row, and the worker's lock is free, the run returns the idle summary without another
@@ -1577,8 +1579,12 @@ BEGIN
     IF NOT fn_iu_require_trusted_search_path('fn_iu_route_worker_run') THEN
         RETURN NULL;
     END IF;
-    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+    -- The worker name is checked by the full pass: a name that breaks the name rule was
+    -- never registered, so the idle probe finds no worker for it and the full pass refuses
+    -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
+    -- order in which a call with both learns about them).
     IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
+        PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
         RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
             coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
     END IF;
