@@ -100,12 +100,17 @@ CREATE FUNCTION public.fn_iu_payload_is_clean(p_payload jsonb) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
     -- Keys match case-insensitively: Token and PASSWORD carry the same secret as token and
-    -- password. Two steps, so a clean payload (the common case) pays for one regex over its
+    -- password. Two steps, so a clean payload (the common case) pays for one scan of its
     -- text and no jsonpath walk:
     --   1. a prefilter over the payload's text: a denylisted key, in any case, always
     --      appears there as "key": (jsonb prints every key that way, and a quote inside a
     --      string is escaped), so no match means clean. A match may be a false alarm (a
-    --      string value quoting such a text), so it only decides whether to look closer;
+    --      string value quoting such a text), so it only decides whether to look closer.
+    --      It is LIKE over the lowercased text, not a case-insensitive regex: the regex
+    --      engine builds its automaton in a large allocation on every call, which cost a
+    --      single-row insert more than the rest of its checks together. lower() folds at
+    --      least every case variant the jsonpath's "i" flag accepts (and _ in personal_data
+    --      matches any character), so this only ever matches more, never less;
     --   2. the exact test: `.**` visits every level (objects and array elements, nested
     --      arrays too), the type filter keeps the objects and `.keyvalue()` lists their
     --      members; a key is denied when it equals a listed word, anchored ("tokenizer" and
@@ -115,12 +120,13 @@ CREATE FUNCTION public.fn_iu_payload_is_clean(p_payload jsonb) RETURNS boolean
     -- Everything is pg_catalog-qualified on purpose. This function is inlined into the
     -- CHECKs that call it (the outbox's payload domain, other tables' CHECKs) and into
     -- callers' queries (no SET search_path, which would stop the inlining and cost a
-    -- function call per row), and an inlined body is resolved in the CALLER's search_path: an unqualified `@?`, `~*` or jsonpath could pick an operator or
+    -- function call per row), and an inlined body is resolved in the CALLER's search_path: an unqualified `@?`, `~~` or jsonpath could pick an operator or
     -- type a producer created in its own schema (before or after public) and switch
     -- hygiene off.
     SELECT p_payload IS NULL
-        OR NOT (CAST(p_payload AS pg_catalog.text) OPERATOR(pg_catalog.~*)
-                    CAST('"(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)": ' AS pg_catalog.text)
+        OR NOT (pg_catalog.lower(CAST(p_payload AS pg_catalog.text)) OPERATOR(pg_catalog.~~) ANY (ARRAY[
+                    '%"body": %', '%"content": %', '%"raw": %', '%"vector": %', '%"embedding": %',
+                    '%"secret": %', '%"token": %', '%"password": %', '%"ssn": %', '%"personal_data": %']::pg_catalog.text[])
                 AND p_payload OPERATOR(pg_catalog.@?) CAST(
                     '$.** ? (@.type() == "object").keyvalue() ? (@.key like_regex "^(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)$" flag "i")'
                     AS pg_catalog.jsonpath))
