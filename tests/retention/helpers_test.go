@@ -1,10 +1,13 @@
 package retention
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/iu-core/event-worker/internal/migrate"
 	"github.com/iu-core/event-worker/internal/pgtest"
@@ -58,14 +61,52 @@ func seed(t *testing.T, db *pgtest.DB) {
 	db.Exec(t, `SELECT fn_iu_route_worker_register('w')`)
 }
 
-// emit inserts n committed events of one iu type (one transaction) and returns their txid.
+// emit inserts n committed iu events of one type in one transaction and returns its txid.
+// Partition maintenance runs first in the same transaction, so the events land in a
+// regular partition however many transaction ids the package's other tests consume
+// meanwhile (parallel tests burn thousands, and partitions are only 1,000 wide here).
 func emit(t *testing.T, db *pgtest.DB, typ string, n int) string {
 	t.Helper()
+	ctx := pgtest.Ctx(t)
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	var partitioned bool // before migration 017 (the conversion tests) there is nothing to maintain
+	if err := tx.QueryRow(ctx, `SELECT to_regprocedure('fn_iu_partition_maintain()') IS NOT NULL`).Scan(&partitioned); err != nil {
+		t.Fatal(err)
+	}
+	if partitioned {
+		if _, err := tx.Exec(ctx, `SELECT fn_iu_partition_maintain()`); err != nil {
+			t.Fatalf("maintenance before emitting: %v", err)
+		}
+	}
+	txid := emitOn(t, tx, typ, n)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return txid
+}
+
+// emitWithoutMaintenance is emit as a producer does it: no maintenance first (beyond the
+// last partition, the events land in the default partition).
+func emitWithoutMaintenance(t *testing.T, db *pgtest.DB, typ string, n int) string {
+	t.Helper()
+	return emitOn(t, db.Pool, typ, n)
+}
+
+func emitOn(t *testing.T, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, typ string, n int) string {
+	t.Helper()
 	var txid string
-	db.QueryRow(t, `
+	if err := q.QueryRow(pgtest.Ctx(t), `
 		WITH ins AS (INSERT INTO event_outbox (event_domain, event_type, event_stream)
 		             SELECT 'iu', $1, 's' FROM generate_series(1, $2::int) RETURNING txid)
-		SELECT min(txid::text::numeric)::text FROM ins`, []any{typ, n}, &txid)
+		SELECT min(txid::text::numeric)::text FROM ins`, typ, n).Scan(&txid); err != nil {
+		t.Fatalf("emit %s x%d: %v", typ, n, err)
+	}
 	return txid
 }
 
