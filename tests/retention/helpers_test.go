@@ -73,7 +73,7 @@ func emit(t *testing.T, db *pgtest.DB, typ string, n int) string {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck
-	var partitioned bool // before migration 017 (the conversion tests) there is nothing to maintain
+	var partitioned bool                    // before migration 017 (the conversion tests) there is nothing to maintain
 	if err := tx.QueryRow(ctx, `SELECT to_regprocedure('fn_iu_partition_maintain()') IS NOT NULL`).Scan(&partitioned); err != nil {
 		t.Fatal(err)
 	}
