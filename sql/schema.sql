@@ -1201,6 +1201,16 @@ CREATE FUNCTION public.fn_iu_route_idempotency_key(p_worker_name text, p_route_k
 $$;
 
 --
+-- Name: fn_iu_route_run_tally_zero(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_run_tally_zero() RETURNS public.iu_route_run_tally
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_route_run_tally
+$$;
+
+--
 -- Name: fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, public.iu_route_run_tally, jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1871,10 +1881,7 @@ CREATE FUNCTION public.fn_iu_route_worker_idle_rows(p_event_domain text, p_done 
              LIMIT 1) b
     UNION ALL
     SELECT 'foreign'
-      FROM (SELECT 1 FROM event_outbox o
-             WHERE o.event_domain = p_event_domain
-               AND o.txid >= pg_snapshot_xmax(p_now)
-             LIMIT 1) f
+      FROM fn_iu_route_worker_foreign_rows(p_event_domain) f
 $$;
 
 --
@@ -1948,7 +1955,7 @@ CREATE FUNCTION public.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit
     AS $$
 DECLARE
     c              iu_route_worker_cursor%ROWTYPE;
-    t              iu_route_run_tally := ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+    t              iu_route_run_tally := fn_iu_route_run_tally_zero();
     v_routes_on    boolean;
     v_worker_on    boolean;
     v_reason       text;
@@ -2345,7 +2352,7 @@ BEGIN
         v_holders := CASE WHEN v_waits THEN fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
         -- As the full pass reports an idle run: one empty window opened and closed.
         RETURN fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
-                                          ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_route_run_tally,
+                                          fn_iu_route_run_tally_zero(),
                                           false, 1, 1, NULL, true, v_holders);
     END IF;
     RETURN fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
@@ -5987,6 +5994,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_event(p_event_id uuid) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_run_tally_zero(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_run_tally_zero() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally public.iu_route_run_tally, p_summary jsonb); Type: ACL; Schema: public; Owner: -

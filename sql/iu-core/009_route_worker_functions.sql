@@ -679,6 +679,17 @@ CREATE TYPE iu_route_run_tally AS (
     deliver_route_kinds text[]
 );
 
+-- fn_iu_route_run_tally_zero(): the tally of a run that has done nothing yet (the full
+-- pass starts from it; the idle path reports it). Inlinable SQL: a constant.
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_run_tally_zero()
+RETURNS iu_route_run_tally
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_route_run_tally
+$$;
+-- +goose StatementEnd
+
 -- ---------------------------------------------------------------------------------------
 -- fn_iu_route_event(p_event_id) -> jsonb: THE event of an id, as the whole row (NULL when
 -- no row has that id). An id is unique only within a history partition (017), so a
@@ -1240,11 +1251,12 @@ $$;
 --   (a) a transaction in p_done's in-progress list that has completed by p_now and wrote
 --       a row (one index probe per such transaction)
 --   (b) a row at or above p_done's xmax that is visible in p_now
--- and fn_iu_route_worker_foreign_rows' one:
---   (c) a committed row at or beyond p_now's xmax (no transaction here wrote it).
+-- and fn_iu_route_worker_foreign_rows' one (the rule itself, inlined):
+--   (c) a committed row at or beyond this cluster's next transaction id (no transaction
+--       here wrote it). p_now is the caller's current snapshot, so its xmax is that id.
 -- It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
 -- return is found here (a test holds the two together). Every branch bounds txid by
--- values known when the statement starts (p_done's xmin/xmax, p_now's xmax), so the
+-- values known when the statement starts (p_done's xmin/xmax, the current xmax), so the
 -- history partitions outside those bounds are pruned before the scan is built: the cost
 -- stays flat however many partitions history keeps.
 -- Internal and unguarded: inlinable SQL, owner only, called by fn_iu_route_worker_run.
@@ -1273,10 +1285,7 @@ AS $$
              LIMIT 1) b
     UNION ALL
     SELECT 'foreign'
-      FROM (SELECT 1 FROM event_outbox o
-             WHERE o.event_domain = p_event_domain
-               AND o.txid >= pg_snapshot_xmax(p_now)
-             LIMIT 1) f
+      FROM fn_iu_route_worker_foreign_rows(p_event_domain) f
 $$;
 -- +goose StatementEnd
 
@@ -1354,7 +1363,7 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     c              iu_route_worker_cursor%ROWTYPE;
-    t              iu_route_run_tally := ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+    t              iu_route_run_tally := fn_iu_route_run_tally_zero();
     v_routes_on    boolean;
     v_worker_on    boolean;
     v_reason       text;
@@ -1601,7 +1610,7 @@ BEGIN
         v_holders := CASE WHEN v_waits THEN fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
         -- As the full pass reports an idle run: one empty window opened and closed.
         RETURN fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
-                                          ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_route_run_tally,
+                                          fn_iu_route_run_tally_zero(),
                                           false, 1, 1, NULL, true, v_holders);
     END IF;
     RETURN fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
@@ -1981,6 +1990,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_worker_run(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_pass(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_idle_probe(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_run_tally_zero() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_summary(text, text, integer, iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_lock_class() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_try_lock(integer) FROM PUBLIC;
@@ -2022,6 +2032,7 @@ DROP FUNCTION fn_iu_route_worker_deliver_page(iu_route_run_tally, text);
 DROP FUNCTION fn_iu_route_worker_decide_each(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION fn_iu_route_worker_decide_page(iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer, boolean);
 DROP FUNCTION fn_iu_route_worker_fail(iu_route_run_tally, text, uuid, text, text, text, text, text, text);
+DROP FUNCTION fn_iu_route_run_tally_zero();
 DROP TYPE iu_route_run_tally;
 DROP FUNCTION fn_iu_route_event(uuid);
 DROP FUNCTION fn_iu_route_deliver(jsonb, text, text, text);
