@@ -155,40 +155,13 @@ func pgqEmpty(ctx context.Context, b *testing.B, conn *pgx.Conn) *int64 {
 	return id
 }
 
-// pastPartitions gives db's history tables partitions of 1,000 transaction ids and moves
-// the transaction counter past n of them (subtransactions that write consume one id
-// each); maintenance then attaches one partition per 1,000 ids, so history holds n closed
-// partitions below the current one. Run before anything is loaded.
+// pastPartitions gives db's history n closed partitions below the current one
+// (pgtest.PastPartitionsSQL). Run before anything is loaded.
 func pastPartitions(ctx context.Context, b *testing.B, db *pgtest.DB, n int) {
 	b.Helper()
-	for _, step := range []struct{ what, sql string }{
-		{"dropping the empty first partitions", `
-			DO $$
-			DECLARE r record;
-			BEGIN
-				FOR r IN SELECT partition_name FROM iu_history_partition WHERE lower_txid IS NOT NULL LOOP
-					EXECUTE format('DROP TABLE %I', r.partition_name);
-				END LOOP;
-				DELETE FROM iu_history_partition WHERE lower_txid IS NOT NULL;
-			END $$`},
-		{"narrow partitions", `UPDATE dot_config SET value = '1000' WHERE key = 'retention.partition_txids'`},
-		{"partition maintenance", `SELECT fn_iu_partition_maintain()`},
-		{"a scratch table", `CREATE TABLE bench_burn (x int)`},
-		{"consuming transaction ids", fmt.Sprintf(`
-			DO $$
-			BEGIN
-				FOR i IN 1 .. %d LOOP
-					BEGIN
-						INSERT INTO bench_burn VALUES (i);
-						RAISE EXCEPTION USING ERRCODE = 'P0001';
-					EXCEPTION WHEN raise_exception THEN NULL;
-					END;
-				END LOOP;
-			END $$`, n*1000)},
-		{"partition maintenance", `SELECT fn_iu_partition_maintain()`},
-	} {
-		if _, err := db.Pool.Exec(ctx, step.sql); err != nil {
-			b.Fatalf("%s: %v", step.what, err)
+	for _, stmt := range pgtest.PastPartitionsSQL(n) {
+		if _, err := db.Pool.Exec(ctx, stmt); err != nil {
+			b.Fatalf("history partitions: %v", err)
 		}
 	}
 	var parts int

@@ -3,7 +3,6 @@ package routeworker
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -253,36 +252,13 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 	})
 }
 
-// manyPastPartitions gives db's history tables partitions of 1,000 transaction ids and
-// moves the transaction counter past n of them (subtransactions that write consume one
-// id each), so history holds n closed partitions below the current one, as years of a busy
-// cluster would at the default width.
+// manyPastPartitions gives db's history n closed partitions of 1,000 transaction ids below
+// the current one (pgtest.PastPartitionsSQL) and returns how many outbox partitions it has.
 func manyPastPartitions(t *testing.T, db *pgtest.DB, n int) int {
 	t.Helper()
-	db.Exec(t, `
-		DO $$
-		DECLARE r record;
-		BEGIN
-			FOR r IN SELECT partition_name FROM iu_history_partition WHERE lower_txid IS NOT NULL LOOP
-				EXECUTE format('DROP TABLE %I', r.partition_name); -- empty: the test has written nothing yet
-			END LOOP;
-			DELETE FROM iu_history_partition WHERE lower_txid IS NOT NULL;
-		END $$;
-		UPDATE dot_config SET value = '1000' WHERE key = 'retention.partition_txids';
-		SELECT fn_iu_partition_maintain();
-		CREATE TABLE burn (x int)`)
-	db.Exec(t, fmt.Sprintf(`
-		DO $$
-		BEGIN
-			FOR i IN 1 .. %d LOOP
-				BEGIN
-					INSERT INTO burn VALUES (i);
-					RAISE EXCEPTION USING ERRCODE = 'P0001';
-				EXCEPTION WHEN raise_exception THEN NULL;
-				END;
-			END LOOP;
-		END $$`, n*1000))
-	db.Exec(t, `SELECT fn_iu_partition_maintain()`)
+	for _, stmt := range pgtest.PastPartitionsSQL(n) {
+		db.Exec(t, stmt)
+	}
 	return scalar(t, db, `SELECT count(*) FROM iu_history_partition WHERE table_name = 'event_outbox'`)
 }
 
