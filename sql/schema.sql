@@ -1392,13 +1392,12 @@ COMMENT ON TABLE public.iu_route_worker_cursor IS 'One row per route worker: its
 -- Name: fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor) RETURNS SETOF boolean
+CREATE FUNCTION public.fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
-    SELECT true
-     WHERE pg_snapshot_xmax(p_cursor.done_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
-        OR pg_snapshot_xmax(p_cursor.window_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
-        OR p_cursor.window_txid >= pg_snapshot_xmax(pg_current_snapshot())
+    SELECT coalesce(pg_snapshot_xmax(p_cursor.done_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+                    OR pg_snapshot_xmax(p_cursor.window_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+                    OR p_cursor.window_txid >= pg_snapshot_xmax(pg_current_snapshot()), false)
 $$;
 
 --
@@ -1418,7 +1417,7 @@ CREATE FUNCTION public.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_
       FROM (SELECT s.system_identifier AS sysid, pg_snapshot_xmax(pg_current_snapshot()) AS xmax
               FROM pg_control_system() s) k
      WHERE (p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid)
-        OR EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_ahead(p_cursor))
+        OR fn_iu_route_worker_cursor_ahead(p_cursor)
 $$;
 
 --
@@ -1849,7 +1848,7 @@ CREATE FUNCTION public.fn_iu_route_worker_idle_probe(p_worker_name text) RETURNS
            AND fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
            AND c.window_snapshot IS NULL
            AND pg_current_xact_id_if_assigned() IS NULL
-           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_ahead(c))
+           AND NOT fn_iu_route_worker_cursor_ahead(c)
            AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL))
       FROM iu_route_worker_cursor c
      WHERE c.worker_name = p_worker_name
@@ -1868,7 +1867,8 @@ CREATE FUNCTION public.fn_iu_route_worker_idle_rows(p_event_domain text, p_done 
                           WHERE o.event_domain = p_event_domain
                             AND o.txid = x.xip_txid
                             AND o.txid >= pg_snapshot_xmin(p_done)
-                            AND o.txid < pg_snapshot_xmax(p_done)
+                            AND o.txid < CASE WHEN pg_snapshot_xmin(p_done) < pg_snapshot_xmax(p_done)
+                                              THEN pg_snapshot_xmax(p_done) ELSE '0'::xid8 END
                           LIMIT 1) e          -- LATERAL ... LIMIT 1: one probe, never a hash of the domain
      WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
     UNION ALL
@@ -1876,12 +1876,7 @@ CREATE FUNCTION public.fn_iu_route_worker_idle_rows(p_event_domain text, p_done 
       FROM (SELECT 1 FROM event_outbox o
              WHERE o.event_domain = p_event_domain
                AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-               AND o.txid < pg_snapshot_xmax(p_now)
-               AND pg_visible_in_snapshot(o.txid, p_now)
              LIMIT 1) b
-    UNION ALL
-    SELECT 'foreign'
-      FROM fn_iu_route_worker_foreign_rows(p_event_domain) f
 $$;
 
 --
@@ -2386,32 +2381,43 @@ $$;
 CREATE FUNCTION public.fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb) RETURNS jsonb
     LANGUAGE sql STABLE
     AS $$
-    SELECT jsonb_build_object(
-        'worker', p_worker_name,
-        'event_domain', p_event_domain,
-        'gated', false,
-        'busy', false,
-        'batch_limit', p_batch_limit,
-        'claimed', (p_tally).claimed,
-        'attempts_written', (p_tally).attempts_written,
-        'dead_lettered', (p_tally).dead_lettered,
-        'dry_run', (p_tally).dry_run,
-        'disabled', (p_tally).disabled,
-        'skipped', (p_tally).skipped,
-        'failed', (p_tally).failed,
-        'sent', (p_tally).sent,
-        'already_attempted', (p_tally).already_attempted,
-        'caught_up', NOT p_window_open,
-        'window_open', p_window_open,
-        'windows_opened', p_opened,
-        'windows_closed', p_closed,
-        'fallback', p_fallback_err IS NOT NULL,
-        'idle', p_idle,
-        'held_open_count', jsonb_array_length(p_holders),
-        'held_open_by', p_holders,
-        'run_at', now())
+    SELECT fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
+        || jsonb_build_object(
+               'worker', p_worker_name,
+               'event_domain', p_event_domain,
+               'batch_limit', p_batch_limit,
+               'held_open_count', jsonb_array_length(p_holders),
+               'held_open_by', p_holders,
+               'run_at', now())
+$$;
+
+--
+-- Name: fn_iu_route_worker_summary_counts(public.iu_route_run_tally, boolean, integer, integer, text, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_summary_counts(p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT ('{"gated": false, "busy": false'
+            || ', "claimed": ' || (p_tally).claimed::text
+            || ', "attempts_written": ' || (p_tally).attempts_written::text
+            || ', "dead_lettered": ' || (p_tally).dead_lettered::text
+            || ', "dry_run": ' || (p_tally).dry_run::text
+            || ', "disabled": ' || (p_tally).disabled::text
+            || ', "skipped": ' || (p_tally).skipped::text
+            || ', "failed": ' || (p_tally).failed::text
+            || ', "sent": ' || (p_tally).sent::text
+            || ', "already_attempted": ' || (p_tally).already_attempted::text
+            || ', "caught_up": ' || (NOT p_window_open)::text
+            || ', "window_open": ' || p_window_open::text
+            || ', "windows_opened": ' || p_opened::text
+            || ', "windows_closed": ' || p_closed::text
+            || ', "fallback": ' || (p_fallback_err IS NOT NULL)::text
+            || ', "idle": ' || p_idle::text
+            || '}')::jsonb
+        -- The one string: jsonb_object (IMMUTABLE too) escapes it.
         || CASE WHEN p_fallback_err IS NOT NULL
-                THEN jsonb_build_object('fallback_error', left(p_fallback_err, 500))
+                THEN jsonb_object(ARRAY['fallback_error'], ARRAY[left(p_fallback_err, 500)])
                 ELSE '{}'::jsonb END
 $$;
 
@@ -6196,6 +6202,12 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_worker_snapshot() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_summary_counts(p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_summary_counts(p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_try_lock(p_lock_id integer); Type: ACL; Schema: public; Owner: -

@@ -236,19 +236,19 @@ $$;
 -- ---------------------------------------------------------------------------------------
 -- fn_iu_route_worker_cursor_ahead: the half of the cursor sanity rule that needs no file
 -- read: a stored snapshot or keyset position lies at or beyond this cluster's next
--- transaction id (no transaction of this cluster can have produced it). One row when so.
+-- transaction id (no transaction of this cluster can have produced it). True when so;
+-- false when not, or when the cursor holds no position yet.
 -- Part of fn_iu_route_worker_cursor_check; the run's idle probe asks it alone (see there).
--- Inlinable SQL, owner only.
+-- Inlinable SQL (a scalar expression, so it costs its callers no subplan), owner only.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_cursor_ahead(p_cursor iu_route_worker_cursor)
-RETURNS SETOF boolean
+RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
-    SELECT true
-     WHERE pg_snapshot_xmax(p_cursor.done_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
-        OR pg_snapshot_xmax(p_cursor.window_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
-        OR p_cursor.window_txid >= pg_snapshot_xmax(pg_current_snapshot())
+    SELECT coalesce(pg_snapshot_xmax(p_cursor.done_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+                    OR pg_snapshot_xmax(p_cursor.window_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+                    OR p_cursor.window_txid >= pg_snapshot_xmax(pg_current_snapshot()), false)
 $$;
 -- +goose StatementEnd
 
@@ -281,7 +281,7 @@ AS $$
       FROM (SELECT s.system_identifier AS sysid, pg_snapshot_xmax(pg_current_snapshot()) AS xmax
               FROM pg_control_system() s) k
      WHERE (p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid)
-        OR EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_ahead(p_cursor))
+        OR fn_iu_route_worker_cursor_ahead(p_cursor)
 $$;
 -- +goose StatementEnd
 
@@ -1236,7 +1236,7 @@ AS $$
            AND fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
            AND c.window_snapshot IS NULL
            AND pg_current_xact_id_if_assigned() IS NULL
-           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_ahead(c))
+           AND NOT fn_iu_route_worker_cursor_ahead(c)
            AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL))
       FROM iu_route_worker_cursor c
      WHERE c.worker_name = p_worker_name
@@ -1247,18 +1247,25 @@ $$;
 -- fn_iu_route_worker_idle_rows(p_event_domain, p_done, p_now): the caught-up poll's second
 -- question: a row of the domain that ends it. One row per kind found, none when the
 -- domain holds nothing a window opened at p_now would claim and no row restored from
--- another cluster. It asks the claim's two questions without its order, keyset and limit:
---   (a) a transaction in p_done's in-progress list that has completed by p_now and wrote
---       a row (one index probe per such transaction)
---   (b) a row at or above p_done's xmax that is visible in p_now
--- and fn_iu_route_worker_foreign_rows' one (the rule itself, inlined):
---   (c) a committed row at or beyond this cluster's next transaction id (no transaction
---       here wrote it). p_now is the caller's current snapshot, so its xmax is that id.
+-- another cluster. It asks the claim's two questions without its order, keyset and limit,
+-- and is allowed to be stricter than them, never quieter:
+--   (a) late_commit: a transaction in p_done's in-progress list that has completed by
+--       p_now and wrote a row (one index probe per such transaction)
+--   (b) new: any row at or above p_done's xmax that the statement can see. That is every
+--       row the claim's second range would return (committed before p_now: visible in it),
+--       and also every committed row whose txid lies at or beyond this cluster's next
+--       transaction id, i.e. fn_iu_route_worker_foreign_rows' question (rows restored
+--       from another cluster), asked in the same index range instead of a second one.
+--       Rows still being written by producers are not visible and do not count; the
+--       caller's own rows do (the run asks only when its transaction has written nothing).
 -- It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
 -- return is found here (a test holds the two together). Every branch bounds txid by
--- values known when the statement starts (p_done's xmin/xmax, the current xmax), so the
--- history partitions outside those bounds are pruned before the scan is built: the cost
--- stays flat however many partitions history keeps.
+-- values known when the statement starts, so the history partitions outside those bounds
+-- are pruned before any scan is built and the cost stays flat however many partitions
+-- history keeps. When p_done lists no transaction in progress, (a) has nothing to ask: its
+-- upper bound is then 0, below every partition its lower bound keeps, so no scan is
+-- started for it at all (xmin = xmax alone would still leave the partition holding that
+-- one value).
 -- Internal and unguarded: inlinable SQL, owner only, called by fn_iu_route_worker_run.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
@@ -1272,7 +1279,8 @@ AS $$
                           WHERE o.event_domain = p_event_domain
                             AND o.txid = x.xip_txid
                             AND o.txid >= pg_snapshot_xmin(p_done)
-                            AND o.txid < pg_snapshot_xmax(p_done)
+                            AND o.txid < CASE WHEN pg_snapshot_xmin(p_done) < pg_snapshot_xmax(p_done)
+                                              THEN pg_snapshot_xmax(p_done) ELSE '0'::xid8 END
                           LIMIT 1) e          -- LATERAL ... LIMIT 1: one probe, never a hash of the domain
      WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
     UNION ALL
@@ -1280,19 +1288,66 @@ AS $$
       FROM (SELECT 1 FROM event_outbox o
              WHERE o.event_domain = p_event_domain
                AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-               AND o.txid < pg_snapshot_xmax(p_now)
-               AND pg_visible_in_snapshot(o.txid, p_now)
              LIMIT 1) b
-    UNION ALL
-    SELECT 'foreign'
-      FROM fn_iu_route_worker_foreign_rows(p_event_domain) f
+$$;
+-- +goose StatementEnd
+
+-- ---------------------------------------------------------------------------------------
+-- fn_iu_route_worker_summary_counts: what a run did (its tally, its windows, whether it
+-- fell back and why, whether it was idle), the part of the summary that names neither the
+-- worker nor the moment.
+-- Why JSON text and not jsonb_build_object: jsonb_build_object is STABLE, and a STABLE call
+-- is neither folded nor inlined into an IMMUTABLE function. Text made of integers and
+-- booleans needs no escaping, and every step of it (the casts, ||, the jsonb input, and
+-- jsonb_object for the fallback's error text) is IMMUTABLE, so this function is both:
+-- called with constants, as the idle path calls it (the zero tally, one window opened and
+-- closed, no fallback), PostgreSQL folds it into one constant when the run's plan is made,
+-- so an idle run builds only the keys that vary; called with the full pass's values it is
+-- inlined, no call.
+-- ---------------------------------------------------------------------------------------
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_route_worker_summary_counts(
+    p_tally        iu_route_run_tally,
+    p_window_open  boolean,
+    p_opened       integer,
+    p_closed       integer,
+    p_fallback_err text,
+    p_idle         boolean
+)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT ('{"gated": false, "busy": false'
+            || ', "claimed": ' || (p_tally).claimed::text
+            || ', "attempts_written": ' || (p_tally).attempts_written::text
+            || ', "dead_lettered": ' || (p_tally).dead_lettered::text
+            || ', "dry_run": ' || (p_tally).dry_run::text
+            || ', "disabled": ' || (p_tally).disabled::text
+            || ', "skipped": ' || (p_tally).skipped::text
+            || ', "failed": ' || (p_tally).failed::text
+            || ', "sent": ' || (p_tally).sent::text
+            || ', "already_attempted": ' || (p_tally).already_attempted::text
+            || ', "caught_up": ' || (NOT p_window_open)::text
+            || ', "window_open": ' || p_window_open::text
+            || ', "windows_opened": ' || p_opened::text
+            || ', "windows_closed": ' || p_closed::text
+            || ', "fallback": ' || (p_fallback_err IS NOT NULL)::text
+            || ', "idle": ' || p_idle::text
+            || '}')::jsonb
+        -- The one string: jsonb_object (IMMUTABLE too) escapes it.
+        || CASE WHEN p_fallback_err IS NOT NULL
+                THEN jsonb_object(ARRAY['fallback_error'], ARRAY[left(p_fallback_err, 500)])
+                ELSE '{}'::jsonb END
 $$;
 -- +goose StatementEnd
 
 -- ---------------------------------------------------------------------------------------
 -- fn_iu_route_worker_summary: the summary of a run that was not gated and not busy, the
--- one shape both the idle path and the full pass return. Inlinable SQL (the caller passes
--- plain values: computed holders, not a call), so building it costs no call.
+-- one shape both the idle path and the full pass return: the counts
+-- (fn_iu_route_worker_summary_counts) and the keys that name the worker, its domain, the
+-- transactions holding its position back and the moment.
+-- Inlinable SQL (the caller passes plain values: computed holders, not a call), so
+-- building it costs no call.
 -- ---------------------------------------------------------------------------------------
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_worker_summary(
@@ -1310,33 +1365,14 @@ CREATE FUNCTION fn_iu_route_worker_summary(
 RETURNS jsonb
 LANGUAGE sql STABLE
 AS $$
-    SELECT jsonb_build_object(
-        'worker', p_worker_name,
-        'event_domain', p_event_domain,
-        'gated', false,
-        'busy', false,
-        'batch_limit', p_batch_limit,
-        'claimed', (p_tally).claimed,
-        'attempts_written', (p_tally).attempts_written,
-        'dead_lettered', (p_tally).dead_lettered,
-        'dry_run', (p_tally).dry_run,
-        'disabled', (p_tally).disabled,
-        'skipped', (p_tally).skipped,
-        'failed', (p_tally).failed,
-        'sent', (p_tally).sent,
-        'already_attempted', (p_tally).already_attempted,
-        'caught_up', NOT p_window_open,
-        'window_open', p_window_open,
-        'windows_opened', p_opened,
-        'windows_closed', p_closed,
-        'fallback', p_fallback_err IS NOT NULL,
-        'idle', p_idle,
-        'held_open_count', jsonb_array_length(p_holders),
-        'held_open_by', p_holders,
-        'run_at', now())
-        || CASE WHEN p_fallback_err IS NOT NULL
-                THEN jsonb_build_object('fallback_error', left(p_fallback_err, 500))
-                ELSE '{}'::jsonb END
+    SELECT fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
+        || jsonb_build_object(
+               'worker', p_worker_name,
+               'event_domain', p_event_domain,
+               'batch_limit', p_batch_limit,
+               'held_open_count', jsonb_array_length(p_holders),
+               'held_open_by', p_holders,
+               'run_at', now())
 $$;
 -- +goose StatementEnd
 
@@ -1991,6 +2027,7 @@ REVOKE ALL ON FUNCTION fn_iu_route_worker_pass(text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_idle_probe(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_run_tally_zero() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_route_worker_summary_counts(iu_route_run_tally, boolean, integer, integer, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_summary(text, text, integer, iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_lock_class() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_route_worker_try_lock(integer) FROM PUBLIC;
@@ -2021,6 +2058,7 @@ DROP FUNCTION fn_iu_route_dead_letter_replay(uuid);
 DROP FUNCTION fn_iu_route_worker_run(text, integer);
 DROP FUNCTION fn_iu_route_worker_pass(text, integer);
 DROP FUNCTION fn_iu_route_worker_summary(text, text, integer, iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb);
+DROP FUNCTION fn_iu_route_worker_summary_counts(iu_route_run_tally, boolean, integer, integer, text, boolean);
 DROP FUNCTION fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot);
 DROP FUNCTION fn_iu_route_worker_idle_probe(text);
 DROP FUNCTION fn_iu_route_worker_register(text, text);

@@ -330,3 +330,72 @@ func TestIdlePath_CostIsFlatOverHistoryPartitions(t *testing.T) {
 	emit1(t, db.Pool, typDry)
 	requireCounts(t, run(t, db.Pool, b.worker, 100), map[string]int{"claimed": 1})
 }
+
+// Rule: a caught-up poll whose stored position lists no transaction in progress (the
+// common case: nothing was running when the worker last moved) pays for one outbox scan
+// per partition it must look at, and none for the late-commit question, which has nothing
+// to ask. That question's bounds then prune every partition before a scan is started
+// (an empty range [xmin, xmax) alone would still keep the partition holding that value,
+// and each started scan is work on every poll of every worker).
+// Not parallel: another test's transaction running while the position is stored would be
+// listed in it.
+func TestIdlePath_NothingInProgressStartsNoLateCommitScan(t *testing.T) {
+	db, b := setup(t)
+	emit(t, db.Pool, "iu", typDry, 2)
+	// Store a position that lists no transaction in progress: route one more event until
+	// nothing else was running at that moment (an autovacuum ANALYZE may be).
+	for i := 0; ; i++ {
+		caughtUpAndFresh(t, db, b.worker)
+		if scalar(t, db, `SELECT count(*) FROM iu_route_worker_cursor c, pg_snapshot_xip(c.done_snapshot) x
+		                   WHERE c.worker_name = $1`, b.worker) == 0 {
+			break
+		}
+		if i == 20 {
+			t.Fatal("setup: every stored position lists a transaction in progress")
+		}
+		emit1(t, db.Pool, typDry)
+	}
+
+	conn := db.Conn(t)
+	ctx := pgtest.Ctx(t)
+	for _, stmt := range []string{
+		`SET plan_cache_mode = force_generic_plan`,
+		`PREPARE idle_rows(text, pg_snapshot) AS SELECT * FROM fn_iu_route_worker_idle_rows($1, $2, pg_current_snapshot())`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var done string
+	if err := conn.QueryRow(ctx, `SELECT done_snapshot::text FROM iu_route_worker_cursor WHERE worker_name = $1`, b.worker).Scan(&done); err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE idle_rows('iu', '`+done+`')`).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var out []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	scans := map[string]int{}
+	walkPlan(out[0].Plan, func(n planNode) {
+		if strings.HasPrefix(n.RelationName, "event_outbox") {
+			scans[n.RelationName]++
+		}
+	})
+	if len(scans) == 0 {
+		t.Fatal("the idle outbox question started no scan at all: it must still look for new rows")
+	}
+	for rel, n := range scans {
+		if n > 1 {
+			t.Fatalf("position %s lists no transaction, yet the idle outbox question starts %d scans on %s (all: %v)",
+				done, n, rel, scans)
+		}
+	}
+	if !probeQuiet(t, db.Pool, b.worker) {
+		t.Fatal("a caught-up worker must be quiet")
+	}
+}

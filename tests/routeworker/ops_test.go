@@ -192,6 +192,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_idle_probe(text)":                                                                            nil, // the run's idle probe, unguarded: owner only
 	"fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                     nil, // the run's idle outbox question, unguarded: owner only
 	"fn_iu_route_worker_summary(text,text,integer,iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)":    nil,
+	"fn_iu_route_worker_summary_counts(iu_route_run_tally,boolean,integer,integer,text,boolean)":                     nil,
 	"fn_iu_route_run_tally_zero()":                                                                                   nil,
 	"fn_iu_route_attempt_tally_add(text,text,integer,integer)":                                                       nil,
 	"fn_iu_route_worker_not_registered(text,text)":                                                                   nil,

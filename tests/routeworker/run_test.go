@@ -252,6 +252,10 @@ func TestRun_PageStatementFailureFallsBackPerEvent(t *testing.T) {
 	if m["fallback"] != true {
 		t.Fatalf("want fallback:true, got %v", m)
 	}
+	// The summary names why the page statement failed: the error text, as a JSON string.
+	if e, _ := m["fallback_error"].(string); !strings.Contains(e, "test_poison: this event cannot be audited") {
+		t.Fatalf("want the page statement's error as fallback_error, got %v", m["fallback_error"])
+	}
 	requireCounts(t, m, map[string]int{"claimed": 8, "attempts_written": 8, "dead_lettered": 1,
 		"dry_run": 4, "skipped": 3, "failed": 1})
 	var status, code string
