@@ -137,10 +137,24 @@ type runResult struct {
 // workerRun calls fn_iu_route_worker_run once and decodes its answer.
 func workerRun(ctx context.Context, b *testing.B, conn *pgx.Conn, worker string, batch int) runResult {
 	b.Helper()
+	return decodeRun(b, workerCall(ctx, b, conn, worker, batch))
+}
+
+// workerCall is the database call alone: fn_iu_route_worker_run, its answer brought back
+// as raw bytes. The per-call idle timing stops here, so it measures the call and the
+// transfer of its answer, not the bench's own JSON decoding (PgQ's side scans an integer).
+func workerCall(ctx context.Context, b *testing.B, conn *pgx.Conn, worker string, batch int) []byte {
+	b.Helper()
 	var raw []byte
 	if err := conn.QueryRow(ctx, `SELECT fn_iu_route_worker_run($1, $2)`, worker, batch).Scan(&raw); err != nil {
 		b.Fatalf("fn_iu_route_worker_run(%s, %d): %v", worker, batch, err)
 	}
+	return raw
+}
+
+// decodeRun decodes a run's answer and fails b on a gated or busy run.
+func decodeRun(b *testing.B, raw []byte) runResult {
+	b.Helper()
 	var r runResult
 	if err := json.Unmarshal(raw, &r); err != nil {
 		b.Fatalf("decoding %s: %v", raw, err)

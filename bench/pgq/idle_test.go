@@ -96,9 +96,9 @@ func BenchmarkPgqIdle(b *testing.B) {
 				for c := range calls {
 					ourCall := func() {
 						t0 := time.Now()
-						r := workerRun(ctx, b, conn, worker, 100)
+						raw := workerCall(ctx, b, conn, worker, 100)
 						ph.ours = append(ph.ours, time.Since(t0))
-						if r.Claimed != 0 {
+						if r := decodeRun(b, raw); r.Claimed != 0 {
 							b.Fatalf("idle worker run claimed %d", r.Claimed)
 						}
 					}

@@ -88,9 +88,14 @@ func BenchmarkPgqThroughput(b *testing.B) {
 				b.StopTimer()
 				ws := cloneDB(ctx, b, h, shared.Name, fmt.Sprintf("%s_ws%d", shared.Name, seq))
 				wi := cloneDB(ctx, b, h, iuOnly.Name, fmt.Sprintf("%s_wi%d", shared.Name, seq))
-				pq := cloneDB(ctx, b, h, shared.Name, fmt.Sprintf("%s_pq%d", shared.Name, seq))
-				pgqQueue(ctx, b, pq, "bench_q", "bench_c")
-				pgqLoadBatches(ctx, b, pq, "bench_q", p.batch, runs)
+				pqName := fmt.Sprintf("%s_pq%d", shared.Name, seq)
+				loader := cloneDB(ctx, b, h, shared.Name, pqName)
+				pgqQueue(ctx, b, loader, "bench_q", "bench_c")
+				pgqLoadBatches(ctx, b, loader, "bench_q", p.batch, runs)
+				// PgQ's consumer is a session of its own, like ours: the loader's session
+				// has written MBs of WAL and touched most of shared memory, which a fresh
+				// consumer would otherwise inherit and ours would not.
+				pq := connect(ctx, b, h.Server.DBURL(pqName))
 				r = result{batch: p.batch, runs: runs,
 					shared: workerSide(ctx, b, "ours, shared outbox", ws, p.batch),
 					iu:     workerSide(ctx, b, "ours, iu-only outbox", wi, p.batch),
@@ -135,6 +140,7 @@ func workerSide(ctx context.Context, b *testing.B, name string, conn *pgx.Conn, 
 	b.Helper()
 	const worker = "bench_worker"
 	exec(ctx, b, conn, "registering the worker", `SELECT fn_iu_route_worker_register($1)`, worker)
+	warmSession(ctx, b, conn)
 	exec(ctx, b, conn, "warming the iu rows", `SELECT count(event_type) FROM event_outbox WHERE event_domain = 'iu'`)
 	return &side{name: name, step: func() int {
 		r := workerRun(ctx, b, conn, worker, batch)
@@ -145,9 +151,36 @@ func workerSide(ctx context.Context, b *testing.B, name string, conn *pgx.Conn, 
 	}}
 }
 
+// warmSession puts a consumer's session where a long-running consumer's is: it has written
+// through the whole WAL buffer ring (twice its size), so the WAL of its batches lands in
+// memory this process has already mapped. A fresh session instead takes a page fault on
+// every WAL buffer page it touches first (~2,000 over the ring at the default size), which
+// is a cost of having just connected, not of consuming. Both sides get the same warm-up.
+func warmSession(ctx context.Context, b *testing.B, conn *pgx.Conn) {
+	b.Helper()
+	var ring int64
+	if err := conn.QueryRow(ctx, `SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'wal_buffers'`).Scan(&ring); err != nil {
+		b.Fatalf("reading wal_buffers: %v", err)
+	}
+	var written int64
+	for rows := 100_000; written < 2*ring; rows *= 2 {
+		var before string
+		if err := conn.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&before); err != nil {
+			b.Fatalf("reading the WAL position: %v", err)
+		}
+		exec(ctx, b, conn, "writing WAL to warm the session",
+			fmt.Sprintf(`CREATE TABLE bench_walwarm AS SELECT g FROM generate_series(1, %d) g`, rows))
+		exec(ctx, b, conn, "dropping the WAL warm-up table", `DROP TABLE bench_walwarm`)
+		if err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint`, before).Scan(&written); err != nil {
+			b.Fatalf("measuring the WAL written: %v", err)
+		}
+	}
+}
+
 // pgqSide: each step is one bench_pgq_consume call that must consume one full chunk.
 func pgqSide(ctx context.Context, b *testing.B, conn *pgx.Conn, batch int) *side {
 	b.Helper()
+	warmSession(ctx, b, conn)
 	exec(ctx, b, conn, "warming the PgQ rows", `SELECT count(ev_type) FROM pgq.event_template`)
 	return &side{name: "PgQ", step: func() int {
 		var n int
