@@ -196,15 +196,18 @@ func TestContract_QueueHealth(t *testing.T) {
 func TestContract_SQLRenameIsCaught(t *testing.T) {
 	t.Parallel()
 	db := contractDB(t)
-	rename := func(fn, key string) {
+	// renameQuoted renames key where fn writes it between quote (a ' for a SQL literal, a "
+	// for a key inside JSON text the function builds).
+	renameQuoted := func(fn, key, quote string) {
 		t.Helper()
 		var def string
 		db.QueryRow(t, `SELECT pg_get_functiondef($1::regprocedure)`, []any{fn}, &def)
-		if !strings.Contains(def, "'"+key+"'") {
+		if !strings.Contains(def, quote+key+quote) {
 			t.Fatalf("%s does not emit %q", fn, key)
 		}
-		db.Exec(t, strings.ReplaceAll(def, "'"+key+"'", "'"+key+"_renamed'"))
+		db.Exec(t, strings.ReplaceAll(def, quote+key+quote, quote+key+"_renamed"+quote))
 	}
+	rename := func(fn, key string) { t.Helper(); renameQuoted(fn, key, "'") }
 
 	rename("fn_job_reap_expired_leases()", "requeued")
 	if _, err := parseReap(callJSON(t, db.Pool, `SELECT fn_job_reap_expired_leases()::text`), strict); err == nil || !strings.Contains(err.Error(), "requeued") {
@@ -218,10 +221,15 @@ func TestContract_SQLRenameIsCaught(t *testing.T) {
 	if _, err := ParseStaleCheck(callJSON(t, db.Pool, `SELECT fn_queue_stale_check()::text`)); err == nil {
 		t.Error("the runner read a stale-check whose skipped_locked was renamed")
 	}
-	// the run's summary is built in one place for its idle path and its full pass
-	rename("fn_iu_route_worker_summary(text,text,integer,iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)", "already_attempted")
+	// the run's summary is built in one place for its idle path and its full pass: the
+	// counts as JSON text (fn_iu_route_worker_summary_counts), the rest in the summary
+	renameQuoted("fn_iu_route_worker_summary_counts(iu_route_run_tally,boolean,integer,integer,text,boolean)", "already_attempted", `"`)
 	if _, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict); err == nil || !strings.Contains(err.Error(), "already_attempted") {
 		t.Errorf("run with already_attempted renamed: err = %v", err)
+	}
+	rename("fn_iu_route_worker_summary(text,text,integer,iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)", "held_open_count")
+	if _, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict); err == nil || !strings.Contains(err.Error(), "held_open_count") {
+		t.Errorf("run with held_open_count renamed: err = %v", err)
 	}
 	db.Exec(t, `ALTER VIEW v_queue_health RENAME COLUMN backlog TO backlog_events`)
 	if _, err := LoadQueueHealth(pgtest.Ctx(t), db.Pool); err == nil || !strings.Contains(err.Error(), "backlog") {
