@@ -282,7 +282,7 @@ BEGIN
     -- Everything on the accepting path is qualified and exactly typed (see the header).
     -- The row is produced only when the type is registered (the join) and every condition
     -- holds. Each is written so that a NULL argument fails it (a NULL comparison is not
-    -- true), except the subjects', for which NULL is valid. What the WHERE leaves to the
+    -- true), except the subjects' bounds, for which NULL is valid. What the WHERE leaves to the
     -- table: a name's emptiness (iu_event_name; the registry and the stream's blank test
     -- here are stricter) and the payload's hygiene (iu_safe_payload, see above). The lane,
     -- severity and object tests repeat their domains' rules: one comparison each, cheaper
@@ -304,11 +304,23 @@ BEGIN
        AND p_delivery_lane OPERATOR(pg_catalog.=) ANY ('{immediate,standard,batch}'::pg_catalog.text[])
        AND p_event_severity OPERATOR(pg_catalog.=) ANY ('{debug,info,warning,critical}'::pg_catalog.text[])
        AND pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.=) 'object'::pg_catalog.text
-       AND (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.<=) 200 IS NOT FALSE
-            OR public.fn_iu_is_whitespace(p_event_subject_table))
-       AND (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.<=) 1000 IS NOT FALSE
-            OR public.fn_iu_is_whitespace(p_event_subject_ref));
+       AND (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.<=) 200
+            AND pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.<=) 1000) IS NOT FALSE;
     IF NOT FOUND THEN
+        -- A subject over its bound that is blank is not an error: like every blank subject
+        -- it is stored as NULL. The statement above tests only the bounds (NULL passes), so
+        -- this rare case costs a second call here instead of two more tests per subject on
+        -- every emit. Qualified and exactly typed like the accepting path, which it rejoins.
+        IF (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
+                AND public.fn_iu_is_whitespace(p_event_subject_table))
+           OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
+                AND public.fn_iu_is_whitespace(p_event_subject_ref)) THEN
+            RETURN public.fn_iu_emit_event(
+                p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+                CASE WHEN public.fn_iu_is_whitespace(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
+                CASE WHEN public.fn_iu_is_whitespace(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
+                p_safe_payload);
+        END IF;
         -- Nothing written: explain why. A broken argument rule raises in the refuse
         -- function (guarded); otherwise the type is not registered.
         PERFORM public.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
