@@ -93,6 +93,41 @@ CREATE TYPE public.iu_route_run_tally AS (
 );
 
 --
+-- Name: fn_iu_event_outbox_refuse_payload(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_event_outbox_refuse_payload(p_payload jsonb) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    -- The refusing half of the payload hygiene rule, called by the outbox's payload domain
+    -- only for a payload that breaks it. p_payload: that payload. Returns false, so the
+    -- domain refuses the row with its own constraint (23514, event_outbox_safe_payload_hygiene),
+    -- which is what a producer INSERTing directly gets; touches nothing.
+    --
+    -- Inside fn_iu_emit_event it raises that function's own error instead (22023,
+    -- "fn_iu_emit_event: p_safe_payload carries denylisted keys at <paths>"). This is what
+    -- lets emit leave the hygiene test to the domain alone: the test is the most expensive
+    -- of the row rules, and PostgreSQL prepares every function of a statement on every
+    -- call, so testing it in emit's statement as well cost every emit the rule twice. The
+    -- sign that the writer is fn_iu_emit_event is the setting iu.emit_event = 'on', which
+    -- that function sets for its own execution only (a SET clause of its definition). A
+    -- caller who sets it by hand changes nothing but the wording and SQLSTATE of their own
+    -- refusal: the row is refused either way.
+    --
+    -- It runs inside emit's rights and search_path (public, pg_temp), so the writable-schema
+    -- guard comes first, as on emit's other refusing paths (called exactly typed).
+    IF pg_catalog.current_setting('iu.emit_event'::pg_catalog.text, true) OPERATOR(pg_catalog.=) 'on'::pg_catalog.text THEN
+        PERFORM public.fn_iu_require_trusted_search_path('fn_iu_emit_event'::pg_catalog.text, false);
+        PERFORM public.fn_iu_payload_require_clean('fn_iu_emit_event'::pg_catalog.text,
+                                                   'p_safe_payload'::pg_catalog.text, p_payload);
+    END IF;
+    RETURN false;
+END;
+$$;
+
+--
 -- Name: fn_iu_payload_is_clean(jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -137,7 +172,7 @@ $_$;
 --
 
 CREATE DOMAIN public.iu_safe_payload AS jsonb
-	CONSTRAINT event_outbox_safe_payload_hygiene CHECK (public.fn_iu_payload_is_clean(VALUE))
+	CONSTRAINT event_outbox_safe_payload_hygiene CHECK ((public.fn_iu_payload_is_clean(VALUE) OR public.fn_iu_event_outbox_refuse_payload(VALUE)))
 	CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(VALUE) = 'object'::text));
 
 --
@@ -224,48 +259,68 @@ $$;
 CREATE FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text DEFAULT 'standard'::text, p_event_severity text DEFAULT 'info'::text, p_event_subject_table text DEFAULT NULL::text, p_event_subject_ref text DEFAULT NULL::text, p_safe_payload jsonb DEFAULT '{}'::jsonb) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET "iu.emit_event" TO 'on'
     AS $$
     -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
     -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
     -- outside its list, a payload that is not a clean JSON object, an unregistered type;
     -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT from the
     -- type's registration row (the registry holds only valid names, so a match proves
-    -- p_event_domain and p_event_type valid) whose WHERE is one expression over every other
-    -- argument rule (fn_iu_is_blank and fn_iu_payload_is_clean inlined into it); no row
+    -- p_event_domain and p_event_type valid) whose WHERE holds the argument rules the
+    -- table's domains do not already test, or test only in a cheap comparison; no row
     -- back means nothing was written, and only then does fn_iu_emit_event_refuse walk the
-    -- rules one by one to raise the right error (or the type is unregistered). A blank
-    -- subject, however long, is not an error: it is stored as NULL.
+    -- rules one by one to raise the right error (or the type is unregistered). Payload
+    -- hygiene is tested once, by the payload's domain: for a dirty payload its refusing
+    -- branch raises this function's own error (fn_iu_event_outbox_refuse_payload), told by
+    -- the setting iu.emit_event that this function's SET clause turns on for its own
+    -- execution. A blank subject, however long, is not an error: it is stored as NULL.
 DECLARE
-    v_id uuid;
+    -- Drawn here rather than by the column default and read back with RETURNING, which
+    -- costs the INSERT a projection and the call a result row.
+    v_id pg_catalog.uuid := pg_catalog.gen_random_uuid();
 BEGIN
     -- Everything on the accepting path is qualified and exactly typed (see the header).
-    -- One statement: the row is produced only when the type is registered (the join) and
-    -- no other argument rule is broken (the OR of them IS FALSE).
-    INSERT INTO public.event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
+    -- The row is produced only when the type is registered (the join) and every condition
+    -- holds. Each is written so that a NULL argument fails it (a NULL comparison is not
+    -- true), except the subjects' bounds, for which NULL is valid. What the WHERE leaves to the
+    -- table: a name's emptiness (iu_event_name; the registry and the stream's blank test
+    -- here are stricter) and the payload's hygiene (iu_safe_payload, see above). The lane,
+    -- severity and object tests repeat their domains' rules: one comparison each, cheaper
+    -- than a refusing branch in the domain that every direct INSERT would prepare too.
+    INSERT INTO public.event_outbox (id, event_domain, event_type, event_stream, delivery_lane, event_severity,
                                      event_subject_table, event_subject_ref, safe_payload)
-    SELECT p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
-           CASE WHEN public.fn_iu_is_blank(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
-           CASE WHEN public.fn_iu_is_blank(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
+    SELECT v_id, p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+           CASE WHEN public.fn_iu_is_whitespace(p_event_subject_table)
+                THEN NULL ELSE p_event_subject_table END,
+           CASE WHEN public.fn_iu_is_whitespace(p_event_subject_ref)
+                THEN NULL ELSE p_event_subject_ref END,
            p_safe_payload
       FROM public.event_type_registry r
      WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
        AND r.event_type OPERATOR(pg_catalog.=) p_event_type
-       AND (public.fn_iu_is_blank(p_event_stream)
-                OR pg_catalog.octet_length(p_event_stream) OPERATOR(pg_catalog.>) 200
-                OR (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
-                    AND NOT public.fn_iu_is_blank(p_event_subject_table))
-                OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
-                    AND NOT public.fn_iu_is_blank(p_event_subject_ref))
-                OR p_event_type OPERATOR(pg_catalog.=) ANY ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
-                OR p_delivery_lane IS NULL
-                OR p_delivery_lane OPERATOR(pg_catalog.<>) ALL ('{immediate,standard,batch}'::pg_catalog.text[])
-                OR p_event_severity IS NULL
-                OR p_event_severity OPERATOR(pg_catalog.<>) ALL ('{debug,info,warning,critical}'::pg_catalog.text[])
-                OR p_safe_payload IS NULL
-                OR pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.<>) 'object'::pg_catalog.text
-                OR NOT public.fn_iu_payload_is_clean(p_safe_payload)) IS FALSE   -- no rule broken
-    RETURNING id INTO v_id;
-    IF v_id IS NULL THEN
+       AND NOT public.fn_iu_is_whitespace(p_event_stream)
+       AND pg_catalog.octet_length(p_event_stream) OPERATOR(pg_catalog.<=) 200
+       AND p_event_type OPERATOR(pg_catalog.<>) ALL ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
+       AND p_delivery_lane OPERATOR(pg_catalog.=) ANY ('{immediate,standard,batch}'::pg_catalog.text[])
+       AND p_event_severity OPERATOR(pg_catalog.=) ANY ('{debug,info,warning,critical}'::pg_catalog.text[])
+       AND pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.=) 'object'::pg_catalog.text
+       AND (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.<=) 200
+            AND pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.<=) 1000) IS NOT FALSE;
+    IF NOT FOUND THEN
+        -- A subject over its bound that is blank is not an error: like every blank subject
+        -- it is stored as NULL. The statement above tests only the bounds (NULL passes), so
+        -- this rare case costs a second call here instead of two more tests per subject on
+        -- every emit. Qualified and exactly typed like the accepting path, which it rejoins.
+        IF (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
+                AND public.fn_iu_is_whitespace(p_event_subject_table))
+           OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
+                AND public.fn_iu_is_whitespace(p_event_subject_ref)) THEN
+            RETURN public.fn_iu_emit_event(
+                p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+                CASE WHEN public.fn_iu_is_whitespace(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
+                CASE WHEN public.fn_iu_is_whitespace(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
+                p_safe_payload);
+        END IF;
         -- Nothing written: explain why. A broken argument rule raises in the refuse
         -- function (guarded); otherwise the type is not registered.
         PERFORM public.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
@@ -410,8 +465,24 @@ CREATE FUNCTION public.fn_iu_is_blank(p_value text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
     -- What "blank" means everywhere in the package (argument checks and table CHECKs):
-    -- NULL, empty, or only spaces, tabs, newlines, carriage returns, form or vertical feeds.
-    SELECT p_value IS NULL OR pg_catalog.btrim(p_value, E' \t\r\n\f\x0B') OPERATOR(pg_catalog.=) ''
+    -- NULL, or whitespace only (fn_iu_is_whitespace: empty, or only spaces, tabs, newlines,
+    -- carriage returns, form or vertical feeds).
+    SELECT p_value IS NULL OR public.fn_iu_is_whitespace(p_value)
+$$;
+
+--
+-- Name: fn_iu_is_whitespace(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_is_whitespace(p_value text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    -- The text half of "blank": empty, or only spaces, tabs, newlines, carriage returns, form
+    -- or vertical feeds; NULL for NULL (the caller decides what NULL means). Used alone where
+    -- a NULL must not count as blank or where a NULL result already fails the test (emit's
+    -- accepting path: one comparison fewer per argument, prepared on every call). Inlined,
+    -- so everything is pg_catalog-qualified (see fn_iu_payload_is_clean).
+    SELECT pg_catalog.btrim(p_value, E' \t\r\n\f\x0B') OPERATOR(pg_catalog.=) ''::pg_catalog.text
 $$;
 
 --
@@ -5785,6 +5856,12 @@ CREATE TRIGGER trg_queue_stale_alert_row AFTER INSERT ON public.queue_heartbeat 
 REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_package_only(p_event_type text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_event_outbox_refuse_payload(p_payload jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_refuse_payload(p_payload jsonb) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_payload_is_clean(p_payload jsonb); Type: ACL; Schema: public; Owner: -
 --
 
@@ -5851,6 +5928,12 @@ GRANT ALL ON FUNCTION public.fn_iu_gate_open(p_value text) TO dot_executor;
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_is_blank(p_value text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_is_whitespace(p_value text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_is_whitespace(p_value text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_package_owner(); Type: ACL; Schema: public; Owner: -

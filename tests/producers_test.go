@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -227,5 +228,121 @@ func TestProducers_RegistryHoldsOnlyNames(t *testing.T) {
 	db.Exec(t, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ($1, $2)`, max, max)
 	if _, err := db.Pool.Exec(c, `SELECT fn_iu_emit_event($1, $2, 's')`, max, max); err != nil {
 		t.Fatalf("200-byte names: %v", err)
+	}
+}
+
+// Rule: every argument rule of fn_iu_emit_event keeps its own error however the accepting
+// path tests it: a function-prefixed message naming the argument, 22023 (42501 for the
+// stale-check's alert types), and nothing stored. The accepting path tests only what the
+// table's domains do not; payload hygiene is tested by the payload's domain alone, whose
+// refusing branch raises emit's error when the writer is fn_iu_emit_event (it sets
+// iu.emit_event for its own execution). So in the same session a direct INSERT of a dirty
+// payload, before and after a refused emit, is still the domain's 23514 naming the hygiene
+// constraint: the sign does not outlive the call; a producer that sets the sign itself is
+// still refused. The edges that are not errors: a blank subject of any length is stored as
+// NULL, and names at their bounds are accepted.
+func TestProducers_EmitArgumentRulesKeepTheirErrors(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	c := ctx(t)
+	conn := db.Conn(t)
+	db.Exec(t, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ('iu', 'args')`)
+	long := func(n int) string { return strings.Repeat("x", n) }
+	direct := func() {
+		t.Helper()
+		_, err := conn.Exec(c, `INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload)
+		                        VALUES ('iu', 'args', 's', '{"a": [{"Secret": 1}]}')`)
+		if e := requireSQLState(t, err, "23514"); e.ConstraintName != "event_outbox_safe_payload_hygiene" {
+			t.Fatalf("direct INSERT of a dirty payload: refused by %q", e.ConstraintName)
+		}
+	}
+	direct()
+	const emit = `SELECT fn_iu_emit_event('iu', $1, $2, $3, $4, $5, $6, $7::jsonb)`
+	type args struct {
+		typ, stream, lane, severity string
+		table, ref, payload         any
+	}
+	ok := args{"args", "s", "standard", "info", "unit", "u-1", `{"n": 1}`}
+	with := func(f func(*args)) args { a := ok; f(&a); return a }
+	cases := []struct {
+		name, code, msg string
+		a               args
+	}{
+		{"empty stream", "22023", "fn_iu_emit_event: p_event_stream required", with(func(a *args) { a.stream = "" })},
+		{"blank stream", "22023", "fn_iu_emit_event: p_event_stream required", with(func(a *args) { a.stream = " \t\n" })},
+		{"long stream", "22023", "fn_iu_emit_event: p_event_stream is 201 bytes long", with(func(a *args) { a.stream = long(201) })},
+		{"lane", "22023", "fn_iu_emit_event: p_delivery_lane 'urgent' is not one of", with(func(a *args) { a.lane = "urgent" })},
+		{"lane, letter case", "22023", "fn_iu_emit_event: p_delivery_lane 'Standard' is not one of", with(func(a *args) { a.lane = "Standard" })},
+		{"severity", "22023", "fn_iu_emit_event: p_event_severity 'fatal' is not one of", with(func(a *args) { a.severity = "fatal" })},
+		{"long subject table", "22023", "fn_iu_emit_event: p_event_subject_table is 201 bytes long", with(func(a *args) { a.table = long(201) })},
+		{"long subject ref", "22023", "fn_iu_emit_event: p_event_subject_ref is 1001 bytes long", with(func(a *args) { a.ref = " " + long(1000) })},
+		{"payload NULL", "22023", "fn_iu_emit_event: p_safe_payload must be a JSON object", with(func(a *args) { a.payload = nil })},
+		{"payload array", "22023", "fn_iu_emit_event: p_safe_payload must be a JSON object", with(func(a *args) { a.payload = `[{"n": 1}]` })},
+		{"payload scalar", "22023", "fn_iu_emit_event: p_safe_payload must be a JSON object", with(func(a *args) { a.payload = `"x"` })},
+		{"hygiene, deep, any case", "22023", "fn_iu_emit_event: p_safe_payload carries denylisted keys at $.a.b[1].PassWord",
+			with(func(a *args) { a.payload = `{"a": {"b": [1, {"PassWord": 1}]}}` })},
+		{"hygiene, top level", "22023", "fn_iu_emit_event: p_safe_payload carries denylisted keys at $.token",
+			with(func(a *args) { a.payload = `{"token": "x", "tokenizer": 1}` })},
+		{"reserved type", "42501", "fn_iu_emit_event: iu/queue_worker_silent events are written only by the package",
+			with(func(a *args) { a.typ = "queue_worker_silent" })},
+	}
+	count := func() int {
+		var n int
+		db.QueryRow(t, `SELECT count(*)::int FROM event_outbox WHERE event_domain = 'iu'`, nil, &n)
+		return n
+	}
+	before := count()
+	for _, tc := range cases {
+		a := tc.a
+		_, err := conn.Exec(c, emit, a.typ, a.stream, a.lane, a.severity, a.table, a.ref, a.payload)
+		if e := requireSQLState(t, err, tc.code); !strings.HasPrefix(e.Message, tc.msg) {
+			t.Errorf("%s: got %q, want it to start with %q", tc.name, e.Message, tc.msg)
+		}
+	}
+	direct()
+	if n := count(); n != before {
+		t.Fatalf("refused emits stored %d rows", n-before)
+	}
+
+	// Not errors: blank subjects of any length become NULL (each one alone, beside a valid
+	// other subject), names at their bounds pass.
+	for _, subj := range [][2]any{
+		{" \t" + strings.Repeat(" ", 300), "u-1"}, {"unit", strings.Repeat("\n", 2000)}, {"", " "}, {nil, "\t"},
+	} {
+		var id string
+		if err := conn.QueryRow(c, emit+`::text`, "args", long(200), "batch", "critical", subj[0], subj[1], `{"ok": true}`).Scan(&id); err != nil {
+			t.Fatalf("blank subject and a 200-byte stream: %v", err)
+		}
+		var table, ref *string
+		db.QueryRow(t, `SELECT event_subject_table, event_subject_ref FROM event_outbox WHERE id = $1::uuid`, []any{id}, &table, &ref)
+		for i, got := range []*string{table, ref} {
+			given, _ := subj[i].(string)
+			if blank := strings.TrimSpace(given) == ""; blank != (got == nil) || (got != nil && *got != given) {
+				stored := "NULL"
+				if got != nil {
+					stored = fmt.Sprintf("%q", *got)
+				}
+				t.Fatalf("subject %q stored as %s: a blank subject is stored as NULL, any other as given", given, stored)
+			}
+		}
+	}
+	if _, err := conn.Exec(c, emit, "args", "s", "standard", "info", long(200), long(1000), `{}`); err != nil {
+		t.Fatalf("subjects at their bounds: %v", err)
+	}
+
+	// A producer that sets the sign by hand only changes the wording of its own refusal:
+	// the dirty row is still refused and nothing is stored.
+	p, _ := producer(t, db)
+	if _, err := p.Exec(c, `SET iu.emit_event = 'on'`); err != nil {
+		t.Fatal(err)
+	}
+	before = count()
+	_, err := p.Exec(c, `INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload)
+	                     VALUES ('iu', 'args', 's', '{"a": [{"Secret": 1}]}')`)
+	if err == nil {
+		t.Fatal("a producer posing as fn_iu_emit_event stored a dirty payload")
+	}
+	if n := count(); n != before {
+		t.Fatalf("the refused INSERT stored %d rows", n-before)
 	}
 }

@@ -87,7 +87,8 @@ func ProducerInsertGrant(role string) string {
 // checks EXECUTE on every function of a domain's check when a statement starts, so without
 // it every INSERT of the producer is refused.
 func ProducerExecuteGrant(role string) string {
-	return `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb), fn_iu_event_outbox_package_only(text) TO ` + role
+	return `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb), fn_iu_event_outbox_package_only(text),
+	        fn_iu_event_outbox_refuse_payload(jsonb) TO ` + role
 }
 
 // StripDomainsSQL is a DO block that turns every domain-typed column of table (a freshly

@@ -261,13 +261,28 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
+CREATE FUNCTION fn_iu_is_whitespace(p_value text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- The text half of "blank": empty, or only spaces, tabs, newlines, carriage returns, form
+    -- or vertical feeds; NULL for NULL (the caller decides what NULL means). Used alone where
+    -- a NULL must not count as blank or where a NULL result already fails the test (emit's
+    -- accepting path: one comparison fewer per argument, prepared on every call). Inlined,
+    -- so everything is pg_catalog-qualified (see fn_iu_payload_is_clean).
+    SELECT pg_catalog.btrim(p_value, E' \t\r\n\f\x0B') OPERATOR(pg_catalog.=) ''::pg_catalog.text
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
 CREATE FUNCTION fn_iu_is_blank(p_value text)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     -- What "blank" means everywhere in the package (argument checks and table CHECKs):
-    -- NULL, empty, or only spaces, tabs, newlines, carriage returns, form or vertical feeds.
-    SELECT p_value IS NULL OR pg_catalog.btrim(p_value, E' \t\r\n\f\x0B') OPERATOR(pg_catalog.=) ''
+    -- NULL, or whitespace only (fn_iu_is_whitespace: empty, or only spaces, tabs, newlines,
+    -- carriage returns, form or vertical feeds).
+    SELECT p_value IS NULL OR public.fn_iu_is_whitespace(p_value)
 $$;
 -- +goose StatementEnd
 
@@ -332,6 +347,40 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE FUNCTION fn_iu_event_outbox_refuse_payload(p_payload jsonb)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = public, pg_temp
+AS $$
+BEGIN
+    -- The refusing half of the payload hygiene rule, called by the outbox's payload domain
+    -- only for a payload that breaks it. p_payload: that payload. Returns false, so the
+    -- domain refuses the row with its own constraint (23514, event_outbox_safe_payload_hygiene),
+    -- which is what a producer INSERTing directly gets; touches nothing.
+    --
+    -- Inside fn_iu_emit_event it raises that function's own error instead (22023,
+    -- "fn_iu_emit_event: p_safe_payload carries denylisted keys at <paths>"). This is what
+    -- lets emit leave the hygiene test to the domain alone: the test is the most expensive
+    -- of the row rules, and PostgreSQL prepares every function of a statement on every
+    -- call, so testing it in emit's statement as well cost every emit the rule twice. The
+    -- sign that the writer is fn_iu_emit_event is the setting iu.emit_event = 'on', which
+    -- that function sets for its own execution only (a SET clause of its definition). A
+    -- caller who sets it by hand changes nothing but the wording and SQLSTATE of their own
+    -- refusal: the row is refused either way.
+    --
+    -- It runs inside emit's rights and search_path (public, pg_temp), so the writable-schema
+    -- guard comes first, as on emit's other refusing paths (called exactly typed).
+    IF pg_catalog.current_setting('iu.emit_event'::pg_catalog.text, true) OPERATOR(pg_catalog.=) 'on'::pg_catalog.text THEN
+        PERFORM public.fn_iu_require_trusted_search_path('fn_iu_emit_event'::pg_catalog.text, false);
+        PERFORM public.fn_iu_payload_require_clean('fn_iu_emit_event'::pg_catalog.text,
+                                                   'p_safe_payload'::pg_catalog.text, p_payload);
+    END IF;
+    RETURN false;
+END;
+$$;
+-- +goose StatementEnd
+
 -- The row rules live in domains, not in table CHECKs, and that is for the producers' insert
 -- rate. PostgreSQL re-reads and re-plans every CHECK of a table for each INSERT statement
 -- (its stored expression is parsed from text, an inlined SQL function such as
@@ -359,9 +408,13 @@ CREATE DOMAIN iu_delivery_lane AS text
     CONSTRAINT iu_delivery_lane_valid CHECK (VALUE IN ('immediate', 'standard', 'batch'));
 CREATE DOMAIN iu_event_severity AS text
     CONSTRAINT iu_event_severity_valid CHECK (VALUE IN ('debug', 'info', 'warning', 'critical'));
+-- The hygiene constraint's refusing branch (fn_iu_event_outbox_refuse_payload) runs only for
+-- a payload that breaks it: it refuses with the constraint, or inside fn_iu_emit_event with
+-- that function's own error, so emit does not test hygiene a second time.
 CREATE DOMAIN iu_safe_payload AS jsonb
     CONSTRAINT event_outbox_safe_payload_object CHECK (jsonb_typeof(VALUE) = 'object')
-    CONSTRAINT event_outbox_safe_payload_hygiene CHECK (fn_iu_payload_is_clean(VALUE));
+    CONSTRAINT event_outbox_safe_payload_hygiene CHECK (
+        fn_iu_payload_is_clean(VALUE) OR public.fn_iu_event_outbox_refuse_payload(VALUE));
 -- The inserting top-level transaction's id (its rule is added NOT VALID below the table).
 CREATE DOMAIN iu_txid AS xid8;
 
@@ -447,8 +500,10 @@ REVOKE ALL ON FUNCTION fn_iu_payload_denied_paths(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_require_clean(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_append_only() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_package_only(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_event_outbox_refuse_payload(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_require_name(text, text, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_is_blank(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_is_whitespace(text) FROM PUBLIC;
 
 -- +goose Down
 DROP TABLE event_outbox;
@@ -460,8 +515,10 @@ DROP DOMAIN iu_event_type;
 DROP DOMAIN iu_event_name;
 DROP FUNCTION fn_iu_event_outbox_append_only();
 DROP FUNCTION fn_iu_event_outbox_package_only(text);
+DROP FUNCTION fn_iu_event_outbox_refuse_payload(jsonb);
 DROP FUNCTION fn_iu_require_name(text, text, text, integer);
 DROP FUNCTION fn_iu_is_blank(text);
+DROP FUNCTION fn_iu_is_whitespace(text);
 DROP FUNCTION fn_iu_payload_require_clean(text, text, jsonb);
 DROP FUNCTION fn_iu_payload_denied_paths(jsonb);
 DROP FUNCTION fn_iu_payload_is_clean(jsonb);
