@@ -1071,14 +1071,19 @@ $$;
 -- +goose StatementBegin
 CREATE FUNCTION fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer)
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 AS $$
+BEGIN
+    -- PL/pgSQL, not SQL: a SQL function whose body is an INSERT is never inlined, so it is
+    -- parsed and planned again in every statement that calls it (every busy run); PL/pgSQL
+    -- keeps the plan for the session.
     INSERT INTO iu_route_attempt_tally AS t (worker_name, status, attempts, replays)
     VALUES (p_worker_name, p_status, p_attempts, p_replays)
     ON CONFLICT (worker_name, status) DO UPDATE
        SET attempts = t.attempts + EXCLUDED.attempts,
            replays  = t.replays + EXCLUDED.replays,
            last_at  = now();
+END;
 $$;
 -- +goose StatementEnd
 
