@@ -15,7 +15,8 @@ import (
 
 const (
 	defaultRows = 1_000_000
-	iuEvery     = 20 // 1 row in 20 is 'iu': 5 %
+	iuEvery     = 20   // 1 row in 20 is 'iu': 5 %
+	loadTxRows  = 1000 // generated rows per loading transaction
 	pgqPackage  = "postgresql-15-pgq3"
 )
 
@@ -41,7 +42,7 @@ func requirePgq(ctx context.Context, b *testing.B, db *pgtest.DB) {
 	}
 }
 
-// loadOutbox fills the outbox with one INSERT ... SELECT generate_series: 5 % 'iu' spread
+// loadOutbox fills the outbox from generate_series, loadTxRows rows per transaction: 5 % 'iu' spread
 // over four types and two streams, the rest 'system'/'ops'/'cut' noise (or, iuOnly, only
 // the iu rows of the same series), the bench routes (dry_run, one disabled, one stream
 // unrouted: the common path), the route gates opened, the producer bench's event type
@@ -50,20 +51,31 @@ func loadOutbox(ctx context.Context, b *testing.B, db *pgtest.DB, rows int, iuOn
 	b.Helper()
 	where := ""
 	if iuOnly {
-		where = "WHERE g % $2 = 0"
+		where = fmt.Sprintf("WHERE g %% %d = 0", iuEvery)
 	}
+	// One transaction per loadTxRows generated rows, as producers write: a consumer reads
+	// by (txid, id), so a log written in one giant transaction would be read in random id
+	// order, one heap page per event, which no producer workload looks like.
+	load := fmt.Sprintf(`
+		DO $load$
+		BEGIN
+		    FOR c IN 0 .. (%[1]d - 1) / %[3]d LOOP
+		        INSERT INTO event_outbox (event_domain, event_type, event_stream, event_subject_table, event_subject_ref)
+		        SELECT CASE WHEN g %% %[2]d = 0 THEN 'iu' ELSE (ARRAY['system', 'ops', 'cut'])[1 + g %% 3] END,
+		               CASE WHEN g %% %[2]d = 0 THEN (ARRAY['unit_version_created', 'unit_version_published', 'unit_archived', 'unit_flagged'])[1 + (g / %[2]d) %% 4]
+		                    ELSE 'noise_' || (g %% 7) END,
+		               CASE WHEN g %% %[2]d = 0 THEN (ARRAY['main', 'side'])[1 + (g / (%[2]d * 4)) %% 2] ELSE 'alert' END,
+		               'unit', 'u-' || g
+		          FROM generate_series(c * %[3]d + 1, least((c + 1) * %[3]d, %[1]d)) g %[4]s;
+		        COMMIT;
+		    END LOOP;
+		END
+		$load$`, rows, iuEvery, loadTxRows, where)
 	steps := []struct {
 		what, sql string
 		args      []any
 	}{
-		{"loading the outbox", `
-		INSERT INTO event_outbox (event_domain, event_type, event_stream, event_subject_table, event_subject_ref)
-		SELECT CASE WHEN g % $2 = 0 THEN 'iu' ELSE (ARRAY['system', 'ops', 'cut'])[1 + g % 3] END,
-		       CASE WHEN g % $2 = 0 THEN (ARRAY['unit_version_created', 'unit_version_published', 'unit_archived', 'unit_flagged'])[1 + (g / $2) % 4]
-		            ELSE 'noise_' || (g % 7) END,
-		       CASE WHEN g % $2 = 0 THEN (ARRAY['main', 'side'])[1 + (g / ($2 * 4)) % 2] ELSE 'alert' END,
-		       'unit', 'u-' || g
-		  FROM generate_series(1, $1::int) g ` + where, []any{rows, iuEvery}},
+		{"loading the outbox", load, nil},
 		{"routes", `
 		INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
 		  ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
