@@ -2475,21 +2475,21 @@ CREATE FUNCTION public.fn_iu_route_worker_summary_counts(p_tally public.iu_route
     LANGUAGE sql IMMUTABLE
     AS $$
     SELECT ('{"gated": false, "busy": false'
-            || ', "claimed": ' || (p_tally).claimed::text
-            || ', "attempts_written": ' || (p_tally).attempts_written::text
-            || ', "dead_lettered": ' || (p_tally).dead_lettered::text
-            || ', "dry_run": ' || (p_tally).dry_run::text
-            || ', "disabled": ' || (p_tally).disabled::text
-            || ', "skipped": ' || (p_tally).skipped::text
-            || ', "failed": ' || (p_tally).failed::text
-            || ', "sent": ' || (p_tally).sent::text
-            || ', "already_attempted": ' || (p_tally).already_attempted::text
-            || ', "caught_up": ' || (NOT p_window_open)::text
-            || ', "window_open": ' || p_window_open::text
-            || ', "windows_opened": ' || p_opened::text
-            || ', "windows_closed": ' || p_closed::text
-            || ', "fallback": ' || (p_fallback_err IS NOT NULL)::text
-            || ', "idle": ' || p_idle::text
+            || ', "claimed": ' || coalesce((p_tally).claimed::text, 'null')
+            || ', "attempts_written": ' || coalesce((p_tally).attempts_written::text, 'null')
+            || ', "dead_lettered": ' || coalesce((p_tally).dead_lettered::text, 'null')
+            || ', "dry_run": ' || coalesce((p_tally).dry_run::text, 'null')
+            || ', "disabled": ' || coalesce((p_tally).disabled::text, 'null')
+            || ', "skipped": ' || coalesce((p_tally).skipped::text, 'null')
+            || ', "failed": ' || coalesce((p_tally).failed::text, 'null')
+            || ', "sent": ' || coalesce((p_tally).sent::text, 'null')
+            || ', "already_attempted": ' || coalesce((p_tally).already_attempted::text, 'null')
+            || ', "caught_up": ' || coalesce((NOT p_window_open)::text, 'null')
+            || ', "window_open": ' || coalesce(p_window_open::text, 'null')
+            || ', "windows_opened": ' || coalesce(p_opened::text, 'null')
+            || ', "windows_closed": ' || coalesce(p_closed::text, 'null')
+            || ', "fallback": ' || coalesce((p_fallback_err IS NOT NULL)::text, 'null')
+            || ', "idle": ' || coalesce(p_idle::text, 'null')
             || '}')::jsonb
         -- The one string: jsonb_object (IMMUTABLE too) escapes it.
         || CASE WHEN p_fallback_err IS NOT NULL

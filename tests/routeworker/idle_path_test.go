@@ -399,3 +399,26 @@ func TestIdlePath_NothingInProgressStartsNoLateCommitScan(t *testing.T) {
 		t.Fatal("a caught-up worker must be quiet")
 	}
 }
+
+// Rule: a summary never vanishes. The counts are JSON text built from the tally, so a count
+// that is NULL would null the whole text, and with it the run's answer; it is written as
+// JSON null instead, as jsonb_build_object writes a NULL.
+func TestSummary_NullCountIsJSONNull(t *testing.T) {
+	t.Parallel()
+	db, _ := setup(t)
+	var counts map[string]any
+	db.QueryRow(t, `SELECT fn_iu_route_worker_summary_counts(
+	                    ROW(NULL, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_route_run_tally,
+	                    NULL, 1, 1, NULL, true)`, nil, &counts)
+	if counts == nil {
+		t.Fatal("the counts vanished: NULL instead of a JSON object")
+	}
+	for _, k := range []string{"claimed", "window_open", "caught_up"} {
+		if v, ok := counts[k]; !ok || v != nil {
+			t.Errorf("%s: want JSON null, got %v (present %v)", k, v, ok)
+		}
+	}
+	if counts["windows_opened"] != float64(1) || counts["idle"] != true || counts["fallback"] != false {
+		t.Errorf("the other counts: %v", counts)
+	}
+}
