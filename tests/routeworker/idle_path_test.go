@@ -22,6 +22,18 @@ func probeQuiet(t testing.TB, q querier, worker string) bool {
 	return quiet != nil && *quiet
 }
 
+// requireRefusedNotQuiet: the probe must not call worker quiet (what says why), and the run
+// it then takes, the full pass, must refuse with IU002 (a position or rows from another
+// cluster).
+func requireRefusedNotQuiet(t testing.TB, db *pgtest.DB, worker, what string) {
+	t.Helper()
+	if probeQuiet(t, db.Pool, worker) {
+		t.Fatalf("%s: the probe must not be quiet", what)
+	}
+	_, err := runErr(t, db.Pool, worker, 100)
+	pgtest.RequireSQLState(t, err, "IU002")
+}
+
 // claimHasRows asks the claim itself whether a window opened now would claim anything.
 func claimHasRows(t testing.TB, q querier, worker string) bool {
 	t.Helper()
@@ -138,11 +150,7 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 		// A restored row: its txid comes from a cluster far ahead of this one (the test
 		// session is a superuser, a member of the package, which may store any txid).
 		db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, txid) VALUES ('iu', 'dry', 's', '900000000')`)
-		if probeQuiet(t, db.Pool, b.worker) {
-			t.Fatal("foreign rows: the probe must not be quiet")
-		}
-		_, err := runErr(t, db.Pool, b.worker, 100)
-		pgtest.RequireSQLState(t, err, "IU002")
+		requireRefusedNotQuiet(t, db, b.worker, "foreign rows")
 	})
 
 	t.Run("cursor ahead of this cluster", func(t *testing.T) {
@@ -150,11 +158,7 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 		db, b := setup(t)
 		caughtUpAndFresh(t, db, b.worker)
 		db.Exec(t, `UPDATE iu_route_worker_cursor SET done_snapshot = '4000000000:4000000000:' WHERE worker_name = $1`, b.worker)
-		if probeQuiet(t, db.Pool, b.worker) {
-			t.Fatal("a cursor ahead of this cluster: the probe must not be quiet")
-		}
-		_, err := runErr(t, db.Pool, b.worker, 100)
-		pgtest.RequireSQLState(t, err, "IU002")
+		requireRefusedNotQuiet(t, db, b.worker, "a cursor ahead of this cluster")
 	})
 
 	// The recorded system_identifier is checked by the full pass only (it costs a read of
@@ -167,11 +171,7 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 		caughtUpAndFresh(t, db, b.worker)
 		db.Exec(t, `UPDATE iu_route_worker_cursor SET system_identifier = system_identifier + 1 WHERE worker_name = $1`, b.worker)
 		id := emit1(t, db.Pool, typDry)
-		if probeQuiet(t, db.Pool, b.worker) {
-			t.Fatal("a foreign cursor with an event to route: the probe must not be quiet")
-		}
-		_, err := runErr(t, db.Pool, b.worker, 100)
-		pgtest.RequireSQLState(t, err, "IU002")
+		requireRefusedNotQuiet(t, db, b.worker, "a foreign cursor with an event to route")
 		if attemptCount(t, db, id) != 0 {
 			t.Fatal("an event was routed under a foreign cursor")
 		}
@@ -180,7 +180,7 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 		caughtUpAndFresh(t, db2, b2.worker)
 		db2.Exec(t, `UPDATE iu_route_worker_cursor SET system_identifier = system_identifier + 1 WHERE worker_name = $1`, b2.worker)
 		db2.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = $1`, b2.worker)
-		_, err = runErr(t, db2.Pool, b2.worker, 100)
+		_, err := runErr(t, db2.Pool, b2.worker, 100)
 		pgtest.RequireSQLState(t, err, "IU002")
 	})
 
