@@ -6,6 +6,7 @@ package retention
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -37,8 +38,14 @@ func loginIn(t *testing.T, db *pgtest.DB, prefix, group string) (*pgx.Conn, stri
 // dot_executor (the runner calls it); whatever an executor does with it (here: call it
 // inside a transaction it keeps open while a partition is due), a producer's INSERT into
 // event_outbox must not wait on a lock the executor holds.
+//
+// Not parallel: transaction ids are cluster-wide, and the package's other tests burn
+// thousands of them. Burned while this test holds the maintenance open, they could carry
+// the producer's txid past every committed partition into event_outbox_default, which the
+// open maintenance (adding a partition beside the default one) rightly holds locked, and
+// the test would then measure a precondition it no longer has. Run alone, only its own
+// sessions consume txids: room stays for the producer's row in the current partition.
 func TestAttack_ExecutorHoldingMaintenanceOpenStallsProducers(t *testing.T) {
-	t.Parallel()
 	db := setup(t)
 	exe, _ := loginIn(t, db, "exe", "dot_executor")
 	// Burn until the room ahead is under half a width (a partition is due) while the
@@ -60,6 +67,14 @@ func TestAttack_ExecutorHoldingMaintenanceOpenStallsProducers(t *testing.T) {
 		t.Fatalf("executor calling maintenance: %v", err)
 	}
 	t.Logf("executor's maintenance (transaction left open): %s", m)
+	// The attack's premise: the open transaction holds a partition it created (and the
+	// locks that took). Without one it would hold nothing a producer could wait on.
+	var res struct {
+		Created []string `json:"created"`
+	}
+	if err := json.Unmarshal(m, &res); err != nil || len(res.Created) == 0 {
+		t.Fatalf("the executor's maintenance created no partition (err %v): the test's premise is gone: %s", err, m)
+	}
 
 	prod := db.Conn(t)
 	if _, err := prod.Exec(pgtest.Ctx(t), `SET lock_timeout = '1s'`); err != nil {
