@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"testing"
@@ -19,3 +20,12 @@ func requireSQLState(t testing.TB, err error, code string) *pgconn.PgError {
 }
 
 func osDir(path string) fs.FS { return os.DirFS(path) }
+
+// pgErr returns the server's error inside err, or nil when err is not one.
+func pgErr(err error) *pgconn.PgError {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
+}

@@ -114,19 +114,41 @@ const BinDirEnv = "PGTEST_BINDIR"
 // StartLocal starts a throwaway cluster from the local PostgreSQL binaries: those in
 // $PGTEST_BINDIR when it is set, else the ones findBinDir finds.
 func StartLocal(ctx context.Context) (*Server, error) {
-	bindir := os.Getenv(BinDirEnv)
-	if bindir == "" {
-		var err error
-		if bindir, err = findBinDir(); err != nil {
-			return nil, err
-		}
+	bindir, err := LocalBinDir()
+	if err != nil {
+		return nil, err
 	}
 	return StartLocalAt(ctx, bindir)
+}
+
+// LocalBinDir is the directory of server binaries StartLocal uses: $PGTEST_BINDIR when it
+// is set, else the one findBinDir finds.
+func LocalBinDir() (string, error) {
+	if bindir := os.Getenv(BinDirEnv); bindir != "" {
+		return bindir, nil
+	}
+	return findBinDir()
 }
 
 // StartLocalAt starts a throwaway cluster from the server binaries in bindir (initdb,
 // pg_ctl, postgres). Tests that need a particular major version start their own with it.
 func StartLocalAt(ctx context.Context, bindir string) (*Server, error) {
+	return StartLocalWith(ctx, bindir, LocalOptions{})
+}
+
+// LocalOptions shape a private cluster for a test that needs more than the defaults.
+type LocalOptions struct {
+	// Settings are extra `-c name=value` server settings, applied after the defaults.
+	Settings []string
+	// AddressSpaceBytes, when not zero, caps the virtual memory of the postmaster and so of
+	// every backend it forks (prlimit --as): a backend that would grow past it fails with
+	// "out of memory" (53200) instead of growing until the kernel kills it and PostgreSQL
+	// restarts every session. Tests that feed the server hostile inputs run under it.
+	AddressSpaceBytes uint64
+}
+
+// StartLocalWith is StartLocalAt with options.
+func StartLocalWith(ctx context.Context, bindir string, lo LocalOptions) (*Server, error) {
 	for _, b := range []string{"initdb", "pg_ctl", "postgres"} {
 		if _, err := os.Stat(filepath.Join(bindir, b)); err != nil {
 			return nil, fmt.Errorf("pgtest: %s has no %s: %w", bindir, b, err)
@@ -149,14 +171,27 @@ func StartLocalAt(ctx context.Context, bindir string) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %w: %s", err, out)
 	}
-	opts := strings.Join([]string{
+	settings := []string{
 		"-k " + dir, "-p " + strconv.Itoa(port), "-c listen_addresses=''",
 		"-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
 		"-c max_connections=300", "-c shared_buffers=256MB",
-	}, " ")
+	}
+	for _, s := range lo.Settings {
+		settings = append(settings, "-c "+s)
+	}
+	opts := strings.Join(settings, " ")
 	pgctl := filepath.Join(bindir, "pg_ctl")
+	startCmd := []string{pgctl, "-D", data, "-l", logf, "-w", "-t", "60", "-o", opts, "start"}
+	if lo.AddressSpaceBytes > 0 {
+		prlimit, err := exec.LookPath("prlimit")
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, errors.New("a memory cap needs prlimit (util-linux), which is not installed")
+		}
+		startCmd = append([]string{prlimit, "--as=" + strconv.FormatUint(lo.AddressSpaceBytes, 10), "--"}, startCmd...)
+	}
 	start := func(ctx context.Context) error {
-		if out, err := run(ctx, pgctl, "-D", data, "-l", logf, "-w", "-t", "60", "-o", opts, "start"); err != nil {
+		if out, err := run(ctx, startCmd[0], startCmd[1:]...); err != nil {
 			log, _ := os.ReadFile(logf)
 			return fmt.Errorf("pg_ctl start: %w: %s\n%s", err, out, tail(log, 2000))
 		}

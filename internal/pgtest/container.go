@@ -57,6 +57,21 @@ func StartLocalAt(ctx context.Context, bindir string) (*Server, error) {
 	return pgserver.StartLocalAt(ctx, bindir)
 }
 
+// LocalOptions shape a private cluster (extra settings, a memory cap).
+type LocalOptions = pgserver.LocalOptions
+
+// StartLocalWith starts a private throwaway cluster with options; bindir "" means the
+// binaries StartLocal would use.
+func StartLocalWith(ctx context.Context, bindir string, lo LocalOptions) (*Server, error) {
+	if bindir == "" {
+		var err error
+		if bindir, err = pgserver.LocalBinDir(); err != nil {
+			return nil, err
+		}
+	}
+	return pgserver.StartLocalWith(ctx, bindir, lo)
+}
+
 func startContainer(ctx context.Context) (*Server, error) {
 	if os.Getenv("DOCKER_HOST") == "" {
 		if _, err := os.Stat("/var/run/docker.sock"); err != nil {

@@ -176,37 +176,46 @@ CREATE FUNCTION fn_iu_payload_is_clean(p_payload jsonb)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    -- Keys match case-insensitively: Token and PASSWORD carry the same secret as token and
-    -- password. Two steps, so a clean payload (the common case) pays for one scan of its
-    -- text and no jsonpath walk:
-    --   1. a prefilter over the payload's text: a denylisted key, in any case, always
-    --      appears there as "key": (jsonb prints every key that way, and a quote inside a
-    --      string is escaped), so no match means clean. A match may be a false alarm (a
-    --      string value quoting such a text), so it only decides whether to look closer.
-    --      It is LIKE over the lowercased text, not a case-insensitive regex: the regex
-    --      engine builds its automaton in a large allocation on every call, which cost a
-    --      single-row insert more than the rest of its checks together. lower() folds at
-    --      least every case variant the jsonpath's "i" flag accepts (and _ in personal_data
-    --      matches any character), so this only ever matches more, never less;
-    --   2. the exact test: `.**` visits every level (objects and array elements, nested
-    --      arrays too), the type filter keeps the objects and `.keyvalue()` lists their
-    --      members; a key is denied when it equals a listed word, anchored ("tokenizer" and
-    --      "body_length" pass). Without the type filter .keyvalue() errs on a scalar and @?
-    --      answers NULL, which a CHECK would read as "passes".
+    -- Payload hygiene, the whole rule: a payload is clean when it is NULL (the caller
+    -- decides what NULL means), or when it
+    --   1. is at most 65,536 bytes as jsonb (pg_column_size) and nests at most 32 levels
+    --      (no value inside 33 containers: `$.**{33}` finds nothing). Payloads are signals,
+    --      never data. The bound comes first and costs no walk of the value: its size is
+    --      read from the datum's header, and the depth test stops at level 33 however deep
+    --      the value goes. Below 257 bytes a value cannot reach level 33 (each nested
+    --      container costs at least 8 bytes), so small payloads skip the jsonpath;
+    --   2. carries no denylisted key (body, content, raw, vector, embedding, secret, token,
+    --      password, ssn, personal_data), at any depth, in any letter case. The test reads
+    --      the payload's text once, linearly, and builds nothing per level (a jsonpath
+    --      `.keyvalue()` walk copies every subtree once per level above it: its memory grew
+    --      with the square of the depth and one 60 kB payload took a backend to 24 GB).
+    --      jsonb prints a key as "key": right after `{` or `, `, and every quote inside a
+    --      string as \", so `{"token": ` or ` "token": ` in the lowercased text is a key
+    --      named token, and a key is never missed. The LIKE prefilter ("token": anywhere, `_`
+    --      escaped so personal-data is not mistaken for personal_data) settles the common,
+    --      clean case; the exact pattern runs only when the prefilter matched (a denied key,
+    --      or a key or string quoting one). lower() folds at least every case variant a
+    --      case-insensitive match accepts, so the test only ever refuses more.
     --
-    -- Everything is pg_catalog-qualified on purpose. This function is inlined into the
-    -- CHECKs that call it (the outbox's payload domain, other tables' CHECKs) and into
-    -- callers' queries (no SET search_path, which would stop the inlining and cost a
-    -- function call per row), and an inlined body is resolved in the CALLER's search_path: an unqualified `@?`, `~~` or jsonpath could pick an operator or
-    -- type a producer created in its own schema (before or after public) and switch
-    -- hygiene off.
+    -- The limits are restated in fn_iu_payload_refusal (which explains a refusal); the
+    -- boundary tests hold both to them.
+    --
+    -- Everything is pg_catalog-qualified and nothing but built-ins is called, on purpose.
+    -- This function is inlined into the CHECKs that call it (the outbox's payload domain,
+    -- other tables' CHECKs) and into callers' queries (no SET search_path, which would stop
+    -- the inlining and cost a function call per row), and an inlined body is resolved in
+    -- the CALLER's search_path: an unqualified operator could pick one a producer created in
+    -- its own schema and switch hygiene off. A producer that INSERTs directly needs EXECUTE
+    -- on this function only, not on helpers it would call.
     SELECT p_payload IS NULL
-        OR NOT (pg_catalog.lower(CAST(p_payload AS pg_catalog.text)) OPERATOR(pg_catalog.~~) ANY (ARRAY[
-                    '%"body": %', '%"content": %', '%"raw": %', '%"vector": %', '%"embedding": %',
-                    '%"secret": %', '%"token": %', '%"password": %', '%"ssn": %', '%"personal_data": %']::pg_catalog.text[])
-                AND p_payload OPERATOR(pg_catalog.@?) CAST(
-                    '$.** ? (@.type() == "object").keyvalue() ? (@.key like_regex "^(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)$" flag "i")'
-                    AS pg_catalog.jsonpath))
+        OR (pg_catalog.pg_column_size(p_payload) OPERATOR(pg_catalog.<=) 65536
+            AND (pg_catalog.pg_column_size(p_payload) OPERATOR(pg_catalog.<=) 256
+                 OR NOT p_payload OPERATOR(pg_catalog.@?) CAST('$.**{33}' AS pg_catalog.jsonpath))
+            AND NOT (pg_catalog.lower(CAST(p_payload AS pg_catalog.text)) OPERATOR(pg_catalog.~~) ANY (ARRAY[
+                         '%"body": %', '%"content": %', '%"raw": %', '%"vector": %', '%"embedding": %',
+                         '%"secret": %', '%"token": %', '%"password": %', '%"ssn": %', '%"personal\_data": %']::pg_catalog.text[])
+                     AND pg_catalog.lower(CAST(p_payload AS pg_catalog.text)) OPERATOR(pg_catalog.~)
+                         '[{ ]"(body|content|raw|vector|embedding|secret|token|password|ssn|personal_data)": '::pg_catalog.text))
 $$;
 -- +goose StatementEnd
 
@@ -240,6 +249,27 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
+CREATE FUNCTION fn_iu_payload_refusal(p_payload jsonb)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- Why fn_iu_payload_is_clean refuses p_payload, in words (NULL when it does not): the
+    -- size, the depth, or where the denylisted keys sit ($.a[2].token). The limits are the
+    -- rule's (65,536 bytes, 32 levels), tested in that order, so the key walk below only
+    -- ever runs on a bounded value: it copies subtrees (fine for 64 kB x 32 levels, not
+    -- for a 60 kB value 10,000 levels deep).
+    SELECT CASE
+        WHEN p_payload IS NULL OR fn_iu_payload_is_clean(p_payload) THEN NULL
+        WHEN pg_column_size(p_payload) > 65536 THEN
+            format('is %s bytes as jsonb, at most 65536 allowed', pg_column_size(p_payload))
+        WHEN p_payload @? '$.**{33}' THEN
+            'nests deeper than 32 levels'
+        ELSE 'carries denylisted keys at ' || array_to_string(fn_iu_payload_denied_paths(p_payload), ', ')
+    END
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
 CREATE FUNCTION fn_iu_payload_require_clean(p_caller text, p_param text, p_payload jsonb)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -251,10 +281,9 @@ BEGIN
         RAISE EXCEPTION '%: % must be a JSON object', p_caller, p_param USING ERRCODE = '22023';
     END IF;
     IF NOT fn_iu_payload_is_clean(p_payload) THEN
-        RAISE EXCEPTION '%: % carries denylisted keys at %', p_caller, p_param,
-            array_to_string(fn_iu_payload_denied_paths(p_payload), ', ')
+        RAISE EXCEPTION '%: % %', p_caller, p_param, fn_iu_payload_refusal(p_payload)
             USING ERRCODE = '22023',
-                  HINT = 'Payloads are signals, never data: body, content, raw, vector, embedding, secret, token, password, ssn and personal_data (in any letter case) are refused at any depth.';
+                  HINT = 'Payloads are signals, never data: at most 65536 bytes, at most 32 levels deep, and never a key named body, content, raw, vector, embedding, secret, token, password, ssn or personal_data (in any letter case, at any depth).';
     END IF;
 END;
 $$;
@@ -497,6 +526,7 @@ CREATE TRIGGER trg_event_outbox_no_truncate
 
 REVOKE ALL ON FUNCTION fn_iu_payload_is_clean(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_denied_paths(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fn_iu_payload_refusal(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_payload_require_clean(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_append_only() FROM PUBLIC;
 REVOKE ALL ON FUNCTION fn_iu_event_outbox_package_only(text) FROM PUBLIC;
@@ -520,6 +550,7 @@ DROP FUNCTION fn_iu_require_name(text, text, text, integer);
 DROP FUNCTION fn_iu_is_blank(text);
 DROP FUNCTION fn_iu_is_whitespace(text);
 DROP FUNCTION fn_iu_payload_require_clean(text, text, jsonb);
+DROP FUNCTION fn_iu_payload_refusal(jsonb);
 DROP FUNCTION fn_iu_payload_denied_paths(jsonb);
 DROP FUNCTION fn_iu_payload_is_clean(jsonb);
 DROP FUNCTION fn_iu_require_trusted_search_path(text, boolean);

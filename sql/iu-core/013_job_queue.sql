@@ -332,6 +332,12 @@ BEGIN
         RAISE EXCEPTION 'fn_job_enqueue_many: p_payloads must be a JSON array of objects' USING ERRCODE = '22023',
             HINT = 'For example ''[{"ref": 1}, {"ref": 2}]''::jsonb.';
     END IF;
+    -- The whole batch is bounded before anything reads it (8 MiB as jsonb: 10,000 payloads
+    -- of ~800 bytes), so the hygiene pass below never works on more than that.
+    IF pg_column_size(p_payloads) > 8388608 THEN
+        RAISE EXCEPTION 'fn_job_enqueue_many: p_payloads is % bytes as jsonb, at most 8388608 allowed', pg_column_size(p_payloads)
+            USING ERRCODE = '22023', HINT = 'Enqueue in smaller batches.';
+    END IF;
     v_n := jsonb_array_length(p_payloads);
     PERFORM fn_job_require_range('fn_job_enqueue_many', 'the number of payloads', v_n, 0, 10000);
     IF v_n = 0 THEN
@@ -349,15 +355,19 @@ BEGIN
           WHERE k.key IS NOT NULL;
     END IF;
     -- One pass over the whole array (the hygiene test looks at every depth, elements
-    -- included); only when it fails is the first bad element found, so it gets the same
-    -- message a single enqueue would give.
+    -- included); only when it fails is each element tested, so the first bad one gets the
+    -- same message a single enqueue would give. The array itself may fail where no element
+    -- does (the size and depth bounds are per payload, and the array is one level deeper
+    -- and as large as all of them): then nothing is refused.
     IF p_payloads @? '$[*] ? (@.type() != "object")' OR NOT fn_iu_payload_is_clean(p_payloads) THEN
         SELECT e.ord, e.value INTO v_bad
           FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord)
          WHERE jsonb_typeof(e.value) <> 'object' OR NOT fn_iu_payload_is_clean(e.value)
          ORDER BY e.ord
          LIMIT 1;
-        PERFORM fn_iu_payload_require_clean('fn_job_enqueue_many', format('p_payloads[%s]', v_bad.ord - 1), v_bad.value);
+        IF FOUND THEN
+            PERFORM fn_iu_payload_require_clean('fn_job_enqueue_many', format('p_payloads[%s]', v_bad.ord - 1), v_bad.value);
+        END IF;
     END IF;
 
     IF p_dedupe_keys IS NULL THEN
