@@ -178,12 +178,13 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     -- Payload hygiene, the whole rule: a payload is clean when it is NULL (the caller
     -- decides what NULL means), or when it
-    --   1. is at most 65,536 bytes as jsonb (pg_column_size) and nests at most 32 levels
-    --      (no value inside 33 containers: `$.**{33}` finds nothing). Payloads are signals,
-    --      never data. The bound comes first and costs no walk of the value: its size is
-    --      read from the datum's header, and the depth test stops at level 33 however deep
-    --      the value goes. Below 257 bytes a value cannot reach level 33 (each nested
-    --      container costs at least 8 bytes), so small payloads skip the jsonpath;
+    --   1. is at most 65,536 bytes as text (jsonb's own text form) and nests at most 32
+    --      levels (no value inside 33 containers: `$.**{33}` finds nothing). Payloads are
+    --      signals, never data. The bounds come first: the size is the text's length, and
+    --      the depth test stops at level 33 however deep the value goes (~4k and ~5k
+    --      instructions on a small payload). pg_column_size would read the size from the
+    --      datum's header, but it is STABLE, and a STABLE call stops this IMMUTABLE function
+    --      from being inlined: that cost every insert ~350k instructions;
     --   2. carries no denylisted key (body, content, raw, vector, embedding, secret, token,
     --      password, ssn, personal_data), at any depth, in any letter case. The test reads
     --      the payload's text once, linearly, and builds nothing per level (a jsonpath
@@ -208,9 +209,8 @@ AS $$
     -- its own schema and switch hygiene off. A producer that INSERTs directly needs EXECUTE
     -- on this function only, not on helpers it would call.
     SELECT p_payload IS NULL
-        OR (pg_catalog.pg_column_size(p_payload) OPERATOR(pg_catalog.<=) 65536
-            AND (pg_catalog.pg_column_size(p_payload) OPERATOR(pg_catalog.<=) 256
-                 OR NOT p_payload OPERATOR(pg_catalog.@?) CAST('$.**{33}' AS pg_catalog.jsonpath))
+        OR (pg_catalog.octet_length(CAST(p_payload AS pg_catalog.text)) OPERATOR(pg_catalog.<=) 65536
+            AND NOT p_payload OPERATOR(pg_catalog.@?) CAST('$.**{33}' AS pg_catalog.jsonpath)
             AND NOT (pg_catalog.lower(CAST(p_payload AS pg_catalog.text)) OPERATOR(pg_catalog.~~) ANY (ARRAY[
                          '%"body": %', '%"content": %', '%"raw": %', '%"vector": %', '%"embedding": %',
                          '%"secret": %', '%"token": %', '%"password": %', '%"ssn": %', '%"personal\_data": %']::pg_catalog.text[])
@@ -260,8 +260,8 @@ AS $$
     -- for a 60 kB value 10,000 levels deep).
     SELECT CASE
         WHEN p_payload IS NULL OR fn_iu_payload_is_clean(p_payload) THEN NULL
-        WHEN pg_column_size(p_payload) > 65536 THEN
-            format('is %s bytes as jsonb, at most 65536 allowed', pg_column_size(p_payload))
+        WHEN octet_length(p_payload::text) > 65536 THEN
+            format('is %s bytes as text, at most 65536 allowed', octet_length(p_payload::text))
         WHEN p_payload @? '$.**{33}' THEN
             'nests deeper than 32 levels'
         ELSE 'carries denylisted keys at ' || array_to_string(fn_iu_payload_denied_paths(p_payload), ', ')

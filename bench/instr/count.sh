@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Instructions per call of the package's hot paths, counted by valgrind's callgrind on a
+# single-user backend (`postgres --single`): deterministic to ~0.1 % for the same binaries
+# and inputs, whatever else the machine is doing, where wall time on a shared 2-core machine
+# moves 10-20 % between runs. Each figure is (instructions for 500 calls - for 100 calls) /
+# 400, so start-up and the first call's planning cancel out. Every call is a prepared
+# statement executed again, as pgx does.
+#
+#   bench/instr/count.sh [MIGRATIONS_DIR]     (default: sql/iu-core of this checkout)
+#
+# Needs valgrind, the PostgreSQL server binaries (pg_config --bindir) and bin/goose (make
+# goose). As root the cluster runs as the postgres OS user. Prints one line per figure.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+MIG="${1:-sql/iu-core}"
+BIN="$(pg_config --bindir)"
+GOOSE="${GOOSE_BIN:-bin/goose}"
+TABLE="${GOOSE_TABLE:-}"
+work="$(mktemp -d /tmp/iu-instr.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+as_pg() { if [ "$(id -u)" = 0 ]; then chown -R postgres "$work"; runuser -u postgres -- "$@"; else "$@"; fi; }
+as_pg "$BIN/initdb" -D "$work/data" -U postgres -A trust >/dev/null
+as_pg "$BIN/pg_ctl" -D "$work/data" -o "-k $work -p 5432 -c listen_addresses=''" -l "$work/log" -w start >/dev/null
+url="postgres://postgres@/instr?host=$work&port=5432"
+psql -X -q -h "$work" -U postgres -d postgres -c 'CREATE DATABASE instr'
+"$GOOSE" ${TABLE:+-table "$TABLE"} -dir "$MIG" postgres "$url" up >/dev/null 2>&1 || { echo "migrations failed" >&2; "$GOOSE" ${TABLE:+-table "$TABLE"} -dir "$MIG" postgres "$url" up; exit 1; }
+psql -X -q -o /dev/null -h "$work" -U postgres -d instr -v ON_ERROR_STOP=1 <<'SQL'
+INSERT INTO event_type_registry (event_domain, event_type, description) VALUES ('iu', 'bench', 'instr');
+SELECT fn_iu_route_worker_register('iu_outbound_default');
+UPDATE dot_config SET value = 'true' WHERE key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled');
+SELECT fn_iu_emit_event('iu', 'bench', 's') FROM generate_series(1, 10);
+SELECT fn_iu_route_worker_run('iu_outbound_default', 500);
+SELECT fn_iu_route_worker_run('iu_outbound_default', 500);
+CHECKPOINT;
+SQL
+as_pg "$BIN/pg_ctl" -D "$work/data" -w stop >/dev/null
+
+count() { # name prepare execute n
+  local f="$work/in.$1.$4" out="$work/cg.$1.$4"
+  { echo "$2"; for _ in $(seq "$4"); do echo "$3"; done; } > "$f"
+  as_pg valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN/postgres" --single -D "$work/data" -c max_parallel_workers_per_gather=0 instr < "$f" >/dev/null 2>&1
+  callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !done {gsub(",", "", $1); print $1; done = 1}'
+}
+per_call() { # name prepare execute
+  local a b
+  a=$(count "$1" "$2" "$3" 100); b=$(count "$1" "$2" "$3" 500)
+  printf '%-40s %8.1f k instructions per call\n' "$1" "$(echo "($b - $a) / 400 / 1000" | bc -l)"
+}
+per_call "SELECT 1" "PREPARE p AS SELECT 1;" "EXECUTE p;"
+per_call "idle fn_iu_route_worker_run" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('iu_outbound_default', 500);"
+per_call "fn_iu_emit_event" "PREPARE p AS SELECT fn_iu_emit_event(\$1, \$2, \$3, \$4, \$5, \$6, \$7, \$8);" "EXECUTE p('iu', 'bench', 's', 'standard', 'info', NULL, NULL, '{\"k\": 1}');"
+per_call "direct INSERT into event_outbox" "PREPARE p AS INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload) VALUES (\$1, \$2, \$3, \$4);" "EXECUTE p('iu', 'bench', 's', '{\"k\": 1}');"
