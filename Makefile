@@ -14,7 +14,7 @@ STATICCHECK  := $(BIN)/staticcheck
 MIGRATIONS   := sql/iu-core
 
 .DEFAULT_GOAL := help
-.PHONY: help test demo build lint bench goose validate schema clean deploy-check
+.PHONY: help test demo build lint bench goose validate schema generate clean deploy-check
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -24,6 +24,9 @@ test: $(GOOSE) validate ## Run every test against a real PostgreSQL (race detect
 
 validate: $(GOOSE) ## Check the migrations parse (goose validate)
 	$(GOOSE) -dir $(MIGRATIONS) validate
+
+generate: ## Regenerate the migrations generated from sql/functions and sql/grants.sql (sql/generated.txt)
+	UPDATE_GENERATED=1 $(GO) test -count=1 -run '^TestGeneratedMigrations_AreFresh$$' ./tests/
 
 schema: ## Regenerate sql/schema.sql, the reviewed dump of the current schema
 	UPDATE_SCHEMA=1 $(GO) test -count=1 -run '^TestSchemaDump_IsFresh$$' ./tests/

@@ -6,6 +6,40 @@
 --
 
 --
+-- Name: iu_core; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA iu_core;
+
+--
+-- Name: SCHEMA iu_core; Type: COMMENT; Schema: -; Owner: -
+--
+
+COMMENT ON SCHEMA iu_core IS 'iu-core internals: functions and types the API calls. Owned by the package owner; in nobody''s search_path.';
+
+--
+-- Name: iu_route_run_tally; Type: TYPE; Schema: iu_core; Owner: -
+--
+
+CREATE TYPE iu_core.iu_route_run_tally AS (
+	claimed integer,
+	attempts_written integer,
+	dry_run integer,
+	disabled integer,
+	skipped integer,
+	failed integer,
+	sent integer,
+	dead_lettered integer,
+	already_attempted integer,
+	last_txid xid8,
+	last_id uuid,
+	last_created_at timestamp with time zone,
+	deliver_ids uuid[],
+	deliver_route_keys text[],
+	deliver_route_kinds text[]
+);
+
+--
 -- Name: iu_delivery_lane; Type: DOMAIN; Schema: public; Owner: -
 --
 
@@ -27,10 +61,10 @@ CREATE DOMAIN public.iu_event_severity AS text
 	CONSTRAINT iu_event_severity_valid CHECK ((VALUE = ANY (ARRAY['debug'::text, 'info'::text, 'warning'::text, 'critical'::text])));
 
 --
--- Name: fn_iu_event_outbox_package_only(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_event_outbox_package_only(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_event_outbox_package_only(p_event_type text) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_event_outbox_package_only(p_event_type text) RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -44,13 +78,13 @@ BEGIN
     -- inserter's): true or false, so the domain refuses with its own constraint (23514). queue_worker_silent and
     -- queue_worker_recovered are the package's own alerts; a producer with INSERT on
     -- event_outbox must not forge them: a fake "silent" or "recovered" would mislead the
-    -- people paged by them. The owner is read from the catalog (this function's own owner).
+    -- people paged by them. The owner is the owner of schema iu_core, read from the catalog by name (a producer,
+    -- in whose rights this runs, has no USAGE on iu_core).
     -- The domain's check runs in the writer's rights, and PostgreSQL checks EXECUTE on every
     -- function of a check when a statement starts, even one the row never reaches: a
     -- producer that INSERTs directly is granted EXECUTE on it (as on fn_iu_payload_is_clean).
     IF pg_catalog.pg_has_role(current_user,
-                              (SELECT p.proowner FROM pg_catalog.pg_proc p
-                                WHERE p.oid = 'public.fn_iu_event_outbox_package_only(text)'::pg_catalog.regprocedure),
+                              (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'iu_core'),
                               'MEMBER') THEN
         RETURN true;
     END IF;
@@ -68,37 +102,15 @@ $$;
 --
 
 CREATE DOMAIN public.iu_event_type AS public.iu_event_name
-	CONSTRAINT event_outbox_package_only CHECK ((((VALUE)::text <> ALL ('{queue_worker_silent,queue_worker_recovered}'::text[])) OR public.fn_iu_event_outbox_package_only((VALUE)::text)));
+	CONSTRAINT event_outbox_package_only CHECK ((((VALUE)::text <> ALL ('{queue_worker_silent,queue_worker_recovered}'::text[])) OR iu_core.fn_iu_event_outbox_package_only((VALUE)::text)));
 
 --
--- Name: iu_route_run_tally; Type: TYPE; Schema: public; Owner: -
+-- Name: fn_iu_event_outbox_refuse_payload(jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE TYPE public.iu_route_run_tally AS (
-	claimed integer,
-	attempts_written integer,
-	dry_run integer,
-	disabled integer,
-	skipped integer,
-	failed integer,
-	sent integer,
-	dead_lettered integer,
-	already_attempted integer,
-	last_txid xid8,
-	last_id uuid,
-	last_created_at timestamp with time zone,
-	deliver_ids uuid[],
-	deliver_route_keys text[],
-	deliver_route_kinds text[]
-);
-
---
--- Name: fn_iu_event_outbox_refuse_payload(jsonb); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_event_outbox_refuse_payload(p_payload jsonb) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_event_outbox_refuse_payload(p_payload jsonb) RETURNS boolean
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     -- The refusing half of the payload hygiene rule, called by the outbox's payload domain
@@ -119,8 +131,7 @@ BEGIN
     -- It runs inside emit's rights and search_path (public, pg_temp), so the writable-schema
     -- guard comes first, as on emit's other refusing paths (called exactly typed).
     IF pg_catalog.current_setting('iu.emit_event'::pg_catalog.text, true) OPERATOR(pg_catalog.=) 'on'::pg_catalog.text THEN
-        PERFORM public.fn_iu_require_trusted_search_path('fn_iu_emit_event'::pg_catalog.text, false);
-        PERFORM public.fn_iu_payload_require_clean('fn_iu_emit_event'::pg_catalog.text,
+        PERFORM iu_core.fn_iu_payload_require_clean('fn_iu_emit_event'::pg_catalog.text,
                                                    'p_safe_payload'::pg_catalog.text, p_payload);
     END IF;
     RETURN false;
@@ -128,10 +139,10 @@ END;
 $$;
 
 --
--- Name: fn_iu_payload_is_clean(jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_payload_is_clean(jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_payload_is_clean(p_payload jsonb) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_payload_is_clean(p_payload jsonb) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
     -- Payload hygiene, the whole rule: a payload is clean when it is NULL (the caller
@@ -181,7 +192,7 @@ $_$;
 --
 
 CREATE DOMAIN public.iu_safe_payload AS jsonb
-	CONSTRAINT event_outbox_safe_payload_hygiene CHECK ((public.fn_iu_payload_is_clean(VALUE) OR public.fn_iu_event_outbox_refuse_payload(VALUE)))
+	CONSTRAINT event_outbox_safe_payload_hygiene CHECK ((iu_core.fn_iu_payload_is_clean(VALUE) OR iu_core.fn_iu_event_outbox_refuse_payload(VALUE)))
 	CONSTRAINT event_outbox_safe_payload_object CHECK ((jsonb_typeof(VALUE) = 'object'::text));
 
 --
@@ -191,54 +202,10 @@ CREATE DOMAIN public.iu_safe_payload AS jsonb
 CREATE DOMAIN public.iu_txid AS xid8;
 
 --
--- Name: fn_cut_heartbeat_ping(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_dot_config_touch(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_cut_heartbeat_ping(p_executor_name text, p_executor_kind text DEFAULT 'external_worker'::text, p_status text DEFAULT 'ok'::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_cut_heartbeat_ping');
-    IF p_executor_name IS NULL OR btrim(p_executor_name, E' \t\r\n\f\x0B') = '' THEN
-        RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_name required' USING ERRCODE = '22023',
-            HINT = 'Name the executor, e.g. cut_pipeline_operator_<scope>, so one stale row cannot silence another.';
-    END IF;
-    PERFORM fn_iu_require_name('fn_cut_heartbeat_ping', 'p_executor_name', p_executor_name);
-    -- The same refusal fn_queue_heartbeat_tick and fn_queue_heartbeat_write return.
-    IF fn_queue_heartbeat_is_protected(p_executor_name) THEN
-        RETURN fn_queue_heartbeat_refusal(p_executor_name);
-    END IF;
-    IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (fn_queue_executor_kinds()) THEN
-        RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_kind % not in 7-vocab (%)',
-            coalesce(quote_literal(left(p_executor_kind, 60)), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
-    END IF;
-    IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
-        RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_status % not in {ok,warn,error}',
-            coalesce(quote_literal(left(p_status, 60)), 'NULL') USING ERRCODE = '22023';
-    END IF;
-    IF NOT coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'queue.heartbeat.enabled'), false) THEN
-        RETURN jsonb_build_object('skipped', true);
-    END IF;
-    PERFORM fn_iu_payload_require_clean('fn_cut_heartbeat_ping', 'p_metadata', v_metadata);
-
-    RETURN fn_queue_heartbeat_tick(
-        p_executor_name, p_executor_kind, p_status,
-        v_metadata || jsonb_build_object(
-            'ping_origin',   'cut_pipeline_caller',
-            'ping_function', 'fn_cut_heartbeat_ping',
-            'ping_actor',    coalesce(nullif(current_setting('app.actor', true), ''), 'cut_pipeline_operator_external'),
-            'ping_at',       now()));
-END;
-$$;
-
---
--- Name: fn_dot_config_touch(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_dot_config_touch() RETURNS trigger
+CREATE FUNCTION iu_core.fn_dot_config_touch() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -249,106 +216,10 @@ END;
 $$;
 
 --
--- Name: fn_iu_core_routes_enabled(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_core_routes_enabled() RETURNS boolean
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    RETURN (SELECT public.fn_iu_gate_open((SELECT c.value FROM public.dot_config c WHERE c.key = 'iu_core.routes_enabled')));
-END;
-$$;
-
---
--- Name: fn_iu_emit_event(text, text, text, text, text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text DEFAULT 'standard'::text, p_event_severity text DEFAULT 'info'::text, p_event_subject_table text DEFAULT NULL::text, p_event_subject_ref text DEFAULT NULL::text, p_safe_payload jsonb DEFAULT '{}'::jsonb) RETURNS uuid
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    SET "iu.emit_event" TO 'on'
-    AS $$
-    -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
-    -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
-    -- outside its list, a payload that is not a clean JSON object, an unregistered type;
-    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT from the
-    -- type's registration row (the registry holds only valid names, so a match proves
-    -- p_event_domain and p_event_type valid) whose WHERE holds the argument rules the
-    -- table's domains do not already test, or test only in a cheap comparison; no row
-    -- back means nothing was written, and only then does fn_iu_emit_event_refuse walk the
-    -- rules one by one to raise the right error (or the type is unregistered). Payload
-    -- hygiene is tested once, by the payload's domain: for a dirty payload its refusing
-    -- branch raises this function's own error (fn_iu_event_outbox_refuse_payload), told by
-    -- the setting iu.emit_event that this function's SET clause turns on for its own
-    -- execution. A blank subject, however long, is not an error: it is stored as NULL.
-DECLARE
-    -- Drawn here rather than by the column default and read back with RETURNING, which
-    -- costs the INSERT a projection and the call a result row.
-    v_id pg_catalog.uuid := pg_catalog.gen_random_uuid();
-BEGIN
-    -- Everything on the accepting path is qualified and exactly typed (see the header).
-    -- The row is produced only when the type is registered (the join) and every condition
-    -- holds. Each is written so that a NULL argument fails it (a NULL comparison is not
-    -- true), except the subjects' bounds, for which NULL is valid. What the WHERE leaves to the
-    -- table: a name's emptiness (iu_event_name; the registry and the stream's blank test
-    -- here are stricter) and the payload's hygiene (iu_safe_payload, see above). The lane,
-    -- severity and object tests repeat their domains' rules: one comparison each, cheaper
-    -- than a refusing branch in the domain that every direct INSERT would prepare too.
-    INSERT INTO public.event_outbox (id, event_domain, event_type, event_stream, delivery_lane, event_severity,
-                                     event_subject_table, event_subject_ref, safe_payload)
-    SELECT v_id, p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
-           CASE WHEN public.fn_iu_is_whitespace(p_event_subject_table)
-                THEN NULL ELSE p_event_subject_table END,
-           CASE WHEN public.fn_iu_is_whitespace(p_event_subject_ref)
-                THEN NULL ELSE p_event_subject_ref END,
-           p_safe_payload
-      FROM public.event_type_registry r
-     WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
-       AND r.event_type OPERATOR(pg_catalog.=) p_event_type
-       AND NOT public.fn_iu_is_whitespace(p_event_stream)
-       AND pg_catalog.octet_length(p_event_stream) OPERATOR(pg_catalog.<=) 200
-       AND p_event_type OPERATOR(pg_catalog.<>) ALL ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
-       AND p_delivery_lane OPERATOR(pg_catalog.=) ANY ('{immediate,standard,batch}'::pg_catalog.text[])
-       AND p_event_severity OPERATOR(pg_catalog.=) ANY ('{debug,info,warning,critical}'::pg_catalog.text[])
-       AND pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.=) 'object'::pg_catalog.text
-       AND (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.<=) 200
-            AND pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.<=) 1000) IS NOT FALSE;
-    IF NOT FOUND THEN
-        -- A subject over its bound that is blank is not an error: like every blank subject
-        -- it is stored as NULL. The statement above tests only the bounds (NULL passes), so
-        -- this rare case costs a second call here instead of two more tests per subject on
-        -- every emit. Qualified and exactly typed like the accepting path, which it rejoins.
-        IF (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
-                AND public.fn_iu_is_whitespace(p_event_subject_table))
-           OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
-                AND public.fn_iu_is_whitespace(p_event_subject_ref)) THEN
-            RETURN public.fn_iu_emit_event(
-                p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
-                CASE WHEN public.fn_iu_is_whitespace(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
-                CASE WHEN public.fn_iu_is_whitespace(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
-                p_safe_payload);
-        END IF;
-        -- Nothing written: explain why. A broken argument rule raises in the refuse
-        -- function (guarded); otherwise the type is not registered.
-        PERFORM public.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
-                                               p_event_severity, p_event_subject_table, p_event_subject_ref,
-                                               p_safe_payload);
-        RAISE EXCEPTION 'fn_iu_emit_event: event type %/% is not registered', p_event_domain, p_event_type
-            USING ERRCODE = '22023',
-                  HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
-                                p_event_domain, p_event_type);
-    END IF;
-    RETURN v_id;
-END;
-$$;
-
---
--- Name: fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
     -- The argument rules of fn_iu_emit_event, one after the other, each refusal in its
@@ -359,17 +230,16 @@ CREATE FUNCTION public.fn_iu_emit_event_refuse(p_event_domain text, p_event_type
     -- search_path, so the guard comes first (called exactly typed: nothing planted can
     -- match it better).
 BEGIN
-    PERFORM public.fn_iu_require_trusted_search_path('fn_iu_emit_event'::pg_catalog.text, false);
-    PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_domain', p_event_domain);
-    PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_type', p_event_type);
-    PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_stream', p_event_stream);
+    PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_domain', p_event_domain);
+    PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_type', p_event_type);
+    PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_stream', p_event_stream);
     -- Optional subject: blank is the same as none (stored as NULL); when given, bounded
     -- like a name.
-    IF NOT fn_iu_is_blank(p_event_subject_table) THEN
-        PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_table', p_event_subject_table);
+    IF NOT iu_core.fn_iu_is_blank(p_event_subject_table) THEN
+        PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_table', p_event_subject_table);
     END IF;
-    IF NOT fn_iu_is_blank(p_event_subject_ref) THEN
-        PERFORM fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_ref', p_event_subject_ref, 1000);
+    IF NOT iu_core.fn_iu_is_blank(p_event_subject_ref) THEN
+        PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_ref', p_event_subject_ref, 1000);
     END IF;
     -- The stale-check's alerts are the package's own voice: a caller who could emit a
     -- "silent" or "recovered" for another executor could page people falsely or, worse,
@@ -390,15 +260,15 @@ BEGIN
         RAISE EXCEPTION 'fn_iu_emit_event: p_event_severity % is not one of debug, info, warning, critical',
             coalesce(quote_literal(p_event_severity), 'NULL') USING ERRCODE = '22023';
     END IF;
-    PERFORM fn_iu_payload_require_clean('fn_iu_emit_event', 'p_safe_payload', p_safe_payload);
+    PERFORM iu_core.fn_iu_payload_require_clean('fn_iu_emit_event', 'p_safe_payload', p_safe_payload);
 END;
 $$;
 
 --
--- Name: fn_iu_event_outbox_append_only(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_event_outbox_append_only(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_event_outbox_append_only() RETURNS trigger
+CREATE FUNCTION iu_core.fn_iu_event_outbox_append_only() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -425,65 +295,23 @@ END;
 $$;
 
 --
--- Name: fn_iu_event_outbox_rebase_foreign_txids(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_is_blank(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids() RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_me   xid8;
-    v_rows bigint;
-    v_doms jsonb;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_event_outbox_rebase_foreign_txids');
-    v_me := pg_current_xact_id();
-    PERFORM set_config('iu.rebase_txid', 'on', true);
-    WITH moved AS (
-        UPDATE event_outbox o
-           SET txid = v_me
-         WHERE o.txid >= pg_snapshot_xmax(pg_current_snapshot())
-           AND o.txid <> v_me
-        RETURNING o.event_domain
-    )
-    SELECT count(*), coalesce(jsonb_object_agg(m.event_domain, m.n), '{}'::jsonb)
-      INTO v_rows, v_doms
-      FROM (SELECT event_domain, count(*) AS n FROM moved GROUP BY event_domain) m;
-    PERFORM set_config('iu.rebase_txid', 'off', true);
-    RETURN jsonb_build_object('rebased', coalesce(v_rows, 0), 'by_domain', v_doms, 'txid', v_me::text,
-                              'note', 'the rows are routed as one new window once this transaction commits');
-END;
-$$;
-
---
--- Name: fn_iu_gate_open(text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_gate_open(p_value text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-    SELECT coalesce(p_value = 'true', false)
-$$;
-
---
--- Name: fn_iu_is_blank(text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_is_blank(p_value text) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_is_blank(p_value text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
     -- What "blank" means everywhere in the package (argument checks and table CHECKs):
     -- NULL, or whitespace only (fn_iu_is_whitespace: empty, or only spaces, tabs, newlines,
     -- carriage returns, form or vertical feeds).
-    SELECT p_value IS NULL OR public.fn_iu_is_whitespace(p_value)
+    SELECT p_value IS NULL OR iu_core.fn_iu_is_whitespace(p_value)
 $$;
 
 --
--- Name: fn_iu_is_whitespace(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_is_whitespace(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_is_whitespace(p_value text) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_is_whitespace(p_value text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
     -- The text half of "blank": empty, or only spaces, tabs, newlines, carriage returns, form
@@ -495,26 +323,38 @@ CREATE FUNCTION public.fn_iu_is_whitespace(p_value text) RETURNS boolean
 $$;
 
 --
--- Name: fn_iu_package_owner(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_package_owner(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_package_owner() RETURNS oid
+CREATE FUNCTION iu_core.fn_iu_package_owner() RETURNS oid
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    -- The package owner: whoever owns this function (the role that ran the migrations).
-    SELECT p.proowner FROM pg_catalog.pg_proc p
-     WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure
+    -- The package owner: the role that owns the schema iu_core (the role that ran the
+    -- migrations). Read from pg_namespace by name, which needs no privilege: the row rules
+    -- that ask it run in a producer's rights, and a producer has no USAGE on iu_core.
+    --
+    -- Trusted roles (fn_iu_untrusted_roles): superusers, the package owner, and every role
+    -- that is a member of the owner (it can already act as the owner). Everyone else, and
+    -- PUBLIC, is untrusted.
+    SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'iu_core'
 $$;
 
 --
--- Name: fn_iu_partition_create(text, xid8, xid8); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_partition_create(text, xid8, xid8); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_partition_create(p_table text, p_lower xid8, p_upper xid8) RETURNS text
+CREATE FUNCTION iu_core.fn_iu_partition_create(p_table text, p_lower xid8, p_upper xid8) RETURNS text
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_partition_create(p_table, p_lower, p_upper): one partition of a history table for
+    -- txids [p_lower, p_upper), named <table>_p<lower, 20 digits> so names sort by range, with
+    -- its local keys (event_outbox: PRIMARY KEY (id); iu_route_attempt: PRIMARY KEY (id)), its
+    -- claim index named <partition>_domain_txid_idx, the TRUNCATE guard, and its row in
+    -- iu_history_partition. Internal (fn_iu_partition_maintain and the conversion call it).
+    -- ---------------------------------------------------------------------------------------
 DECLARE
     v_name text := p_table || '_p' || lpad(p_lower::text, 20, '0');
 BEGIN
@@ -523,31 +363,37 @@ BEGIN
     -- executor may call this inside a transaction it keeps open: every producer would
     -- wait), ATTACH takes SHARE UPDATE EXCLUSIVE, which no INSERT or SELECT conflicts with
     -- (only the default partition, scanned for rows of the new range, is locked).
-    EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', v_name, p_table);
-    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (id)', v_name, v_name || '_pkey');
-    EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', p_table, v_name, p_lower, p_upper);
+    EXECUTE format('CREATE TABLE public.%I (LIKE public.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', v_name, p_table);
+    EXECUTE format('ALTER TABLE public.%I ADD CONSTRAINT %I PRIMARY KEY (id)', v_name, v_name || '_pkey');
+    EXECUTE format('ALTER TABLE public.%I ATTACH PARTITION public.%I FOR VALUES FROM (%L) TO (%L)', p_table, v_name, p_lower, p_upper);
     IF p_table = 'event_outbox' THEN
         -- PostgreSQL names the child of the claim index itself; give it a name that says what it is.
         EXECUTE format('ALTER INDEX %s RENAME TO %I',
                        (SELECT i.inhrelid::regclass FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid
-                         WHERE i.inhparent = 'event_outbox_domain_txid_idx'::regclass AND x.indrelid = to_regclass(v_name)),
+                         WHERE i.inhparent = 'public.event_outbox_domain_txid_idx'::regclass AND x.indrelid = to_regclass('public.' || quote_ident(v_name))),
                        v_name || '_domain_txid_idx');
     END IF;
-    PERFORM fn_iu_partition_guard(p_table::regclass, v_name::regclass);
-    INSERT INTO iu_history_partition (partition_name, table_name, lower_txid, upper_txid)
+    PERFORM iu_core.fn_iu_partition_guard(to_regclass('public.' || quote_ident(p_table)), to_regclass('public.' || quote_ident(v_name)));
+    INSERT INTO public.iu_history_partition (partition_name, table_name, lower_txid, upper_txid)
     VALUES (v_name, p_table, p_lower, p_upper);
     RETURN v_name;
 END;
 $$;
 
 --
--- Name: fn_iu_partition_guard(regclass, regclass); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_partition_guard(regclass, regclass); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_partition_guard(p_parent regclass, p_partition regclass) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_partition_guard(p_parent regclass, p_partition regclass) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_partition_guard(p_parent, p_partition): copy the parent's statement-level TRUNCATE
+    -- triggers onto one partition (PostgreSQL clones row triggers to partitions, never
+    -- statement triggers), so TRUNCATE of a single partition is refused like TRUNCATE of the
+    -- table. Idempotent. Internal.
+    -- ---------------------------------------------------------------------------------------
 DECLARE
     r record;
 BEGIN
@@ -565,92 +411,23 @@ END;
 $$;
 
 --
--- Name: fn_iu_partition_maintain(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_partition_record_closes(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_partition_maintain() RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_width   bigint;
-    v_next    xid8;
-    v_upper   xid8;
-    v_lo      xid8;
-    v_top     xid8;
-    v_old_lt  text;
-    v_created text[] := '{}';
-    v_closed  text[];
-    v_timeout boolean := false;
-    v_raced   boolean := false;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_partition_maintain');
-    v_width := coalesce(fn_iu_retention_config('fn_iu_partition_maintain', 'retention.partition_txids', 1000, 1000000000000), 100000000);
-    IF NOT pg_try_advisory_xact_lock(hashtext('iu_core.partition_maintain')) THEN
-        RETURN jsonb_build_object('busy', true);
-    END IF;
-    v_next := pg_snapshot_xmax(pg_current_snapshot());
-
-    v_old_lt := current_setting('lock_timeout');
-    PERFORM set_config('lock_timeout', '2s', true);
-    BEGIN
-        SELECT p.upper_txid INTO v_upper FROM iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
-        v_lo := v_upper;
-        -- above the highest row already in a default partition (min/max of xid8 need PostgreSQL 14)
-        SELECT o.txid INTO v_top FROM ONLY event_outbox_default o ORDER BY o.txid DESC LIMIT 1;
-        IF v_top >= v_lo THEN v_lo := (v_top::text::numeric + 1)::text::xid8; END IF;
-        SELECT a.event_txid INTO v_top FROM ONLY iu_route_attempt_default a ORDER BY a.event_txid DESC LIMIT 1;
-        IF v_top >= v_lo THEN v_lo := (v_top::text::numeric + 1)::text::xid8; END IF;
-        WHILE v_lo::text::numeric - v_next::text::numeric < v_width / 2 LOOP
-            v_upper := (v_lo::text::numeric + v_width)::text::xid8;
-            v_created := v_created || fn_iu_partition_create('event_outbox', v_lo, v_upper);
-            v_created := v_created || fn_iu_partition_create('iu_route_attempt', v_lo, v_upper);
-            v_lo := v_upper;
-        END LOOP;
-    EXCEPTION
-        WHEN lock_not_available THEN
-            v_timeout := true;
-            v_created := '{}';
-        WHEN check_violation THEN
-            -- A producer's row reached the default partition above the highest one this
-            -- call could see (its transaction committed while the new partition waited for
-            -- the default partition's lock): nothing is created now; the next call starts
-            -- above that row.
-            v_raced := true;
-            v_created := '{}';
-    END;
-    PERFORM set_config('lock_timeout', v_old_lt, true);
-    SELECT p.upper_txid INTO v_upper FROM iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
-
-    v_closed := fn_iu_partition_record_closes();
-
-    RETURN jsonb_build_object(
-        'busy', false,
-        'lock_timeout', v_timeout,
-        'default_raced', v_raced,
-        'created', to_jsonb(v_created),
-        'closed', to_jsonb(v_closed),
-        'partitions', (SELECT count(*) FROM iu_history_partition),
-        'newest_upper_txid', v_upper::text,
-        'next_txid', v_next::text,
-        'ahead_txids', v_upper::text::numeric - v_next::text::numeric,
-        'width_txids', v_width,
-        'default_rows', jsonb_build_object(
-            'event_outbox', (SELECT count(*) FROM (SELECT 1 FROM ONLY event_outbox_default LIMIT 1000) d),
-            'iu_route_attempt', (SELECT count(*) FROM (SELECT 1 FROM ONLY iu_route_attempt_default LIMIT 1000) d)));
-END;
-$$;
-
---
--- Name: fn_iu_partition_record_closes(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_partition_record_closes() RETURNS text[]
+CREATE FUNCTION iu_core.fn_iu_partition_record_closes() RETURNS text[]
     LANGUAGE sql
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_partition_record_closes() -> text[]: THE closed rule. A partition is closed once
+    -- its upper bound is at or below xmin of the current snapshot: every transaction id in its
+    -- range has finished, so no row can still arrive in it and every row in it is older than
+    -- that moment. Records closed_at = now() for each partition that closed since the last
+    -- call and returns their names. Maintenance and retention both call it (retention judges
+    -- ages by closed_at). Internal.
+    -- ---------------------------------------------------------------------------------------
     WITH c AS (
-        UPDATE iu_history_partition p SET closed_at = now()
+        UPDATE public.iu_history_partition p SET closed_at = now()
          WHERE p.closed_at IS NULL
            AND p.upper_txid <= pg_snapshot_xmin(pg_current_snapshot())
         RETURNING p.partition_name)
@@ -658,10 +435,10 @@ CREATE FUNCTION public.fn_iu_partition_record_closes() RETURNS text[]
 $$;
 
 --
--- Name: fn_iu_payload_denied_paths(jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_payload_denied_paths(jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_payload_denied_paths(p_payload jsonb) RETURNS text[]
+CREATE FUNCTION iu_core.fn_iu_payload_denied_paths(p_payload jsonb) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
     -- The slow, explanatory twin of fn_iu_payload_is_clean: used only to build error
@@ -688,10 +465,10 @@ CREATE FUNCTION public.fn_iu_payload_denied_paths(p_payload jsonb) RETURNS text[
 $_$;
 
 --
--- Name: fn_iu_payload_refusal(jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_payload_refusal(jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_payload_refusal(p_payload jsonb) RETURNS text
+CREATE FUNCTION iu_core.fn_iu_payload_refusal(p_payload jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
     -- Why fn_iu_payload_is_clean refuses p_payload, in words (NULL when it does not): the
@@ -700,20 +477,20 @@ CREATE FUNCTION public.fn_iu_payload_refusal(p_payload jsonb) RETURNS text
     -- ever runs on a bounded value: it copies subtrees (fine for 64 kB x 32 levels, not
     -- for a 60 kB value 10,000 levels deep).
     SELECT CASE
-        WHEN p_payload IS NULL OR fn_iu_payload_is_clean(p_payload) THEN NULL
+        WHEN p_payload IS NULL OR iu_core.fn_iu_payload_is_clean(p_payload) THEN NULL
         WHEN octet_length(p_payload::text) > 65536 THEN
             format('is %s bytes as text, at most 65536 allowed', octet_length(p_payload::text))
         WHEN p_payload @? '$.**{33}' THEN
             'nests deeper than 32 levels'
-        ELSE 'carries denylisted keys at ' || array_to_string(fn_iu_payload_denied_paths(p_payload), ', ')
+        ELSE 'carries denylisted keys at ' || array_to_string(iu_core.fn_iu_payload_denied_paths(p_payload), ', ')
     END
 $_$;
 
 --
--- Name: fn_iu_payload_require_clean(text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_payload_require_clean(text, text, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_payload_require_clean(p_caller text, p_param text, p_payload jsonb) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_payload_require_clean(p_caller text, p_param text, p_payload jsonb) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $$
 BEGIN
@@ -722,8 +499,8 @@ BEGIN
     IF p_payload IS NULL OR jsonb_typeof(p_payload) <> 'object' THEN
         RAISE EXCEPTION '%: % must be a JSON object', p_caller, p_param USING ERRCODE = '22023';
     END IF;
-    IF NOT fn_iu_payload_is_clean(p_payload) THEN
-        RAISE EXCEPTION '%: % %', p_caller, p_param, fn_iu_payload_refusal(p_payload)
+    IF NOT iu_core.fn_iu_payload_is_clean(p_payload) THEN
+        RAISE EXCEPTION '%: % %', p_caller, p_param, iu_core.fn_iu_payload_refusal(p_payload)
             USING ERRCODE = '22023',
                   HINT = 'Payloads are signals, never data: at most 65536 bytes, at most 32 levels deep, and never a key named body, content, raw, vector, embedding, secret, token, password, ssn or personal_data (in any letter case, at any depth).';
     END IF;
@@ -731,10 +508,10 @@ END;
 $$;
 
 --
--- Name: fn_iu_require_name(text, text, text, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_require_name(text, text, text, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer DEFAULT 200) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer DEFAULT 200) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $$
 BEGIN
@@ -744,7 +521,7 @@ BEGIN
     -- every index that holds the value (and the idempotency key built from it) far below
     -- btree's ~2.7 kB row limit, so a long name is refused here with 22023 instead of
     -- registering and then failing every later run with 54000.
-    IF fn_iu_is_blank(p_value) THEN
+    IF iu_core.fn_iu_is_blank(p_value) THEN
         RAISE EXCEPTION '%: % required', p_caller, p_param
             USING ERRCODE = '22023', HINT = 'Pass a non-blank name.';
     END IF;
@@ -757,10 +534,10 @@ END;
 $$;
 
 --
--- Name: fn_iu_require_trusted_search_path(text, boolean); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_require_trusted_search_path(text, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_require_trusted_search_path(p_caller text, p_full boolean DEFAULT false) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_require_trusted_search_path(p_caller text, p_full boolean DEFAULT false) RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -776,17 +553,17 @@ DECLARE
 BEGIN
     -- The common answer first, as one existence probe (no aggregate, no text built); the
     -- threats are only described when there are some.
-    IF NOT p_full AND NOT EXISTS (SELECT 1 FROM public.fn_iu_search_path_create_threats()) THEN
+    IF NOT p_full AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_search_path_create_threats()) THEN
         RETURN true;
     END IF;
     IF p_full THEN
         SELECT pg_catalog.string_agg(pg_catalog.format('%s %s (%s)', t.threat, t.object, t.holder), '; '),
                pg_catalog.string_agg(t.fix, ' ')
-          INTO v_what, v_fix FROM public.fn_iu_search_path_threats() t;
+          INTO v_what, v_fix FROM iu_core.fn_iu_search_path_threats() t;
     ELSE
         SELECT pg_catalog.string_agg(pg_catalog.format('%s %s (%s)', t.threat, t.object, t.holder), '; '),
                pg_catalog.string_agg(t.fix, ' ')
-          INTO v_what, v_fix FROM public.fn_iu_search_path_create_threats() t;
+          INTO v_what, v_fix FROM iu_core.fn_iu_search_path_create_threats() t;
     END IF;
     IF v_what IS NOT NULL THEN
         RAISE EXCEPTION '%: refused: an untrusted role can plant functions or operators on the package''s search_path: %',
@@ -799,15 +576,21 @@ END;
 $$;
 
 --
--- Name: fn_iu_retention_config(text, text, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_retention_config(text, text, bigint, bigint); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint) RETURNS bigint
+CREATE FUNCTION iu_core.fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint) RETURNS bigint
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_retention_config(p_caller, p_key, p_min, p_max) -> bigint: a whole-number dot_config
+    -- value (retention days, partition width). NULL when the key is missing or empty (for the
+    -- retention keys: keep forever). Anything but digits, or outside [p_min, p_max], is refused
+    -- with 22023 naming the key, so a typo never drops history. Internal.
+    -- ---------------------------------------------------------------------------------------
 DECLARE
-    v_raw text := (SELECT btrim(c.value) FROM dot_config c WHERE c.key = p_key);
+    v_raw text := (SELECT btrim(c.value) FROM public.dot_config c WHERE c.key = p_key);
 BEGIN
     IF v_raw IS NULL OR v_raw = '' THEN
         RETURN NULL;
@@ -822,10 +605,10 @@ END;
 $_$;
 
 --
--- Name: fn_iu_retention_ledger_immutable(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_retention_ledger_immutable(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_retention_ledger_immutable() RETURNS trigger
+CREATE FUNCTION iu_core.fn_iu_retention_ledger_immutable() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -836,13 +619,25 @@ END;
 $$;
 
 --
--- Name: fn_iu_retention_partition_unrouted(xid8, xid8); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_retention_partition_unrouted(xid8, xid8); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8) RETURNS text[]
+CREATE FUNCTION iu_core.fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8) RETURNS text[]
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_retention_partition_unrouted(p_lower, p_upper) -> text[]: the registered route
+    -- workers that have NOT passed every row of their domain in the txid range [p_lower,
+    -- p_upper) (p_lower NULL: from the start). A worker has passed a row when its txid is
+    -- visible in the worker's done_snapshot (every such row is routed); a worker that never
+    -- ran, or whose cursor fails fn_iu_route_worker_cursor_check, has passed nothing. Idle
+    -- runs do not move done_snapshot, so passing is judged by the
+    -- rows, not by the snapshot moving: no row of the domain in the range is still unrouted.
+    -- One probe per worker on (event_domain, txid, id), pruned to the range's partition.
+    -- Internal (fn_iu_retention_run).
+    -- ---------------------------------------------------------------------------------------
+    --
 -- One plain statement per worker (its domain and snapshot as parameters), not one query
 -- correlated over the cursors: the correlated form trips PostgreSQL 13's run-time partition
 -- pruning ("could not match partition child tables to plan elements").
@@ -855,10 +650,10 @@ BEGIN
     -- txids ahead of this one: a dump/restore) has passed nothing here: its worker refuses
     -- to run until it is re-anchored, and its snapshot says nothing about this cluster's rows.
     FOR c IN SELECT cur.worker_name, cur.event_domain,
-                    CASE WHEN NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_cursor_check(cur)) THEN cur.done_snapshot END AS done_snapshot
-               FROM iu_route_worker_cursor cur ORDER BY cur.worker_name LOOP
+                    CASE WHEN NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_cursor_check(cur)) THEN cur.done_snapshot END AS done_snapshot
+               FROM public.iu_route_worker_cursor cur ORDER BY cur.worker_name LOOP
         v_done := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
-        IF EXISTS (SELECT 1 FROM event_outbox o
+        IF EXISTS (SELECT 1 FROM public.event_outbox o
                     WHERE o.event_domain = c.event_domain
                       AND o.txid >= greatest(coalesce(p_lower, '0'::xid8), pg_snapshot_xmin(v_done))
                       AND o.txid < p_upper
@@ -871,130 +666,10 @@ END;
 $$;
 
 --
--- Name: fn_iu_retention_run(boolean); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_attempt_immutable(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_retention_run(p_dry_run boolean DEFAULT true) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_outbox_days  bigint;
-    v_attempt_days bigint;
-    v_days         bigint;
-    v_xmin         xid8;
-    v_actor        text;
-    p              iu_history_partition%ROWTYPE;
-    v_workers      text[];
-    v_reason       text;
-    v_rows         bigint;
-    v_dropped      jsonb := '[]';
-    v_kept         jsonb := '[]';
-    v_gone         text[] := '{}';    -- event_outbox ranges (lower::text) gone in this run
-    v_timeout      boolean := false;
-    v_old_lt       text;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_retention_run');
-    IF p_dry_run IS NULL THEN
-        RAISE EXCEPTION 'fn_iu_retention_run: p_dry_run required' USING ERRCODE = '22023',
-            HINT = 'SELECT fn_iu_retention_run(true) to see what would be dropped, fn_iu_retention_run(false) to drop it.';
-    END IF;
-    v_outbox_days  := fn_iu_retention_config('fn_iu_retention_run', 'retention.event_outbox_days', 0, 36500);
-    v_attempt_days := fn_iu_retention_config('fn_iu_retention_run', 'retention.route_attempt_days', 0, 36500);
-    v_actor := fn_queue_actor(NULL, 'fn_iu_retention_run');
-    v_old_lt := current_setting('lock_timeout');
-    PERFORM set_config('lock_timeout', '2s', true);
-    -- The maintenance lock, waited for at most 2 s like every lock here: a session that
-    -- holds it in an open transaction (maintenance is granted to executors) must not hang
-    -- the run for as long as that transaction lives.
-    BEGIN
-        PERFORM pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'));
-    EXCEPTION WHEN lock_not_available THEN
-        PERFORM set_config('lock_timeout', v_old_lt, true);
-        RETURN jsonb_build_object('dry_run', p_dry_run, 'dropped', v_dropped, 'kept', v_kept,
-                                  'lock_timeout', true, 'busy', true,
-                                  'retention', jsonb_build_object('event_outbox_days', v_outbox_days,
-                                                                  'route_attempt_days', v_attempt_days));
-    END;
-    -- closed_at must be current before ages are judged
-    PERFORM fn_iu_partition_record_closes();
-    v_xmin := pg_snapshot_xmin(pg_current_snapshot());
-
-    -- event_outbox first (an attempt partition waits for its events' partition), oldest first.
-    FOR p IN SELECT * FROM iu_history_partition h
-              ORDER BY h.table_name, h.upper_txid
-    LOOP
-        v_workers := NULL;
-        v_days := CASE p.table_name WHEN 'event_outbox' THEN v_outbox_days ELSE v_attempt_days END;
-        v_reason := CASE
-            WHEN v_days IS NULL THEN 'retention_not_configured'
-            WHEN p.closed_at IS NULL OR p.upper_txid > v_xmin THEN 'not_closed'
-            WHEN p.closed_at > now() - make_interval(days => v_days::integer) THEN 'younger_than_retention'
-        END;
-        IF v_reason IS NULL AND p.table_name = 'event_outbox' THEN
-            v_workers := fn_iu_retention_partition_unrouted(p.lower_txid, p.upper_txid);
-            IF cardinality(v_workers) > 0 THEN
-                v_reason := 'cursor_not_passed';
-            END IF;
-        ELSIF v_reason IS NULL THEN
-            IF EXISTS (SELECT 1 FROM iu_history_partition e
-                        WHERE e.table_name = 'event_outbox'
-                          AND e.lower_txid IS NOT DISTINCT FROM p.lower_txid AND e.upper_txid = p.upper_txid)
-               AND NOT coalesce(p.lower_txid::text, 'min') = ANY (v_gone) THEN
-                v_reason := 'events_still_kept';
-            ELSIF EXISTS (SELECT 1 FROM iu_route_dead_letter d
-                           WHERE d.resolved_at IS NULL
-                             AND (d.event_snapshot->>'txid')::xid8 < p.upper_txid
-                             AND (p.lower_txid IS NULL OR (d.event_snapshot->>'txid')::xid8 >= p.lower_txid)) THEN
-                v_reason := 'open_dead_letter';
-            END IF;
-        END IF;
-        IF v_reason IS NOT NULL THEN
-            v_kept := v_kept || jsonb_strip_nulls(jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
-                                                                   'reason', v_reason, 'workers', to_jsonb(v_workers)));
-            CONTINUE;
-        END IF;
-
-        EXECUTE format('SELECT count(*) FROM ONLY %I', p.partition_name) INTO v_rows;
-        IF NOT p_dry_run THEN
-            -- A DROP holds the parent ACCESS EXCLUSIVE until this transaction ends, which
-            -- holds every producer. A caller that leaves the transaction open (psql
-            -- without autocommit, a script) must not hold them for long: idle in this
-            -- transaction for more than 2 s, the session is ended and the drops roll back
-            -- (nothing is lost; the next run drops them again).
-            PERFORM set_config('idle_in_transaction_session_timeout', '2s', true);
-            BEGIN
-                EXECUTE format('DROP TABLE %I', p.partition_name);
-            EXCEPTION WHEN lock_not_available THEN
-                v_timeout := true;
-                EXIT;
-            END;
-            DELETE FROM iu_history_partition h WHERE h.partition_name = p.partition_name;
-            INSERT INTO iu_retention_ledger (table_name, partition_name, lower_txid, upper_txid, row_count,
-                                             closed_at, retention_days, dropped_by)
-            VALUES (p.table_name, p.partition_name, p.lower_txid, p.upper_txid, v_rows, p.closed_at, v_days, v_actor);
-        END IF;
-        IF p.table_name = 'event_outbox' THEN
-            v_gone := v_gone || coalesce(p.lower_txid::text, 'min');
-        END IF;
-        v_dropped := v_dropped || jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
-                                                     'lower_txid', p.lower_txid::text, 'upper_txid', p.upper_txid::text,
-                                                     'rows', v_rows, 'closed_at', p.closed_at);
-    END LOOP;
-
-    PERFORM set_config('lock_timeout', v_old_lt, true);
-    RETURN jsonb_build_object('dry_run', p_dry_run, 'dropped', v_dropped, 'kept', v_kept,
-                              'lock_timeout', v_timeout,
-                              'retention', jsonb_build_object('event_outbox_days', v_outbox_days,
-                                                              'route_attempt_days', v_attempt_days));
-END;
-$$;
-
---
--- Name: fn_iu_route_attempt_immutable(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_route_attempt_immutable() RETURNS trigger
+CREATE FUNCTION iu_core.fn_iu_route_attempt_immutable() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -1005,17 +680,22 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_attempt_tally_add(text, text, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_attempt_tally_add(text, text, integer, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer) RETURNS void
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_attempt_tally_add: count p_attempts new attempt rows (p_replays of them
+    -- replays) of one worker and status into iu_route_attempt_tally, in the caller's
+    -- transaction. Called by every writer of iu_route_attempt (the run, the replay).
+    -- ---------------------------------------------------------------------------------------
 BEGIN
     -- PL/pgSQL, not SQL: a SQL function whose body is an INSERT is never inlined, so it is
     -- parsed and planned again in every statement that calls it (every busy run); PL/pgSQL
     -- keeps the plan for the session.
-    INSERT INTO iu_route_attempt_tally AS t (worker_name, status, attempts, replays)
+    INSERT INTO public.iu_route_attempt_tally AS t (worker_name, status, attempts, replays)
     VALUES (p_worker_name, p_status, p_attempts, p_replays)
     ON CONFLICT (worker_name, status) DO UPDATE
        SET attempts = t.attempts + EXCLUDED.attempts,
@@ -1025,10 +705,10 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_dead_letter_immutable(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_dead_letter_immutable(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_dead_letter_immutable() RETURNS trigger
+CREATE FUNCTION iu_core.fn_iu_route_dead_letter_immutable() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -1091,10 +771,10 @@ CREATE TABLE public.iu_route_dead_letter (
 COMMENT ON TABLE public.iu_route_dead_letter IS 'Route worker retry queue. Replay with fn_iu_route_dead_letter_replay; rows are resolved, never deleted.';
 
 --
--- Name: fn_iu_route_dead_letter_matches(public.iu_route_dead_letter, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_dead_letter_matches(public.iu_route_dead_letter, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_dead_letter_matches(d public.iu_route_dead_letter, p_route_key text, p_error_code text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_route_dead_letter_matches(d public.iu_route_dead_letter, p_route_key text, p_error_code text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
     SELECT (p_route_key IS NULL OR d.route_key = p_route_key)
@@ -1104,10 +784,10 @@ CREATE FUNCTION public.fn_iu_route_dead_letter_matches(d public.iu_route_dead_le
 $$;
 
 --
--- Name: fn_iu_route_dead_letter_no_delete(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_dead_letter_no_delete(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_dead_letter_no_delete() RETURNS trigger
+CREATE FUNCTION iu_core.fn_iu_route_dead_letter_no_delete() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -1118,152 +798,21 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_dead_letter_replay(uuid); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_decide(text, boolean, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_dead_letter_replay(p_dead_letter_id uuid) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    dl         iu_route_dead_letter%ROWTYPE;
-    rt         iu_outbound_route%ROWTYPE;
-    v_status   text;
-    v_attempt  integer;
-    v_res      jsonb;
-    v_state    text;
-    v_msg      text;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_dead_letter_replay');
-    IF p_dead_letter_id IS NULL THEN
-        RAISE EXCEPTION 'fn_iu_route_dead_letter_replay: p_dead_letter_id required' USING ERRCODE = '22023';
-    END IF;
-    SELECT * INTO dl FROM iu_route_dead_letter d WHERE d.id = p_dead_letter_id FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'fn_iu_route_dead_letter_replay: dead letter % not found', p_dead_letter_id
-            USING ERRCODE = 'P0002',
-                  HINT = 'List the open ones: SELECT id, worker_name, idempotency_key, error_code FROM v_iu_route_dead_letter_open;';
-    END IF;
-    IF dl.resolved_at IS NOT NULL THEN
-        RETURN jsonb_build_object('replayed', false, 'reason', 'already_resolved',
-                                  'dead_letter_id', dl.id, 'resolved_at', dl.resolved_at,
-                                  'resolution', dl.resolution, 'resolved_by', dl.resolved_by);
-    END IF;
-
-    -- The route as it is now (all NULL when none matches), for the event as it was.
-    SELECT * INTO rt FROM iu_outbound_route r
-     WHERE r.event_domain = dl.event_snapshot->>'event_domain'
-       AND r.event_type   = dl.event_snapshot->>'event_type'
-       AND r.event_stream = dl.event_snapshot->>'event_stream';
-
-    SELECT coalesce(max(a.attempt_no), 0) + 1 INTO v_attempt
-      FROM iu_route_attempt a WHERE a.idempotency_key = dl.idempotency_key;
-
-    v_status := fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run);
-    IF v_status = 'deliver' THEN
-        BEGIN
-            v_res := fn_iu_route_deliver(dl.event_snapshot, rt.route_key, rt.route_kind, dl.idempotency_key);
-            v_status := 'sent';
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-            v_status := 'failed';
-        END;
-    END IF;
-
-    INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
-                                  attempt_no, detail, error_code, error_message, event_txid)
-    VALUES (dl.event_id, dl.worker_name, rt.route_key, rt.route_kind, v_status, dl.idempotency_key, v_attempt,
-            jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg,
-            coalesce((dl.event_snapshot->>'txid')::xid8, '0'));  -- a snapshot without txid: the oldest range
-
-    PERFORM fn_iu_route_attempt_tally_add(dl.worker_name, v_status, 1, 1);
-
-    IF v_status IN ('dry_run', 'sent') THEN
-        UPDATE iu_route_dead_letter d
-           SET resolved_at = now(), resolution = 'replayed_' || v_status, resolved_by = fn_queue_actor(NULL, 'fn_iu_route_dead_letter_replay')
-         WHERE d.id = dl.id
-        RETURNING * INTO dl;
-    ELSIF v_status = 'failed' THEN
-        UPDATE iu_route_dead_letter d
-           SET failed_attempts = d.failed_attempts + 1, last_failed_at = now(),
-               error_code = v_state, error_message = v_msg
-         WHERE d.id = dl.id
-        RETURNING * INTO dl;
-    END IF;
-
-    RETURN jsonb_build_object(
-        'replayed', true,
-        'dead_letter_id', dl.id,
-        'idempotency_key', dl.idempotency_key,
-        'attempt_no', v_attempt,
-        'status', v_status,
-        'route_key', rt.route_key,
-        'resolved', dl.resolved_at IS NOT NULL,
-        'resolution', dl.resolution,
-        'resolved_by', dl.resolved_by,
-        'failed_attempts', dl.failed_attempts,
-        'error_code', v_state,
-        'error_message', v_msg);
-END;
-$$;
-
---
--- Name: fn_iu_route_dead_letter_replay_many(jsonb, integer); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_route_dead_letter_replay_many(p_filter jsonb, p_limit integer DEFAULT 1000) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Replays up to p_limit (1..10000) open route dead letters matching p_filter, oldest
--- failure first, each with fn_iu_route_dead_letter_replay (which writes the attempt and
--- resolves the row, or records the new failure and leaves it open). Returns
--- {"selected": n, "resolved": n, "still_open": n, "statuses": {status: count},
---  "more": true while matching open ones remain (failed-again rows included)}.
-DECLARE
-    f          record;
-    v_id       uuid;
-    v_res      jsonb;
-    v_selected integer := 0;
-    v_resolved integer := 0;
-    v_statuses jsonb := '{}'::jsonb;
-    v_more     boolean;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_dead_letter_replay_many');
-    SELECT * INTO f FROM fn_queue_dead_letter_filter('fn_iu_route_dead_letter_replay_many', p_filter, 'route_key');
-    PERFORM fn_job_require_range('fn_iu_route_dead_letter_replay_many', 'p_limit', p_limit, 1, 10000);
-    FOR v_id IN
-        SELECT d.id FROM iu_route_dead_letter d
-         WHERE d.resolved_at IS NULL
-           AND fn_iu_route_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)
-         ORDER BY d.last_failed_at, d.id
-         LIMIT p_limit
-           FOR UPDATE SKIP LOCKED
-    LOOP
-        v_selected := v_selected + 1;
-        v_res := fn_iu_route_dead_letter_replay(v_id);
-        IF (v_res ->> 'resolved')::boolean THEN
-            v_resolved := v_resolved + 1;
-        END IF;
-        v_statuses := v_statuses || jsonb_build_object(coalesce(v_res ->> 'status', v_res ->> 'reason', 'unknown'),
-            coalesce((v_statuses ->> coalesce(v_res ->> 'status', v_res ->> 'reason', 'unknown'))::integer, 0) + 1);
-    END LOOP;
-    SELECT EXISTS (
-        SELECT 1 FROM iu_route_dead_letter d
-         WHERE d.resolved_at IS NULL
-           AND fn_iu_route_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)) INTO v_more;
-    RETURN jsonb_build_object('selected', v_selected, 'resolved', v_resolved, 'still_open', v_selected - v_resolved,
-                              'statuses', v_statuses, 'more', v_more);
-END;
-$$;
-
---
--- Name: fn_iu_route_decide(text, boolean, boolean); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_route_decide(p_route_key text, p_enabled boolean, p_dry_run boolean) RETURNS text
+CREATE FUNCTION iu_core.fn_iu_route_decide(p_route_key text, p_enabled boolean, p_dry_run boolean) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_decide: THE route decision, used by the page statement, the event-by-event
+    -- fallback and the replay (and mirrored in Go by internal/decision).
+    --   p_route_key  the matched iu_outbound_route's key, NULL when no route matched
+    --   p_enabled, p_dry_run  that route's switches (ignored without a route)
+    -- Returns skipped (no route), disabled (route off), dry_run (a logged decision, nothing
+    -- delivered) or deliver (hand the event to the delivery seam, which decides sent/failed).
+    -- Inlinable SQL (IMMUTABLE, no SET): planned into the page statement, no call per event.
+    -- ---------------------------------------------------------------------------------------
     SELECT CASE WHEN p_route_key IS NULL THEN 'skipped'
                 WHEN NOT p_enabled THEN 'disabled'
                 WHEN p_dry_run THEN 'dry_run'
@@ -1271,60 +820,68 @@ CREATE FUNCTION public.fn_iu_route_decide(p_route_key text, p_enabled boolean, p
 $$;
 
 --
--- Name: fn_iu_route_deliver(jsonb, text, text, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_event(uuid); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-BEGIN
-    RAISE EXCEPTION 'fn_iu_route_deliver: delivery is not built: route % (dry_run = false) fails closed',
-        coalesce(p_route_key, '(none)')
-        USING ERRCODE = 'feature_not_supported',
-              HINT = 'Keep the route dry_run (UPDATE iu_outbound_route SET dry_run = true ...) and replay the dead letter, or build the delivery seam.';
-END;
-$$;
-
---
--- Name: fn_iu_route_event(uuid); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_route_event(p_event_id uuid) RETURNS jsonb
+CREATE FUNCTION iu_core.fn_iu_route_event(p_event_id uuid) RETURNS jsonb
     LANGUAGE sql STABLE
     AS $$
-    SELECT to_jsonb(e) FROM event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_event(p_event_id) -> jsonb: THE event of an id, as the whole row (NULL when
+    -- no row has that id). An id is unique only within a history partition (017), so a
+    -- producer allowed to choose ids could store a second row under an id it learned; the
+    -- event is the oldest row of the id (a copy is always younger: it can only be written
+    -- after the original committed), never whichever row an index scan meets first. The
+    -- failure path (the dead letter's snapshot) and the delivery path read the event through
+    -- it, once per event. Internal.
+    -- ---------------------------------------------------------------------------------------
+    SELECT to_jsonb(e) FROM public.event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1
 $$;
 
 --
--- Name: fn_iu_route_idempotency_key(text, text, uuid); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_idempotency_key(text, text, uuid); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid) RETURNS text
+CREATE FUNCTION iu_core.fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_idempotency_key: iu_wrk:{worker}:{route_key}:{event_id}, with 'none' for the
+    -- route key when no route matched. Unambiguous because worker names carry no ':' (register
+    -- refuses them), route keys may not be 'none', and the event id is fixed-length and last.
+    -- Inlinable SQL, like the decision.
+    -- ---------------------------------------------------------------------------------------
     SELECT 'iu_wrk:' || p_worker_name || ':' || coalesce(p_route_key, 'none') || ':' || p_event_id::text
 $$;
 
 --
--- Name: fn_iu_route_run_tally_zero(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_run_tally_zero(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_run_tally_zero() RETURNS public.iu_route_run_tally
+CREATE FUNCTION iu_core.fn_iu_route_run_tally_zero() RETURNS iu_core.iu_route_run_tally
     LANGUAGE sql IMMUTABLE
     AS $$
-    SELECT ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_route_run_tally
+    -- fn_iu_route_run_tally_zero(): the tally of a run that has done nothing yet (the full
+    -- pass starts from it; the idle path reports it). Inlinable SQL: a constant.
+    SELECT ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_core.iu_route_run_tally
 $$;
 
 --
--- Name: fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, public.iu_route_run_tally, jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally public.iu_route_run_tally, p_summary jsonb) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_advance: move the cursor and count the run, in the run's transaction
+    -- (so the position moves atomically with the attempts), then beat the heartbeat.
+    --   p_done     the new done snapshot, NULL when no window closed in this run
+    --   p_window, p_after_txid, p_after_id   the open window and the position in it (NULLs: none)
+    --   p_tally    what the run did;  p_summary  the run's JSON summary, kept for operators
+    -- ---------------------------------------------------------------------------------------
 BEGIN
-    UPDATE iu_route_worker_cursor cur
+    UPDATE public.iu_route_worker_cursor cur
        SET done_snapshot     = coalesce(p_done, cur.done_snapshot),
            window_snapshot   = p_window,
            window_txid       = p_after_txid,
@@ -1340,12 +897,12 @@ BEGIN
            last_run_summary  = p_summary
      WHERE cur.worker_name = p_worker_name;
 
-    PERFORM fn_iu_route_attempt_tally_add(p_worker_name, x.status, x.n, 0)
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(p_worker_name, x.status, x.n, 0)
        FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
                     ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
       WHERE x.n > 0;
 
-    PERFORM fn_iu_route_worker_beat(p_worker_name, p_event_domain,
+    PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, p_event_domain,
         jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
                            'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
                            'held_open_count', jsonb_array_length(p_summary->'held_open_by')));
@@ -1353,44 +910,61 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_beat(text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_beat(text, text, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_beat: beat the worker's queue_heartbeat row when a beat is due
+    -- (fn_iu_route_worker_beat_due), and re-register it with the PG_worker defaults if someone
+    -- removed it. An invoked worker is alive, so a gated no-op beats too, with the reason in
+    -- the payload.
+    -- ---------------------------------------------------------------------------------------
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, p_payload->>'reason')) THEN
+    IF NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, p_payload->>'reason')) THEN
         RETURN; -- not due
     END IF;
-    UPDATE queue_heartbeat hb
+    UPDATE public.queue_heartbeat hb
        SET last_beat_at      = now(),
            ticks_total       = hb.ticks_total + 1,
            status            = 'ok',
            last_beat_payload = p_payload
      WHERE hb.executor_id = p_worker_name;
     IF NOT FOUND THEN
-        INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
+        INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
                                      last_beat_payload, ticks_total, expected_cadence_seconds,
                                      stale_threshold_seconds)
         SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
                d.expected_cadence_seconds, d.stale_threshold_seconds
-          FROM fn_queue_heartbeat_defaults('PG_worker') d
+          FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
         ON CONFLICT (executor_id) DO NOTHING;
     END IF;
 END;
 $$;
 
 --
--- Name: fn_iu_route_worker_beat_due(text, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_beat_due(text, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text) RETURNS SETOF boolean
+CREATE FUNCTION iu_core.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text) RETURNS SETOF boolean
     LANGUAGE sql STABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_beat_due: THE rule for when a run beats its heartbeat. One row when a
+    -- beat is due (none when not): the last beat is older than a quarter of the worker's
+    -- expected cadence (15 s at the default 60 s: far inside any stale threshold, so the
+    -- stale-check still sees a polling worker as fresh), no run has beaten it yet, its status
+    -- is not ok, the gate state changed (p_reason, the payload's reason: NULL for an ungated
+    -- run), or the row is missing (someone removed it: the beat re-registers it). Otherwise
+    -- the row is only read: a worker polled every 100 ms does not write its heartbeat ten
+    -- times a second.
+    -- Inlinable SQL, so an idle run asks with one planned probe before it builds a payload.
+    -- ---------------------------------------------------------------------------------------
     SELECT true
       FROM (SELECT 1) one
-      LEFT JOIN queue_heartbeat h ON h.executor_id = p_worker_name
+      LEFT JOIN public.queue_heartbeat h ON h.executor_id = p_worker_name
      WHERE h.executor_id IS NULL
         OR NOT (h.ticks_total > 0 AND h.status = 'ok'
                 AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
@@ -1398,12 +972,19 @@ CREATE FUNCTION public.fn_iu_route_worker_beat_due(p_worker_name text, p_reason 
 $$;
 
 --
--- Name: fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS TABLE(id uuid, txid xid8, event_type text, event_stream text, created_at timestamp with time zone)
+CREATE FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS TABLE(id uuid, txid xid8, event_type text, event_stream text, created_at timestamp with time zone)
     LANGUAGE sql STABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Internal: the claim. Inlinable SQL (no SECURITY DEFINER, no SET), so its body is planned
+    -- inside the caller's statement and EXPLAIN shows the two index range scans. It needs no
+    -- privileges of its own: nobody but the owner may execute it, and its only caller,
+    -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
+    -- ---------------------------------------------------------------------------------------
+    --
     -- Each branch has exactly one lower bound per index column, so the btree starts AT the
     -- keyset position (a second lower bound, e.g. txid >= xmax(done) next to a row
     -- comparison, lets the scan start at the weaker one and wade through rows it skips).
@@ -1416,7 +997,7 @@ CREATE FUNCTION public.fn_iu_route_worker_claim(p_event_domain text, p_done pg_s
                FROM pg_snapshot_xip(coalesce(p_done, '1:1:'::pg_snapshot)) AS x(xip_txid)
               CROSS JOIN LATERAL (
                     SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
-                      FROM event_outbox o
+                      FROM public.event_outbox o
                      WHERE o.event_domain = p_event_domain
                        AND o.txid = x.xip_txid
                        AND o.id >= CASE WHEN x.xip_txid = p_after_txid THEN p_after_id
@@ -1432,7 +1013,7 @@ CREATE FUNCTION public.fn_iu_route_worker_claim(p_event_domain text, p_done pg_s
             -- (b) transactions that started after done and completed by the window:
             --     one range, from max(xmax(done), position) up to xmax(window)
             (SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
-               FROM event_outbox o
+               FROM public.event_outbox o
               WHERE o.event_domain = p_event_domain
                 AND (o.txid, o.id) >= (
                         CASE WHEN p_after_txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
@@ -1452,10 +1033,10 @@ CREATE FUNCTION public.fn_iu_route_worker_claim(p_event_domain text, p_done pg_s
 $$;
 
 --
--- Name: FUNCTION fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: public; Owner: -
+-- Name: FUNCTION fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: iu_core; Owner: -
 --
 
-COMMENT ON FUNCTION public.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) IS 'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';
+COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) IS 'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';
 
 --
 -- Name: iu_route_worker_cursor; Type: TABLE; Schema: public; Owner: -
@@ -1495,24 +1076,46 @@ CREATE TABLE public.iu_route_worker_cursor (
 COMMENT ON TABLE public.iu_route_worker_cursor IS 'One row per route worker: its own position in event_outbox (snapshot pair + keyset) and run counters.';
 
 --
--- Name: fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_cursor_ahead: the half of the cursor sanity rule that needs no file
+    -- read: a stored snapshot or keyset position lies at or beyond this cluster's next
+    -- transaction id (no transaction of this cluster can have produced it). True when so;
+    -- false when not, or when the cursor holds no position yet.
+    -- Part of fn_iu_route_worker_cursor_check; the run's idle probe asks it alone (see there).
+    -- Inlinable SQL (a scalar expression, so it costs its callers no subplan), owner only.
+    -- ---------------------------------------------------------------------------------------
     SELECT coalesce(pg_snapshot_xmax(p_cursor.done_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
                     OR pg_snapshot_xmax(p_cursor.window_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
                     OR p_cursor.window_txid >= pg_snapshot_xmax(pg_current_snapshot()), false)
 $$;
 
 --
--- Name: fn_iu_route_worker_cursor_check(public.iu_route_worker_cursor); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_cursor_check(public.iu_route_worker_cursor); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor) RETURNS SETOF text
+CREATE FUNCTION iu_core.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor) RETURNS SETOF text
     LANGUAGE sql STABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_cursor_check: THE cursor sanity rule (run refuses, health reports).
+    --   p_cursor  a iu_route_worker_cursor row
+    -- Returns no row when the stored position belongs to this cluster, else one row: a
+    -- sentence saying why not. Either the recorded system_identifier differs (dump/restore or
+    -- pg_upgrade into another cluster), or a stored snapshot or keyset position lies at or
+    -- beyond this cluster's next transaction id (no transaction of this cluster can have
+    -- produced it).
+    -- Internal and unguarded: inlinable SQL (no SECURITY DEFINER, no SET), so a run plans it
+    -- into its own sanity statement instead of paying a guarded call per run. Nobody but the
+    -- owner may execute it; its callers (fn_iu_route_worker_run, and
+    -- fn_iu_route_worker_cursor_problem for the status view) are SECURITY DEFINER entry
+    -- points that pin search_path and pass the writable-schema guard first.
+    -- ---------------------------------------------------------------------------------------
     SELECT CASE WHEN p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid
                 THEN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
                             quote_literal(p_cursor.worker_name), p_cursor.system_identifier, k.sysid)
@@ -1523,27 +1126,30 @@ CREATE FUNCTION public.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_
       FROM (SELECT s.system_identifier AS sysid, pg_snapshot_xmax(pg_current_snapshot()) AS xmax
               FROM pg_control_system() s) k
      WHERE (p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid)
-        OR fn_iu_route_worker_cursor_ahead(p_cursor)
+        OR iu_core.fn_iu_route_worker_cursor_ahead(p_cursor)
 $$;
 
 --
--- Name: fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor) RETURNS text
+CREATE FUNCTION iu_core.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor) RETURNS text
     LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    -- The guard first (a CASE evaluates it before the check).
-    SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_iu_route_worker_cursor_problem') THEN
-           (SELECT k FROM fn_iu_route_worker_cursor_check(p_cursor) k LIMIT 1) END
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_cursor_problem: fn_iu_route_worker_cursor_check as one value (NULL
+    -- when the cursor is sane) for v_iu_route_worker_status, whose reader (workflow_admin)
+    -- executes it. SECURITY DEFINER: pg_control_system() is not for every role.
+    -- ---------------------------------------------------------------------------------------
+    SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(p_cursor) k LIMIT 1)
 $$;
 
 --
--- Name: fn_iu_route_worker_cursor_stamp_reset(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_cursor_stamp_reset(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_cursor_stamp_reset() RETURNS trigger
+CREATE FUNCTION iu_core.fn_iu_route_worker_cursor_stamp_reset() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -1556,14 +1162,20 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_decide_each(public.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_decide_each(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS public.iu_route_run_tally
+CREATE FUNCTION iu_core.fn_iu_route_worker_decide_each(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS iu_core.iu_route_run_tally
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_decide_each: the fallback when the page statement failed. Same
+    -- parameters, same result as fn_iu_route_worker_decide_page, but each event is decided and
+    -- audited in its own exception block, so one bad event becomes a failed attempt and a dead
+    -- letter (fn_iu_route_worker_fail) and the rest of the page is routed.
+    -- ---------------------------------------------------------------------------------------
 DECLARE
-    t       iu_route_run_tally := p_tally;
+    t       iu_core.iu_route_run_tally := p_tally;
     e       record;
     v_key   text;
     v_n     integer;
@@ -1572,7 +1184,7 @@ DECLARE
 BEGIN
     t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
     FOR e IN
-        SELECT p.* FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
+        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
          ORDER BY p.txid, p.id
     LOOP
         t.claimed := t.claimed + 1;
@@ -1583,9 +1195,9 @@ BEGIN
             t.deliver_route_kinds := t.deliver_route_kinds || e.route_kind;
             CONTINUE;
         END IF;
-        v_key := fn_iu_route_idempotency_key(p_worker_name, e.route_key, e.id);
+        v_key := iu_core.fn_iu_route_idempotency_key(p_worker_name, e.route_key, e.id);
         BEGIN
-            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
             VALUES (e.id, p_worker_name, e.route_key, e.route_kind, e.decision, v_key, e.txid)
             ON CONFLICT DO NOTHING;
             GET DIAGNOSTICS v_n = ROW_COUNT;
@@ -1601,7 +1213,7 @@ BEGIN
             END IF;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-            t := fn_iu_route_worker_fail(t, p_worker_name, e.id, e.route_key, e.route_kind, v_key,
+            t := iu_core.fn_iu_route_worker_fail(t, p_worker_name, e.id, e.route_key, e.route_kind, v_key,
                                          v_state, v_msg, 'decide');
         END;
     END LOOP;
@@ -1610,14 +1222,36 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_decide_page(public.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer, boolean); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_decide_page(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean) RETURNS public.iu_route_run_tally
+CREATE FUNCTION iu_core.fn_iu_route_worker_decide_page(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean) RETURNS iu_core.iu_route_run_tally
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_decide_page: claim, decide and audit one page in ONE statement.
+    --   p_tally        the run's tally, returned with this page added
+    --   p_worker_name, p_event_domain   the worker and the domain its cursor consumes
+    --   p_done, p_window, p_after_txid, p_after_id, p_limit   the window and the keyset position
+    --   p_guarded      false: the plain INSERT (the common case: nothing of the page was ever
+    --                  attempted); true: INSERT ... ON CONFLICT DO NOTHING (a re-scan)
+    -- Writes one iu_route_attempt per event decided skipped / disabled / dry_run; events bound
+    -- for the delivery seam are returned in deliver_* for fn_iu_route_worker_deliver_page.
+    -- Raises whatever the statement raises; the caller redoes the page guarded when that is a
+    -- unique_violation (some key of the page exists: a re-scan after a cursor reset or a rebase)
+    -- and event by event (decide_each) otherwise.
+    -- Why two statements and not always ON CONFLICT: ON CONFLICT DO NOTHING is a speculative
+    -- insertion, for every row: a probe of every unique index of the partition first (the
+    -- identity primary key included), then the insert, then a second WAL record confirming it.
+    -- Measured on 1,000-row pages that is ~35 % of the page's INSERT, paid on every page to
+    -- protect the rare re-scan. The plain INSERT keeps the same guarantee: the unique index
+    -- still refuses a second (idempotency_key, attempt_no, event_txid), only loudly, and the
+    -- loud case is then answered by the guarded statement, which counts the existing keys as
+    -- already_attempted exactly as before. Nothing is written twice either way: the failed
+    -- statement's rows are rolled back with its subtransaction.
+    -- ---------------------------------------------------------------------------------------
 DECLARE
-    t          iu_route_run_tally := p_tally;
+    t          iu_core.iu_route_run_tally := p_tally;
     v_page     integer;
     k_dry      integer;
     k_disabled integer;
@@ -1630,11 +1264,11 @@ BEGIN
         -- Every non-deliver event of the page is written (or the statement raises), so the
         -- counts are the page's decisions, read in the same pass as the deliver list.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
         ), ins AS (
-            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
             SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-                   fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
               FROM decided d
              WHERE d.decision <> 'deliver'
         )
@@ -1657,11 +1291,11 @@ BEGIN
     ELSE
         -- A re-scan: existing keys are skipped and counted as already attempted.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
         ), ins AS (
-            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
             SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-                   fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
               FROM decided d
              WHERE d.decision <> 'deliver'
             ON CONFLICT DO NOTHING
@@ -1701,14 +1335,20 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_deliver_page(public.iu_route_run_tally, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_deliver_page(p_tally public.iu_route_run_tally, p_worker_name text) RETURNS public.iu_route_run_tally
+CREATE FUNCTION iu_core.fn_iu_route_worker_deliver_page(p_tally iu_core.iu_route_run_tally, p_worker_name text) RETURNS iu_core.iu_route_run_tally
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_deliver_page: hand the page's deliver_* events to the delivery seam,
+    -- one isolated block each (only enabled, dry_run = false routes get here). Success writes a
+    -- 'sent' attempt; anything raised becomes a failed attempt + dead letter. An event already
+    -- attempted (a re-scan) is never handed over twice. Returns the tally with deliver_* spent.
+    -- ---------------------------------------------------------------------------------------
 DECLARE
-    t       iu_route_run_tally := p_tally;
+    t       iu_core.iu_route_run_tally := p_tally;
     v_key   text;
     v_event jsonb;
     v_res   jsonb;
@@ -1716,15 +1356,15 @@ DECLARE
     v_msg   text;
 BEGIN
     FOR i IN 1 .. coalesce(array_length(t.deliver_ids, 1), 0) LOOP
-        v_key := fn_iu_route_idempotency_key(p_worker_name, t.deliver_route_keys[i], t.deliver_ids[i]);
-        IF EXISTS (SELECT 1 FROM iu_route_attempt a WHERE a.idempotency_key = v_key) THEN
+        v_key := iu_core.fn_iu_route_idempotency_key(p_worker_name, t.deliver_route_keys[i], t.deliver_ids[i]);
+        IF EXISTS (SELECT 1 FROM public.iu_route_attempt a WHERE a.idempotency_key = v_key) THEN
             t.already_attempted := t.already_attempted + 1;
             CONTINUE;
         END IF;
         BEGIN
-            v_event := fn_iu_route_event(t.deliver_ids[i]);
-            v_res := fn_iu_route_deliver(v_event, t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
-            INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail,
+            v_event := iu_core.fn_iu_route_event(t.deliver_ids[i]);
+            v_res := public.fn_iu_route_deliver(v_event, t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail,
                                           event_txid)
             VALUES (t.deliver_ids[i], p_worker_name, t.deliver_route_keys[i], t.deliver_route_kinds[i], 'sent', v_key,
                     coalesce(v_res, '{}'::jsonb), (v_event->>'txid')::xid8)
@@ -1733,7 +1373,7 @@ BEGIN
             t.sent := t.sent + 1;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-            t := fn_iu_route_worker_fail(t, p_worker_name, t.deliver_ids[i], t.deliver_route_keys[i],
+            t := iu_core.fn_iu_route_worker_fail(t, p_worker_name, t.deliver_ids[i], t.deliver_route_keys[i],
                                          t.deliver_route_kinds[i], v_key, v_state, v_msg, 'deliver');
         END;
     END LOOP;
@@ -1743,33 +1383,31 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_enabled(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_fail(iu_core.iu_route_run_tally, text, uuid, text, text, text, text, text, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_enabled() RETURNS boolean
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    RETURN (SELECT public.fn_iu_gate_open((SELECT c.value FROM public.dot_config c WHERE c.key = 'iu_core.route_worker_enabled')));
-END;
-$$;
-
---
--- Name: fn_iu_route_worker_fail(public.iu_route_run_tally, text, uuid, text, text, text, text, text, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_route_worker_fail(p_tally public.iu_route_run_tally, p_worker_name text, p_event_id uuid, p_route_key text, p_route_kind text, p_idempotency_key text, p_error_code text, p_error_message text, p_stage text) RETURNS public.iu_route_run_tally
+CREATE FUNCTION iu_core.fn_iu_route_worker_fail(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_id uuid, p_route_key text, p_route_kind text, p_idempotency_key text, p_error_code text, p_error_message text, p_stage text) RETURNS iu_core.iu_route_run_tally
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_fail: record one failure.
+    --   p_tally   the run's tally; returned with failed / attempts_written / dead_lettered (or
+    --             already_attempted, on a re-scan) counted
+    --   p_worker_name, p_event_id, p_route_key, p_route_kind, p_idempotency_key  the event
+    --   p_error_code, p_error_message  the SQLSTATE and message that was raised
+    --   p_stage   'decide' (the audit insert failed) or 'deliver' (the seam raised)
+    -- Writes a failed iu_route_attempt and a dead letter carrying the whole event row (so a
+    -- replay needs nothing from event_outbox). Both are keyed by the idempotency key, so a
+    -- re-scan after a cursor reset writes neither twice.
+    -- ---------------------------------------------------------------------------------------
 DECLARE
-    t      iu_route_run_tally := p_tally;
+    t      iu_core.iu_route_run_tally := p_tally;
     v_snap jsonb;
     v_n    integer;
 BEGIN
-    v_snap := fn_iu_route_event(p_event_id);
+    v_snap := iu_core.fn_iu_route_event(p_event_id);
 
-    INSERT INTO iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
+    INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
                                   detail, error_code, error_message, event_txid)
     VALUES (p_event_id, p_worker_name, p_route_key, p_route_kind, 'failed', p_idempotency_key,
             jsonb_build_object('stage', p_stage), p_error_code, p_error_message, (v_snap->>'txid')::xid8)
@@ -1782,7 +1420,7 @@ BEGIN
         t.already_attempted := t.already_attempted + 1;
     END IF;
 
-    INSERT INTO iu_route_dead_letter (worker_name, event_id, event_domain, event_type, event_stream, route_key,
+    INSERT INTO public.iu_route_dead_letter (worker_name, event_id, event_domain, event_type, event_stream, route_key,
                                       idempotency_key, event_snapshot, error_code, error_message)
     VALUES (p_worker_name, p_event_id, v_snap->>'event_domain', v_snap->>'event_type', v_snap->>'event_stream',
             p_route_key, p_idempotency_key, v_snap, p_error_code, p_error_message)
@@ -1794,14 +1432,24 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_foreign_rows(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_foreign_rows(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_foreign_rows(p_event_domain text) RETURNS SETOF xid8
+CREATE FUNCTION iu_core.fn_iu_route_worker_foreign_rows(p_event_domain text) RETURNS SETOF xid8
     LANGUAGE sql STABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_foreign_rows: committed rows of the domain whose txid lies at or
+    -- beyond this cluster's next transaction id (at most one: the question is whether any
+    -- exist). No transaction of this cluster can have written them (a visible row committed
+    -- before the statement's snapshot, so its txid is below xmax), so they were restored from
+    -- another cluster: left alone they would stay invisible to every window. One probe at the
+    -- top of the (event_domain, txid, id) index; normally it finds nothing.
+    -- Internal and unguarded, inlinable SQL like fn_iu_route_worker_cursor_check (and for the
+    -- same reason): executed by nobody but the owner, through guarded entry points.
+    -- ---------------------------------------------------------------------------------------
     SELECT o.txid
-      FROM event_outbox o
+      FROM public.event_outbox o
      WHERE o.event_domain = p_event_domain
        AND o.txid >= pg_snapshot_xmax(pg_current_snapshot())
        AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned()
@@ -1809,101 +1457,35 @@ CREATE FUNCTION public.fn_iu_route_worker_foreign_rows(p_event_domain text) RETU
 $$;
 
 --
--- Name: fn_iu_route_worker_foreign_txids(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_foreign_txids(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_foreign_txids(p_event_domain text) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_route_worker_foreign_txids(p_event_domain text) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    -- The guard first (a CASE evaluates it before the probe; a WHERE clause would not promise that).
-    SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_iu_route_worker_foreign_txids') THEN
-           EXISTS (SELECT 1 FROM fn_iu_route_worker_foreign_rows(p_event_domain)) END
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_foreign_txids: fn_iu_route_worker_foreign_rows as a yes/no for
+    -- v_iu_route_worker_status, whose reader (workflow_admin) executes it.
+    -- ---------------------------------------------------------------------------------------
+    SELECT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(p_event_domain))
 $$;
 
 --
--- Name: fn_iu_route_worker_health(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_holders(pg_snapshot, pg_snapshot); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_health(p_worker_name text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_routes_on boolean;
-    v_worker_on boolean;
-    v_gates     jsonb;
-    v_workers   jsonb;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_health');
-    v_routes_on := fn_iu_core_routes_enabled() IS TRUE;
-    v_worker_on := fn_iu_route_worker_enabled() IS TRUE;
-    IF p_worker_name IS NOT NULL THEN
-        PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_health', p_worker_name);
-        IF NOT EXISTS (SELECT 1 FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name) THEN
-            PERFORM fn_iu_route_worker_not_registered('fn_iu_route_worker_health', p_worker_name);
-        END IF;
-    END IF;
-
-    v_gates := jsonb_build_object('iu_core.routes_enabled', v_routes_on,
-                                  'iu_core.route_worker_enabled', v_worker_on,
-                                  'open', v_routes_on AND v_worker_on);
-
-    SELECT coalesce(jsonb_agg(jsonb_build_object(
-               'worker', s.worker_name,
-               'event_domain', s.event_domain,
-               'gates', v_gates,
-               'runs_total', s.runs_total,
-               'last_run_at', s.last_run_at,
-               'last_run_age_seconds', s.last_run_age_seconds,
-               'events_seen', s.events_seen,
-               'attempts_written', s.attempts_written,
-               'dead_lettered', s.dead_lettered,
-               'backlog', s.backlog,
-               'backlog_capped', s.backlog_capped,
-               'oldest_pending_created_at', s.oldest_pending_created_at,
-               'oldest_pending_age_seconds', s.oldest_pending_age_seconds,
-               'open_dead_letters', s.open_dead_letters,
-               'oldest_open_dead_letter_at', s.oldest_open_dead_letter_at,
-               'window_open', s.window_open,
-               'held_open_count', jsonb_array_length(hold.holders),
-               'held_open_by', hold.holders,
-               'cursor_ok', s.cursor_ok,
-               'foreign_txid_rows', s.foreign_txid_rows,
-               'cursor_hint', s.cursor_hint,
-               'heartbeat', (SELECT jsonb_build_object('last_beat_at', h.last_beat_at,
-                                                       'age_seconds', round(extract(epoch FROM now() - h.last_beat_at)::numeric, 3),
-                                                       'ticks_total', h.ticks_total,
-                                                       'status', h.status,
-                                                       'stale_threshold_seconds', h.stale_threshold_seconds,
-                                                       'last_beat_payload', h.last_beat_payload)
-                               FROM queue_heartbeat h WHERE h.executor_id = s.worker_name),
-               'last_run_summary', s.last_run_summary) ORDER BY s.worker_name), '[]'::jsonb)
-      INTO v_workers
-      FROM v_iu_route_worker_status s
-     CROSS JOIN LATERAL (
-           -- a cursor from another cluster: its snapshots name no transaction of ours
-           SELECT CASE WHEN s.cursor_problem IS NULL
-                       THEN fn_iu_route_worker_holders(s.done_snapshot, s.window_snapshot)
-                       ELSE '[]'::jsonb END AS holders) hold
-     WHERE p_worker_name IS NULL OR s.worker_name = p_worker_name;
-
-    IF p_worker_name IS NOT NULL THEN
-        -- One worker: its document at the top level (and in "workers" for uniform readers).
-        RETURN (v_workers->0) || jsonb_build_object('checked_at', now(), 'workers', v_workers);
-    END IF;
-    RETURN jsonb_build_object('checked_at', now(), 'gates', v_gates,
-                              'worker_count', jsonb_array_length(v_workers), 'workers', v_workers);
-END;
-$$;
-
---
--- Name: fn_iu_route_worker_holders(pg_snapshot, pg_snapshot); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot) RETURNS jsonb
+CREATE FUNCTION iu_core.fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Internal: the transactions that hold a worker's windows open — in-progress xids of the
+    -- stored snapshots that are still running, with their backend (pid, age) when visible.
+    -- pid and backend_xid are visible to any role; xact_start, state and the age of another
+    -- role's session need the executing role to be superuser or a member of pg_read_all_stats,
+    -- otherwise they are null (the txid and the count are always there). Its callers (run,
+    -- health) are SECURITY DEFINER, so that role is the function owner (the migrating role).
+    -- ---------------------------------------------------------------------------------------
 DECLARE
     v_now_snap pg_snapshot := pg_current_snapshot();
     v_running  xid8[];
@@ -1941,35 +1523,88 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_idle_probe(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_idle_probe(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_idle_probe(p_worker_name text) RETURNS TABLE(lock_id integer, event_domain text, done_snapshot pg_snapshot, done_waits boolean, quiet boolean)
+CREATE FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text) RETURNS TABLE(lock_id integer, event_domain text, done_snapshot pg_snapshot, done_waits boolean, quiet boolean)
     LANGUAGE sql STABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_idle_probe(p_worker_name): the caught-up poll's first question, about
+    -- the worker itself, in one planned statement. Returns the worker's lock_id, event_domain
+    -- and done_snapshot; done_waits: a transaction in done_snapshot's in-progress list is still
+    -- running (the position waits on it, fn_iu_route_worker_holders says who it is); and
+    -- quiet = true only when
+    --   both gates are open (fn_iu_gate_open over the two keys, as the gate readers read them),
+    --   no window is open, the caller's transaction has no transaction id (its own uncommitted
+    --   rows are the full pass's business), no stored position lies ahead of this cluster's
+    --   transaction ids (fn_iu_route_worker_cursor_ahead) and no heartbeat is due
+    --   (fn_iu_route_worker_beat_due).
+    -- The other half of the cluster sanity rule, the recorded system_identifier, is left to
+    -- the full pass: reading it means reading the control file from disk (a fifth of an idle
+    -- run), and it cannot hide anything here. A cursor from another cluster whose positions lie
+    -- below this cluster's transaction ids sees every new event of this cluster as new (its
+    -- txid is at or above the stored done_snapshot's xmax), so the first event, like the first
+    -- due beat, sends the run to the full pass, which refuses with IU002 before it routes.
+    -- The outbox is asked separately (fn_iu_route_worker_idle_rows), with the position as
+    -- plain values, so partition pruning happens when the statement starts.
+    -- Reads the cursor without the worker's lock: the caller takes the lock afterwards and
+    -- only trusts a quiet answer. A run that committed between this statement's snapshot and
+    -- the lock either changed nothing, or routed events that are visible to the outbox
+    -- question's snapshot and not to the stale done_snapshot, so that question finds them
+    -- and the full pass re-reads the cursor under the lock.
+    -- No rows: the worker is not registered (the full pass says so, with the fix).
+    -- Internal and unguarded: inlinable SQL, executed by nobody but the owner; its one caller,
+    -- fn_iu_route_worker_run, is SECURITY DEFINER and passed the guard.
+    -- ---------------------------------------------------------------------------------------
     SELECT c.lock_id, c.event_domain, c.done_snapshot,
            EXISTS (SELECT 1 FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
                     WHERE NOT pg_visible_in_snapshot(x.xip_txid, pg_current_snapshot())),
-           fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.routes_enabled'))
-           AND fn_iu_gate_open((SELECT g.value FROM dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
+           public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.routes_enabled'))
+           AND public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
            AND c.window_snapshot IS NULL
            AND pg_current_xact_id_if_assigned() IS NULL
-           AND NOT fn_iu_route_worker_cursor_ahead(c)
-           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL))
-      FROM iu_route_worker_cursor c
+           AND NOT iu_core.fn_iu_route_worker_cursor_ahead(c)
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, NULL))
+      FROM public.iu_route_worker_cursor c
      WHERE c.worker_name = p_worker_name
 $$;
 
 --
--- Name: fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot) RETURNS SETOF text
+CREATE FUNCTION iu_core.fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot) RETURNS SETOF text
     LANGUAGE sql STABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_idle_rows(p_event_domain, p_done, p_now): the caught-up poll's second
+    -- question: a row of the domain that ends it. One row per kind found, none when the
+    -- domain holds nothing a window opened at p_now would claim and no row restored from
+    -- another cluster. It asks the claim's two questions without its order, keyset and limit,
+    -- and is allowed to be stricter than them, never quieter:
+    --   (a) late_commit: a transaction in p_done's in-progress list that has completed by
+    --       p_now and wrote a row (one index probe per such transaction)
+    --   (b) new: any row at or above p_done's xmax that the statement can see. That is every
+    --       row the claim's second range would return (committed before p_now: visible in it),
+    --       and also every committed row whose txid lies at or beyond this cluster's next
+    --       transaction id, i.e. fn_iu_route_worker_foreign_rows' question (rows restored
+    --       from another cluster), asked in the same index range instead of a second one.
+    --       Rows still being written by producers are not visible and do not count; the
+    --       caller's own rows do (the run asks only when its transaction has written nothing).
+    -- It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
+    -- return is found here (a test holds the two together). Every branch bounds txid by
+    -- values known when the statement starts, so the history partitions outside those bounds
+    -- are pruned before any scan is built and the cost stays flat however many partitions
+    -- history keeps. When p_done lists no transaction in progress, (a) has nothing to ask: its
+    -- upper bound is then 0, below every partition its lower bound keeps, so no scan is
+    -- started for it at all (xmin = xmax alone would still leave the partition holding that
+    -- one value).
+    -- Internal and unguarded: inlinable SQL, owner only, called by fn_iu_route_worker_run.
+    -- ---------------------------------------------------------------------------------------
     SELECT 'late_commit'
       FROM pg_snapshot_xip(p_done) AS x(xip_txid)
-     CROSS JOIN LATERAL (SELECT 1 FROM event_outbox o
+     CROSS JOIN LATERAL (SELECT 1 FROM public.event_outbox o
                           WHERE o.event_domain = p_event_domain
                             AND o.txid = x.xip_txid
                             AND o.txid >= pg_snapshot_xmin(p_done)
@@ -1979,51 +1614,73 @@ CREATE FUNCTION public.fn_iu_route_worker_idle_rows(p_event_domain text, p_done 
      WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
     UNION ALL
     SELECT 'new'
-      FROM (SELECT 1 FROM event_outbox o
+      FROM (SELECT 1 FROM public.event_outbox o
              WHERE o.event_domain = p_event_domain
                AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
              LIMIT 1) b
 $$;
 
 --
--- Name: fn_iu_route_worker_lock(text, text, boolean); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_lock(text, text, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean) RETURNS boolean
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_lock: one run (or reset) per worker at a time.
+    --   p_caller       the public function, for the error message
+    --   p_worker_name  the worker (P0002 when not registered)
+    --   p_wait         false: try once and return false when another transaction holds it
+    --                  (a run reports busy at once); true: wait for it (a reset)
+    -- Takes a transaction-scoped advisory lock keyed by the cursor's lock_id, so it is held
+    -- until the caller's transaction ends, exactly like a row lock, but writes nothing: an
+    -- idle run stays read-only (no transaction id, no WAL, no commit flush). Read the cursor
+    -- row only after this returns true: the statement's fresh snapshot then sees everything
+    -- the previous holder committed.
+    -- ---------------------------------------------------------------------------------------
 DECLARE
     v_id integer;
 BEGIN
-    SELECT cur.lock_id INTO v_id FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+    SELECT cur.lock_id INTO v_id FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
     IF v_id IS NULL THEN
-        PERFORM fn_iu_route_worker_not_registered(p_caller, p_worker_name);
+        PERFORM iu_core.fn_iu_route_worker_not_registered(p_caller, p_worker_name);
     END IF;
     IF p_wait THEN
-        PERFORM pg_advisory_xact_lock(fn_iu_route_worker_lock_class(), v_id);
+        PERFORM pg_advisory_xact_lock(iu_core.fn_iu_route_worker_lock_class(), v_id);
         RETURN true;
     END IF;
-    RETURN fn_iu_route_worker_try_lock(v_id);
+    RETURN iu_core.fn_iu_route_worker_try_lock(v_id);
 END;
 $$;
 
 --
--- Name: fn_iu_route_worker_lock_class(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_lock_class(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_lock_class() RETURNS integer
+CREATE FUNCTION iu_core.fn_iu_route_worker_lock_class() RETURNS integer
     LANGUAGE sql IMMUTABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_lock_class: the advisory-lock class of this package's route workers
+    -- ('iu' + 1); the second key is the worker's lock_id, so no two workers share a lock.
+    -- fn_iu_route_worker_try_lock(p_lock_id): take that lock without waiting (true) or learn
+    -- that another transaction holds it (false). Both inlinable SQL, so the idle path of a run
+    -- takes the lock inside an expression, without a call.
+    -- ---------------------------------------------------------------------------------------
     SELECT 26997
 $$;
 
 --
--- Name: fn_iu_route_worker_not_registered(text, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_not_registered(text, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_not_registered(p_caller text, p_worker_name text) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_route_worker_not_registered(p_caller text, p_worker_name text) RETURNS void
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_not_registered: the one "unknown worker" error (P0002 + the fix).
+    -- ---------------------------------------------------------------------------------------
 BEGIN
     RAISE EXCEPTION '%: worker % is not registered', p_caller, quote_literal(p_worker_name)
         USING ERRCODE = 'P0002',
@@ -2032,31 +1689,53 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS TABLE(id uuid, txid xid8, created_at timestamp with time zone, route_key text, route_kind text, decision text)
+CREATE FUNCTION iu_core.fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS TABLE(id uuid, txid xid8, created_at timestamp with time zone, route_key text, route_kind text, decision text)
     LANGUAGE sql STABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_page: the next page of the window with each event's route and
+    -- decision (fn_iu_route_decide over the route resolved by (domain, type, stream); NULL
+    -- route fields when none matches). The one query both decide_page and decide_each read.
+    -- Inlinable SQL, like the claim it wraps.
+    -- ---------------------------------------------------------------------------------------
     SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
-           fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run)
-      FROM fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
-      LEFT JOIN iu_outbound_route rt
+           iu_core.fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run)
+      FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
+      LEFT JOIN public.iu_outbound_route rt
              ON rt.event_domain = p_event_domain
             AND rt.event_type = p.event_type
             AND rt.event_stream = p.event_stream
 $$;
 
 --
--- Name: fn_iu_route_worker_pass(text, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_pass(text, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer) RETURNS jsonb
+CREATE FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer) RETURNS jsonb
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_pass(p_worker_name, p_batch_limit) -> jsonb summary: the full pass of
+    -- fn_iu_route_worker_run, for every run its idle path does not answer. Internal (nobody
+    -- but the owner may execute it); it runs inside the run, under its pinned search_path and
+    -- plan_cache_mode, after its guard and batch-limit check; it checks the worker name first.
+    --   1. the worker's advisory lock, without waiting: when another run holds it,
+    --      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
+    --      P0002 with the register call as HINT
+    --   2. the dual fail-closed gate (master AND worker): closed -> {"gated": true, "reason"},
+    --      nothing claimed, the cursor untouched, the heartbeat beaten (an invoked worker is alive)
+    --   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
+    --   4. pages until the batch is full or the windows are exhausted: decide_page (or
+    --      decide_each when the page statement fails), then deliver_page
+    --   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat;
+    --      otherwise fn_iu_route_worker_advance: the cursor, the counters, the heartbeat
+    -- ---------------------------------------------------------------------------------------
 DECLARE
-    c              iu_route_worker_cursor%ROWTYPE;
-    t              iu_route_run_tally := fn_iu_route_run_tally_zero();
+    c              public.iu_route_worker_cursor%ROWTYPE;
+    t              iu_core.iu_route_run_tally := iu_core.fn_iu_route_run_tally_zero();
     v_routes_on    boolean;
     v_worker_on    boolean;
     v_reason       text;
@@ -2082,24 +1761,24 @@ DECLARE
     v_holders      jsonb;
     v_summary      jsonb;
 BEGIN
-    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
     -- One run per worker at a time: a second run never waits, it reports busy.
-    IF NOT fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
+    IF NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
         RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
                                   'reason', 'another run of this worker is in progress',
                                   'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
                                   'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
     END IF;
-    SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+    SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
 
     -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
-    v_routes_on := fn_iu_core_routes_enabled() IS TRUE;
-    v_worker_on := fn_iu_route_worker_enabled() IS TRUE;
+    v_routes_on := public.fn_iu_core_routes_enabled() IS TRUE;
+    v_worker_on := public.fn_iu_route_worker_enabled() IS TRUE;
     IF NOT (v_routes_on AND v_worker_on) THEN
         v_reason := CASE WHEN NOT v_routes_on AND NOT v_worker_on THEN 'master_and_worker_gates_closed'
                          WHEN NOT v_routes_on THEN 'master_gate_closed'
                          ELSE 'worker_gate_closed' END;
-        PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+        PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, c.event_domain,
                                         jsonb_build_object('gated', true, 'reason', v_reason));
         RETURN jsonb_build_object('worker', p_worker_name, 'event_domain', c.event_domain,
                                   'gated', true, 'busy', false, 'reason', v_reason,
@@ -2112,8 +1791,8 @@ BEGIN
     -- Cursor sanity (the stored position must belong to this cluster) and rows restored
     -- from another cluster, in one statement: both checks are inlined, unguarded internals
     -- (this function passed the guard above).
-    SELECT (SELECT k FROM fn_iu_route_worker_cursor_check(c) k LIMIT 1),
-           EXISTS (SELECT 1 FROM fn_iu_route_worker_foreign_rows(c.event_domain))
+    SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(c) k LIMIT 1),
+           EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(c.event_domain))
       INTO v_problem, v_foreign;
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: %', v_problem
@@ -2136,7 +1815,7 @@ BEGIN
     LOOP
         IF v_window IS NULL THEN
             -- A fresh window: everything committed as of this statement.
-            v_window      := fn_iu_route_worker_snapshot();
+            v_window      := iu_core.fn_iu_route_worker_snapshot();
             v_opened_here := true;
             v_opened      := v_opened + 1;
             v_after_txid  := NULL;
@@ -2146,7 +1825,7 @@ BEGIN
         v_before     := t.claimed;
 
         IF v_opened_here AND v_after_txid IS NULL
-           AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_claim(c.event_domain, v_done, v_window, NULL, NULL, 1)) THEN
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, v_done, v_window, NULL, NULL, 1)) THEN
             -- The first page of a window this run opened, and the window holds nothing (the
             -- caught-up poll): one probe of the claim instead of the page statement and its
             -- subtransaction. The empty window closes below, as a short page.
@@ -2161,7 +1840,7 @@ BEGIN
             v_page_done := false;
             IF NOT v_guarded THEN
                 BEGIN
-                    t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
                                                         v_after_txid, v_after_id, v_page_limit, false);
                     v_page_done := true;
                 EXCEPTION
@@ -2174,7 +1853,7 @@ BEGIN
             END IF;
             IF v_guarded AND NOT v_page_done THEN
                 BEGIN
-                    t := fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
                                                         v_after_txid, v_after_id, v_page_limit, true);
                 EXCEPTION WHEN OTHERS THEN
                     GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
@@ -2183,11 +1862,11 @@ BEGIN
             END IF;
             IF v_page_err IS NOT NULL THEN
                 v_fallback_err := v_page_err;
-                t := fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
+                t := iu_core.fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
                                                     v_after_txid, v_after_id, v_page_limit);
             END IF;
             IF cardinality(t.deliver_ids) > 0 THEN
-                t := fn_iu_route_worker_deliver_page(t, p_worker_name);
+                t := iu_core.fn_iu_route_worker_deliver_page(t, p_worker_name);
             END IF;
         END IF;
 
@@ -2215,9 +1894,9 @@ BEGIN
     -- snapshots stored after this run. An idle run stores nothing, so its position is
     -- still the cursor's done snapshot.
     v_holders := CASE WHEN t.claimed = 0 AND c.window_snapshot IS NULL
-                      THEN fn_iu_route_worker_holders(c.done_snapshot, NULL)
-                      ELSE fn_iu_route_worker_holders(v_done, v_window) END;
-    v_summary := fn_iu_route_worker_summary(p_worker_name, c.event_domain, p_batch_limit, t,
+                      THEN iu_core.fn_iu_route_worker_holders(c.done_snapshot, NULL)
+                      ELSE iu_core.fn_iu_route_worker_holders(v_done, v_window) END;
+    v_summary := iu_core.fn_iu_route_worker_summary(p_worker_name, c.event_domain, p_batch_limit, t,
                                             v_window IS NOT NULL, v_opened, v_closed, v_fallback_err,
                                             t.claimed = 0 AND c.window_snapshot IS NULL, v_holders);
 
@@ -2226,14 +1905,14 @@ BEGIN
         -- empty window just opened and closed adds nothing: the rows not visible in it are
         -- exactly the rows not visible in done). Write nothing but a due heartbeat, so idle
         -- polling neither consumes transaction ids nor leaves dead row versions behind.
-        IF EXISTS (SELECT 1 FROM fn_iu_route_worker_beat_due(p_worker_name, NULL)) THEN
-            PERFORM fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+        IF EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, NULL)) THEN
+            PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, c.event_domain,
                 jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
                                    'held_open_count', jsonb_array_length(v_holders)));
         END IF;
         RETURN v_summary;
     END IF;
-    PERFORM fn_iu_route_worker_advance(p_worker_name, c.event_domain,
+    PERFORM iu_core.fn_iu_route_worker_advance(p_worker_name, c.event_domain,
                                        CASE WHEN v_done_moved THEN v_done END,
                                        v_window, v_after_txid, v_after_id, t, v_summary);
     RETURN v_summary;
@@ -2241,15 +1920,22 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) RETURNS TABLE(pending bigint, oldest_created_at timestamp with time zone, capped boolean)
+CREATE FUNCTION iu_core.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) RETURNS TABLE(pending bigint, oldest_created_at timestamp with time zone, capped boolean)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
     SET max_parallel_workers_per_gather TO '0'
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Internal: what is still waiting for a worker (backlog) and how old the oldest of it is.
+    -- Rows not visible in done_snapshot, minus what the open window already consumed; only
+    -- committed rows count (the statement's snapshot). The count stops at 10,000 (capped:
+    -- true), so a look at a worker that never ran, or is far behind, costs the same on a
+    -- 10-million-row log as on a small one; oldest_created_at is then the oldest of those.
+    -- ---------------------------------------------------------------------------------------
 DECLARE
     v_xip    xid8;
     v_n      bigint;
@@ -2257,13 +1943,12 @@ DECLARE
     v_total  bigint := 0;
     v_oldest timestamptz;
 BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_pending');
     -- (a) transactions in progress when done was taken: one index probe per xid, each
     -- planned with its own value (usually none or a handful)
     FOREACH v_xip IN ARRAY coalesce(ARRAY(SELECT pg_snapshot_xip(p_done)), '{}') LOOP
         SELECT count(*), min(w.created_at) INTO v_n, v_min
           FROM (SELECT o.created_at
-                  FROM event_outbox o
+                  FROM public.event_outbox o
                  WHERE o.event_domain = p_event_domain AND o.txid = v_xip
                    AND (p_window IS NULL OR p_after_txid IS NULL
                         OR NOT pg_visible_in_snapshot(o.txid, p_window)
@@ -2277,7 +1962,7 @@ BEGIN
     IF v_total <= 10000 THEN
         SELECT count(*), min(w.created_at) INTO v_n, v_min
           FROM (SELECT o.created_at
-                  FROM event_outbox o
+                  FROM public.event_outbox o
                  WHERE o.event_domain = p_event_domain
                    AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
                    AND (p_window IS NULL OR p_after_txid IS NULL
@@ -2296,71 +1981,19 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_register(text, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_require_name(text, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_register(p_worker_name text, p_event_domain text DEFAULT 'iu'::text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_sysid   bigint;
-    v_actor   text;
-    v_created integer;
-    v_hb      integer;
-    c         iu_route_worker_cursor%ROWTYPE;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_register');
-    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_actor := fn_queue_actor(NULL, 'fn_iu_route_worker_register');
-    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_register', p_worker_name);
-    PERFORM fn_iu_require_name('fn_iu_route_worker_register', 'p_event_domain', p_event_domain);
-
-    INSERT INTO iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
-    VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
-    ON CONFLICT (worker_name) DO NOTHING;
-    GET DIAGNOSTICS v_created = ROW_COUNT;
-
-    SELECT * INTO c FROM iu_route_worker_cursor WHERE worker_name = p_worker_name;
-    IF c.event_domain <> p_event_domain THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_register: worker % is already registered for domain %',
-            quote_literal(p_worker_name), quote_literal(c.event_domain)
-            USING ERRCODE = '22023',
-                  HINT = 'A worker consumes one domain; register another worker name for another domain.';
-    END IF;
-
-    INSERT INTO queue_heartbeat (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
-                                 stale_threshold_seconds, registered_by, last_beat_payload)
-    SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], d.expected_cadence_seconds,
-           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true)
-      FROM fn_queue_heartbeat_defaults('PG_worker') d
-    ON CONFLICT (executor_id) DO NOTHING;
-    GET DIAGNOSTICS v_hb = ROW_COUNT;
-
-    RETURN jsonb_build_object(
-        'worker', p_worker_name,
-        'event_domain', c.event_domain,
-        'registered', true,
-        'created', v_created > 0,
-        'cursor', CASE WHEN c.done_snapshot IS NULL AND c.window_snapshot IS NULL THEN 'start_of_stream' ELSE 'kept' END,
-        'system_identifier', c.system_identifier::text,
-        'heartbeat_created', v_hb > 0,
-        'heartbeat', (SELECT jsonb_build_object('executor_id', h.executor_id, 'executor_kind', h.executor_kind,
-                                                'expected_cadence_seconds', h.expected_cadence_seconds,
-                                                'stale_threshold_seconds', h.stale_threshold_seconds)
-                        FROM queue_heartbeat h WHERE h.executor_id = p_worker_name));
-END;
-$$;
-
---
--- Name: fn_iu_route_worker_require_name(text, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_route_worker_require_name(p_caller text, p_worker_name text) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_route_worker_require_name(p_caller text, p_worker_name text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_require_name: the worker-name rule of every function that takes one.
+    -- A worker name is a bounded, non-blank name (fn_iu_require_name) without ':' (it is part
+    -- of the idempotency key).
+    -- ---------------------------------------------------------------------------------------
 BEGIN
-    PERFORM fn_iu_require_name(p_caller, 'p_worker_name', p_worker_name);
+    PERFORM iu_core.fn_iu_require_name(p_caller, 'p_worker_name', p_worker_name);
     IF position(':' IN p_worker_name) > 0 THEN
         RAISE EXCEPTION '%: p_worker_name % may not contain '':''', p_caller, quote_literal(p_worker_name)
             USING ERRCODE = '22023',
@@ -2370,103 +2003,20 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_reset_cursor(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_snapshot(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_reset_cursor(p_worker_name text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    c       iu_route_worker_cursor%ROWTYPE;
-    v_sysid bigint;
-    v_actor text;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_iu_route_worker_reset_cursor');
-    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_actor := fn_queue_actor(NULL, 'fn_iu_route_worker_reset_cursor');
-    PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
-    PERFORM fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
-    SELECT * INTO c FROM iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
-
-    UPDATE iu_route_worker_cursor cur
-       SET done_snapshot = NULL, window_snapshot = NULL, window_txid = NULL, window_event_id = NULL,
-           last_created_at = NULL, last_event_id = NULL,
-           system_identifier = v_sysid, reset_at = now(), reset_by = v_actor
-     WHERE cur.worker_name = p_worker_name;
-
-    RETURN jsonb_build_object(
-        'worker', p_worker_name,
-        'reset', true,
-        'cursor', 'start_of_stream',
-        'system_identifier', v_sysid::text,
-        'previous', jsonb_build_object('done_snapshot', c.done_snapshot::text,
-                                       'window_snapshot', c.window_snapshot::text,
-                                       'last_created_at', c.last_created_at,
-                                       'last_event_id', c.last_event_id,
-                                       'system_identifier', c.system_identifier::text),
-        'reset_by', v_actor,
-        'note', 'the next runs re-scan the domain; idempotency keys keep them duplicate-free');
-END;
-$$;
-
---
--- Name: fn_iu_route_worker_run(text, integer); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer DEFAULT 100) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    SET plan_cache_mode TO 'force_generic_plan'
-    AS $$
-DECLARE
-    v_lock_id integer;
-    v_domain  text;
-    v_done    pg_snapshot;
-    v_waits   boolean;
-    v_quiet   boolean;
-    v_holders jsonb;
-BEGIN
-    -- The guard as an expression (it returns true or raises): no statement of its own.
-    IF NOT fn_iu_require_trusted_search_path('fn_iu_route_worker_run') THEN
-        RETURN NULL;
-    END IF;
-    -- The worker name is checked by the full pass: a name that breaks the name rule was
-    -- never registered, so the idle probe finds no worker for it and the full pass refuses
-    -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
-    -- order in which a call with both learns about them).
-    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
-        PERFORM fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
-        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
-            coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
-    END IF;
-
-    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
-      INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
-      FROM fn_iu_route_worker_idle_probe(p_worker_name) p;
-    -- Then the outbox, with the position as values (pruned when the statement starts);
-    -- the lock only when both are quiet.
-    IF v_quiet
-       AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()))
-       AND fn_iu_route_worker_try_lock(v_lock_id) THEN
-        -- The holders of the position it keeps, described only when one still runs.
-        v_holders := CASE WHEN v_waits THEN fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
-        -- As the full pass reports an idle run: one empty window opened and closed.
-        RETURN fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
-                                          fn_iu_route_run_tally_zero(),
-                                          false, 1, 1, NULL, true, v_holders);
-    END IF;
-    RETURN fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
-END;
-$$;
-
---
--- Name: fn_iu_route_worker_snapshot(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_iu_route_worker_snapshot() RETURNS pg_snapshot
+CREATE FUNCTION iu_core.fn_iu_route_worker_snapshot() RETURNS pg_snapshot
     LANGUAGE plpgsql
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Internal: the snapshot a new window is taken with. pg_current_snapshot() leaves the
+    -- calling transaction's own xid out of its in-progress list, so when the caller inserted
+    -- events in the same transaction (or inserts more after the run, before it commits) and a
+    -- newer transaction has completed, its own xid would read as "visible" and its rows would
+    -- land behind done_snapshot, never to be claimed. Listing our own xid as in progress makes
+    -- branch (a) of the claim pick those rows up once the transaction commits.
+    -- ---------------------------------------------------------------------------------------
 DECLARE
     v_snap pg_snapshot := pg_current_snapshot();
     v_self xid8        := pg_current_xact_id_if_assigned();
@@ -2481,13 +2031,21 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_summary(text, text, integer, public.iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_summary(text, text, integer, iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb) RETURNS jsonb
+CREATE FUNCTION iu_core.fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally iu_core.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb) RETURNS jsonb
     LANGUAGE sql STABLE
     AS $$
-    SELECT fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_summary: the summary of a run that was not gated and not busy, the
+    -- one shape both the idle path and the full pass return: the counts
+    -- (fn_iu_route_worker_summary_counts) and the keys that name the worker, its domain, the
+    -- transactions holding its position back and the moment.
+    -- Inlinable SQL (the caller passes plain values: computed holders, not a call), so
+    -- building it costs no call.
+    -- ---------------------------------------------------------------------------------------
+    SELECT iu_core.fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
         || jsonb_build_object(
                'worker', p_worker_name,
                'event_domain', p_event_domain,
@@ -2498,12 +2056,26 @@ CREATE FUNCTION public.fn_iu_route_worker_summary(p_worker_name text, p_event_do
 $$;
 
 --
--- Name: fn_iu_route_worker_summary_counts(public.iu_route_run_tally, boolean, integer, integer, text, boolean); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_summary_counts(p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean) RETURNS jsonb
+CREATE FUNCTION iu_core.fn_iu_route_worker_summary_counts(p_tally iu_core.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
     AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_summary_counts: what a run did (its tally, its windows, whether it
+    -- fell back and why, whether it was idle), the part of the summary that names neither the
+    -- worker nor the moment.
+    -- (A NULL value is written as JSON null, as jsonb_build_object would write it.)
+    -- Why JSON text and not jsonb_build_object: jsonb_build_object is STABLE, and a STABLE call
+    -- is neither folded nor inlined into an IMMUTABLE function. Text made of integers and
+    -- booleans needs no escaping, and every step of it (the casts, ||, the jsonb input, and
+    -- jsonb_object for the fallback's error text) is IMMUTABLE, so this function is both:
+    -- called with constants, as the idle path calls it (the zero tally, one window opened and
+    -- closed, no fallback), PostgreSQL folds it into one constant when the run's plan is made,
+    -- so an idle run builds only the keys that vary; called with the full pass's values it is
+    -- inlined, no call.
+    -- ---------------------------------------------------------------------------------------
     SELECT ('{"gated": false, "busy": false'
             || ', "claimed": ' || coalesce((p_tally).claimed::text, 'null')
             || ', "attempts_written": ' || coalesce((p_tally).attempts_written::text, 'null')
@@ -2528,20 +2100,20 @@ CREATE FUNCTION public.fn_iu_route_worker_summary_counts(p_tally public.iu_route
 $$;
 
 --
--- Name: fn_iu_route_worker_try_lock(integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_route_worker_try_lock(integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_route_worker_try_lock(p_lock_id integer) RETURNS boolean
+CREATE FUNCTION iu_core.fn_iu_route_worker_try_lock(p_lock_id integer) RETURNS boolean
     LANGUAGE sql
     AS $$
-    SELECT pg_try_advisory_xact_lock(fn_iu_route_worker_lock_class(), p_lock_id)
+    SELECT pg_try_advisory_xact_lock(iu_core.fn_iu_route_worker_lock_class(), p_lock_id)
 $$;
 
 --
--- Name: fn_iu_search_path_create_threats(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_search_path_create_threats(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_search_path_create_threats() RETURNS TABLE(threat text, object text, holder text, fix text)
+CREATE FUNCTION iu_core.fn_iu_search_path_create_threats() RETURNS TABLE(threat text, object text, holder text, fix text)
     LANGUAGE sql STABLE
     AS $$
     -- The cheap half, checked on every SECURITY DEFINER call: who may CREATE in public.
@@ -2551,48 +2123,48 @@ CREATE FUNCTION public.fn_iu_search_path_create_threats() RETURNS TABLE(threat t
     SELECT 'create_on_schema'::text, 'schema public'::text,
            CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::pg_catalog.regrole::text END,
            CASE WHEN a.grantee = n.nspowner
-                THEN pg_catalog.format('ALTER SCHEMA public OWNER TO %s;', public.fn_iu_package_owner()::pg_catalog.regrole)
+                THEN pg_catalog.format('ALTER SCHEMA public OWNER TO %s;', iu_core.fn_iu_package_owner()::pg_catalog.regrole)
                 ELSE pg_catalog.format('REVOKE CREATE ON SCHEMA public FROM %s;',
                                        CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::pg_catalog.regrole::text END) END
       FROM pg_catalog.pg_namespace n
      CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) a
      WHERE n.nspname = 'public'
        AND a.privilege_type = 'CREATE'
-       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[a.grantee]))
+       AND EXISTS (SELECT 1 FROM iu_core.fn_iu_untrusted_roles(ARRAY[a.grantee]))
 $$;
 
 --
--- Name: fn_iu_search_path_threats(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_search_path_threats(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_search_path_threats() RETURNS TABLE(threat text, object text, holder text, fix text)
+CREATE FUNCTION iu_core.fn_iu_search_path_threats() RETURNS TABLE(threat text, object text, holder text, fix text)
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- The full scan (install and the runtime verification W10): who may CREATE in public,
     -- and which functions and operators in public belong to an untrusted role (an overload
     -- planted while the schema was open stays dangerous after CREATE is revoked).
-    SELECT * FROM public.fn_iu_search_path_create_threats()
+    SELECT * FROM iu_core.fn_iu_search_path_create_threats()
     UNION ALL
     SELECT 'function', p.oid::pg_catalog.regprocedure::text, p.proowner::pg_catalog.regrole::text,
            pg_catalog.format('DROP %s %s;', CASE p.prokind WHEN 'a' THEN 'AGGREGATE' WHEN 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END,
                              p.oid::pg_catalog.regprocedure)
       FROM pg_catalog.pg_proc p
      WHERE p.pronamespace = 'public'::pg_catalog.regnamespace
-       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[p.proowner]))
+       AND EXISTS (SELECT 1 FROM iu_core.fn_iu_untrusted_roles(ARRAY[p.proowner]))
     UNION ALL
     SELECT 'operator', o.oid::pg_catalog.regoperator::text, o.oprowner::pg_catalog.regrole::text,
            pg_catalog.format('DROP OPERATOR %s;', o.oid::pg_catalog.regoperator)
       FROM pg_catalog.pg_operator o
      WHERE o.oprnamespace = 'public'::pg_catalog.regnamespace
-       AND EXISTS (SELECT 1 FROM public.fn_iu_untrusted_roles(ARRAY[o.oprowner]))
+       AND EXISTS (SELECT 1 FROM iu_core.fn_iu_untrusted_roles(ARRAY[o.oprowner]))
 $$;
 
 --
--- Name: fn_iu_untrusted_roles(oid[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_iu_untrusted_roles(oid[]); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_iu_untrusted_roles(p_roles oid[]) RETURNS TABLE(role oid)
+CREATE FUNCTION iu_core.fn_iu_untrusted_roles(p_roles oid[]) RETURNS TABLE(role oid)
     LANGUAGE sql STABLE
     AS $$
     -- The trust rule, in one place: which of p_roles are untrusted. 0 is PUBLIC (everyone):
@@ -2600,10 +2172,9 @@ CREATE FUNCTION public.fn_iu_untrusted_roles(p_roles oid[]) RETURNS TABLE(role o
     -- as the database's owner. Trusted means pg_has_role(role, owner, 'MEMBER'), which is
     -- true for the owner itself, its members and every superuser (a superuser is a member
     -- of every role), and false for a role that no longer exists. Membership and superuser
-    -- status come from the role caches, so the per-call guard scans no role table. Written
-    -- to be inlined (no SET, everything pg_catalog-qualified, one SELECT) so the guard pays
-    -- for one cached plan, not for a function call per role; it is only ever inlined into
-    -- queries of functions that pin search_path = pg_catalog.
+    -- status come from the role caches. The owner is the owner of schema iu_core
+    -- (fn_iu_package_owner's rule, inlined here). Written to be inlined (no SET, everything
+    -- pg_catalog-qualified, one SELECT).
     SELECT g.role
       FROM pg_catalog.unnest(p_roles) AS g(role)
      WHERE g.role = 0
@@ -2612,273 +2183,31 @@ CREATE FUNCTION public.fn_iu_untrusted_roles(p_roles oid[]) RETURNS TABLE(role o
                     THEN (SELECT d.datdba FROM pg_catalog.pg_database d
                            WHERE d.datname = pg_catalog.current_database())
                     ELSE g.role END,
-               (SELECT p.proowner FROM pg_catalog.pg_proc p
-                 WHERE p.oid = 'public.fn_iu_package_owner()'::pg_catalog.regprocedure),
+               (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'iu_core'),
                'MEMBER'), false)
 $$;
 
 --
--- Name: fn_job_new_id(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_complete_one(text, uuid, text, uuid); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_new_id() RETURNS uuid
-    LANGUAGE sql PARALLEL SAFE
-    AS $$
-    -- A time-ordered job id: 48 bits of Unix milliseconds, the version nibble 7, then 76
-    -- bits of a hash of random(). Why time-ordered: ids drawn in enqueue order land at the
-    -- right edge of the primary key instead of on random pages, so enqueueing stays as
-    -- cheap with a million rows in the table as with none. Why random() and not
-    -- gen_random_uuid(): ids must be unique, not secret, and the strong generator costs
-    -- several times more per row; within one millisecond the random part (seeded per
-    -- session from the strong generator) makes a collision vanishingly unlikely, and the
-    -- primary key would refuse one rather than merge two jobs.
-    SELECT (lpad(to_hex(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0')
-            || '7' || substr(md5(random()::text), 1, 19))::uuid
-$$;
-
---
--- Name: job_queue; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.job_queue (
-    job_id uuid DEFAULT public.fn_job_new_id() NOT NULL,
-    job_kind text NOT NULL,
-    event_domain text NOT NULL,
-    status text DEFAULT 'queued'::text NOT NULL,
-    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
-    process_after timestamp with time zone DEFAULT now() NOT NULL,
-    enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
-    attempt integer DEFAULT 0 NOT NULL,
-    max_attempts integer DEFAULT 5 NOT NULL,
-    lease_owner text,
-    lease_expires_at timestamp with time zone,
-    lease_token uuid,
-    last_error text,
-    dedupe_key text,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    finished_at timestamp with time zone,
-    CONSTRAINT job_queue_attempt_check CHECK ((attempt >= 0)),
-    CONSTRAINT job_queue_event_domain_check CHECK ((event_domain <> ''::text)),
-    CONSTRAINT job_queue_job_kind_check CHECK ((job_kind <> ''::text)),
-    CONSTRAINT job_queue_lease_ck CHECK (((status = 'running'::text) = ((lease_owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT job_queue_max_attempts_check CHECK ((max_attempts > 0)),
-    CONSTRAINT job_queue_payload_hygiene CHECK (public.fn_iu_payload_is_clean(payload)),
-    CONSTRAINT job_queue_payload_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT job_queue_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text]))),
-    CONSTRAINT job_queue_token_ck CHECK (((status <> 'running'::text) OR (lease_token IS NOT NULL)))
-);
-
---
--- Name: TABLE job_queue; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.job_queue IS 'Lease-based job queue. Enqueue with fn_job_enqueue(_many), work with fn_job_claim / fn_job_extend_lease / fn_job_complete(_many) / fn_job_fail(_many).';
-
---
--- Name: fn_job_claim(text, text[], integer, integer); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_claim(p_worker text, p_job_kinds text[], p_limit integer DEFAULT 1, p_lease_seconds integer DEFAULT 60) RETURNS SETOF public.job_queue
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Leases up to p_limit due queued jobs of the asked kinds (paused kinds skipped) to
--- p_worker for p_lease_seconds, oldest due first, in one statement: FOR UPDATE SKIP
--- LOCKED, so concurrent claimers take disjoint jobs without waiting for each other. Each
--- claimed row gets attempt + 1 and a fresh lease_token, returned with the row.
--- One kind (the common case) reads the due index in order and stops after p_limit rows.
--- Several kinds read the index once per kind (up to p_limit each, in order) and keep the
--- p_limit oldest; the extra rows it locked are released when the claim commits.
-DECLARE
-    v_kinds  text[];
-    -- Lease tokens are md5(secret || job_id): one draw of the strong generator per claim
-    -- (not per row) keeps every token unguessable and distinct per job and per claim.
-    v_secret text;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_claim');
-    v_secret := gen_random_uuid()::text;
-    IF p_job_kinds IS NULL OR cardinality(p_job_kinds) = 0 THEN
-        RAISE EXCEPTION 'fn_job_claim: p_job_kinds required (an array of job kinds)' USING ERRCODE = '22023';
-    END IF;
-    -- Every argument check in one statement (a claim is the hot path).
-    PERFORM fn_iu_require_name('fn_job_claim', 'p_worker', p_worker),
-            fn_job_require_range('fn_job_claim', 'the number of p_job_kinds', cardinality(p_job_kinds), 1, 100),
-            fn_job_require_range('fn_job_claim', 'p_limit', p_limit, 1, 1000),
-            fn_job_require_range('fn_job_claim', 'p_lease_seconds', p_lease_seconds, 1, 86400),
-            (SELECT count(fn_iu_require_name('fn_job_claim', 'p_job_kinds', k)) FROM unnest(p_job_kinds) AS k);
-
-    IF cardinality(p_job_kinds) = 1 THEN
-        -- One kind: the pause check is part of the claim statement (evaluated once).
-        RETURN QUERY
-        WITH due AS (
-            SELECT j.job_id
-              FROM job_queue j
-             WHERE j.status = 'queued'
-               AND j.job_kind = p_job_kinds[1]
-               AND j.process_after <= now()
-               AND NOT EXISTS (SELECT 1 FROM job_kind_pause p WHERE p.job_kind = p_job_kinds[1])
-             ORDER BY j.process_after, j.job_id
-             LIMIT p_limit
-               FOR UPDATE SKIP LOCKED
-        )
-        UPDATE job_queue j
-           SET status           = 'running',
-               lease_owner      = p_worker,
-               lease_expires_at = now() + make_interval(secs => p_lease_seconds),
-               lease_token      = md5(v_secret || j.job_id::text)::uuid,
-               attempt          = j.attempt + 1,
-               updated_at       = now()
-          FROM due
-         WHERE j.job_id = due.job_id
-        RETURNING j.*;
-        RETURN;
-    END IF;
-
-    v_kinds := ARRAY(SELECT DISTINCT k FROM unnest(p_job_kinds) AS k
-                      WHERE NOT EXISTS (SELECT 1 FROM job_kind_pause p WHERE p.job_kind = k));
-    IF cardinality(v_kinds) = 0 THEN
-        RETURN;
-    END IF;
-
-    RETURN QUERY
-    WITH due AS (
-        SELECT c.job_id
-          FROM unnest(v_kinds) AS k(kind)
-         CROSS JOIN LATERAL (
-               SELECT j.job_id, j.process_after
-                 FROM job_queue j
-                WHERE j.status = 'queued'
-                  AND j.job_kind = k.kind
-                  AND j.process_after <= now()
-                ORDER BY j.process_after, j.job_id
-                LIMIT p_limit
-                  FOR UPDATE SKIP LOCKED
-         ) c
-         ORDER BY c.process_after, c.job_id
-         LIMIT p_limit
-    )
-    UPDATE job_queue j
-       SET status           = 'running',
-           lease_owner      = p_worker,
-           lease_expires_at = now() + make_interval(secs => p_lease_seconds),
-           lease_token      = md5(v_secret || j.job_id::text)::uuid,
-           attempt          = j.attempt + 1,
-           updated_at       = now()
-      FROM due
-     WHERE j.job_id = due.job_id
-    RETURNING j.*;
-END;
-$$;
-
---
--- Name: fn_job_complete(uuid, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_complete(p_job_id uuid, p_worker text) RETURNS jsonb
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-    -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared (two
-    -- sessions, or a restarted worker reusing its name): a stale holder can complete a job
-    -- that was re-claimed under the same name. Use the lease_token form.
-    SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_job_complete') THEN fn_job_complete_one('fn_job_complete', p_job_id, p_worker, NULL) END
-$$;
-
---
--- Name: fn_job_complete(uuid, text, uuid); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_complete(p_job_id uuid, p_worker text, p_lease_token uuid) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Completes a job the caller holds: fenced by the claim's lease_token (see the lease rule).
--- Returns {"completed": true, ...}, {"completed": true, "already": true} for a repeat of
--- the complete that succeeded, or {"refused": true, "reason": "lease_lost"}.
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_complete');
-    IF p_lease_token IS NULL THEN
-        RAISE EXCEPTION 'fn_job_complete: p_lease_token required' USING ERRCODE = '22023',
-            HINT = 'Pass the lease_token fn_job_claim returned with the job.';
-    END IF;
-    RETURN fn_job_complete_one('fn_job_complete', p_job_id, p_worker, p_lease_token);
-END;
-$$;
-
---
--- Name: fn_job_complete_many(text, uuid[], uuid[]); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_complete_many(p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Completes a batch in one statement: element i is job p_job_ids[i] with token
--- p_lease_tokens[i]. Each job the caller holds (fn_job_holds_lease) becomes succeeded; a
--- job already succeeded under that same token counts as already (a retried batch); every
--- other element is refused. Returns {"completed": n, "already": n, "refused": n,
--- "refused_jobs": [{"job_id", "reason": "lease_lost" | "not_found"}]}.
-DECLARE
-    v_out jsonb;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_complete_many');
-    IF fn_job_require_batch('fn_job_complete_many', p_worker, p_job_ids, p_lease_tokens) = 0 THEN
-        RETURN jsonb_build_object('completed', 0, 'already', 0, 'refused', 0, 'refused_jobs', '[]'::jsonb);
-    END IF;
-    WITH input AS (
-        SELECT i.job_id, i.token FROM unnest(p_job_ids, p_lease_tokens) AS i(job_id, token)
-    ), done AS (
-        UPDATE job_queue j
-           SET status = 'succeeded', lease_owner = NULL, lease_expires_at = NULL,
-               finished_at = now(), updated_at = now()
-          FROM input i
-         WHERE j.job_id = i.job_id
-           AND fn_job_holds_lease(j, p_worker, i.token)
-        RETURNING j.job_id
-    ), verdict AS (
-        -- Jobs not updated are read as they were before this statement.
-        SELECT i.job_id,
-               CASE WHEN d.job_id IS NOT NULL THEN 'completed'
-                    WHEN o.job_id IS NULL THEN 'not_found'
-                    WHEN o.status = 'succeeded' AND o.lease_token = i.token THEN 'already'
-                    ELSE 'lease_lost' END AS v
-          FROM input i
-          LEFT JOIN done d ON d.job_id = i.job_id
-          LEFT JOIN job_queue o ON d.job_id IS NULL AND o.job_id = i.job_id
-    )
-    SELECT jsonb_build_object(
-               'completed', count(*) FILTER (WHERE v = 'completed'),
-               'already',   count(*) FILTER (WHERE v = 'already'),
-               'refused',   count(*) FILTER (WHERE v IN ('lease_lost', 'not_found')),
-               'refused_jobs', coalesce(jsonb_agg(jsonb_build_object('job_id', job_id, 'reason', v))
-                                        FILTER (WHERE v IN ('lease_lost', 'not_found')), '[]'::jsonb))
-      INTO v_out
-      FROM verdict;
-    RETURN v_out;
-END;
-$$;
-
---
--- Name: fn_job_complete_one(text, uuid, text, uuid); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_complete_one(p_function text, p_job_id uuid, p_worker text, p_lease_token uuid) RETURNS jsonb
+CREATE FUNCTION iu_core.fn_job_complete_one(p_function text, p_job_id uuid, p_worker text, p_lease_token uuid) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 -- The body of both fn_job_complete forms (p_lease_token NULL: the name-only legacy form).
 -- Marks the job succeeded when the caller holds its lease; the token stays on the row so
 -- a repeat with that token is answered {"completed": true, "already": true}.
 DECLARE
-    v_job job_queue := fn_job_lease_row(p_function, p_job_id, p_worker);
+    v_job public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker);
 BEGIN
-    IF NOT coalesce(fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
+    IF NOT coalesce(iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
         IF p_lease_token IS NOT NULL AND v_job.status = 'succeeded' AND v_job.lease_token = p_lease_token THEN
             RETURN jsonb_build_object('completed', true, 'already', true);
         END IF;
         RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
     END IF;
-    UPDATE job_queue
+    UPDATE public.job_queue
        SET status = 'succeeded', lease_owner = NULL, lease_expires_at = NULL,
            finished_at = now(), updated_at = now()
      WHERE job_id = p_job_id;
@@ -2888,10 +2217,10 @@ END;
 $$;
 
 --
--- Name: fn_job_dead_letter_guard(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_dead_letter_guard(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_dead_letter_guard() RETURNS trigger
+CREATE FUNCTION iu_core.fn_job_dead_letter_guard() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -2913,17 +2242,17 @@ END;
 $$;
 
 --
--- Name: fn_job_dead_letter_insert(uuid); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_dead_letter_insert(uuid); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_dead_letter_insert(p_job_id uuid) RETURNS uuid
+CREATE FUNCTION iu_core.fn_job_dead_letter_insert(p_job_id uuid) RETURNS uuid
     LANGUAGE sql
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- Copies a job that just went dead into job_dead_letter, whole row included.
-    INSERT INTO job_dead_letter (job_id, job_kind, event_domain, job_snapshot, attempts, last_error, last_failed_at)
+    INSERT INTO public.job_dead_letter (job_id, job_kind, event_domain, job_snapshot, attempts, last_error, last_failed_at)
     SELECT j.job_id, j.job_kind, j.event_domain, to_jsonb(j), j.attempt, j.last_error, now()
-      FROM job_queue j WHERE j.job_id = p_job_id
+      FROM public.job_queue j WHERE j.job_id = p_job_id
     RETURNING id
 $$;
 
@@ -2954,12 +2283,15 @@ CREATE TABLE public.job_dead_letter (
 COMMENT ON TABLE public.job_dead_letter IS 'Dead jobs (out of attempts) with the whole job row. Replay (fn_job_dead_letter_replay) or resolve (fn_job_dead_letter_resolve); never deleted.';
 
 --
--- Name: fn_job_dead_letter_matches(public.job_dead_letter, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_dead_letter_matches(public.job_dead_letter, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_dead_letter_matches(d public.job_dead_letter, p_job_kind text, p_error_prefix text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) RETURNS boolean
+CREATE FUNCTION iu_core.fn_job_dead_letter_matches(d public.job_dead_letter, p_job_kind text, p_error_prefix text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
+    -- The filter of each queue, written once for both the batch it replays and its "more"
+    -- answer. One-expression SQL: inlined into both queries.
+    --
     -- A job dead letter has no SQLSTATE column: error_code matches the start of last_error.
     SELECT (p_job_kind IS NULL OR d.job_kind = p_job_kind)
        AND (p_error_prefix IS NULL OR starts_with(d.last_error, p_error_prefix))
@@ -2968,280 +2300,10 @@ CREATE FUNCTION public.fn_job_dead_letter_matches(d public.job_dead_letter, p_jo
 $$;
 
 --
--- Name: fn_job_dead_letter_replay(uuid, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_error_text(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_dead_letter_replay(p_dead_letter_id uuid, p_actor text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Re-enqueues a dead job as a fresh job (new job_id, attempt 0, due now) from its snapshot,
--- with its kind, domain, payload, max_attempts and dedupe key, and resolves the dead letter.
-DECLARE
-    v_dl  job_dead_letter;
-    v_new uuid;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_dead_letter_replay');
-    IF p_dead_letter_id IS NULL THEN
-        RAISE EXCEPTION 'fn_job_dead_letter_replay: p_dead_letter_id required' USING ERRCODE = '22023';
-    END IF;
-    SELECT * INTO v_dl FROM job_dead_letter WHERE id = p_dead_letter_id FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'fn_job_dead_letter_replay: dead letter % not found', p_dead_letter_id USING ERRCODE = 'P0002',
-            HINT = 'Open job dead letters: SELECT id, job_kind, last_error FROM job_dead_letter WHERE resolved_at IS NULL;';
-    END IF;
-    IF v_dl.resolved_at IS NOT NULL THEN
-        RETURN jsonb_build_object('replayed', false, 'reason', 'already_resolved', 'dead_letter_id', v_dl.id,
-                                  'resolution', v_dl.resolution, 'resolved_at', v_dl.resolved_at);
-    END IF;
-    v_new := fn_job_enqueue(v_dl.job_kind, v_dl.event_domain,
-                            coalesce(v_dl.job_snapshot -> 'payload', '{}'::jsonb), now(),
-                            v_dl.job_snapshot ->> 'dedupe_key',
-                            coalesce((v_dl.job_snapshot ->> 'max_attempts')::integer, 5));
-    UPDATE job_dead_letter
-       SET resolved_at = now(), resolution = 'replayed', resolved_by = fn_queue_actor(p_actor, 'fn_job_dead_letter_replay'), replayed_job_id = v_new
-     WHERE id = v_dl.id;
-    RETURN jsonb_build_object('replayed', true, 'dead_letter_id', v_dl.id, 'job_id', v_new,
-                              'original_job_id', v_dl.job_id, 'resolution', 'replayed');
-END;
-$$;
-
---
--- Name: fn_job_dead_letter_replay_many(jsonb, integer); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_dead_letter_replay_many(p_filter jsonb, p_limit integer DEFAULT 1000) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Replays up to p_limit (1..10000) open job dead letters matching p_filter, oldest failure
--- first, each with fn_job_dead_letter_replay (a fresh job; the dead letter resolved).
--- Returns {"selected": n, "replayed": n, "more": true while matching open ones remain}.
-DECLARE
-    f          record;
-    v_id       uuid;
-    v_selected integer := 0;
-    v_replayed integer := 0;
-    v_more     boolean;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_dead_letter_replay_many');
-    SELECT * INTO f FROM fn_queue_dead_letter_filter('fn_job_dead_letter_replay_many', p_filter, 'job_kind');
-    PERFORM fn_job_require_range('fn_job_dead_letter_replay_many', 'p_limit', p_limit, 1, 10000);
-    FOR v_id IN
-        SELECT d.id FROM job_dead_letter d
-         WHERE d.resolved_at IS NULL
-           AND fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)
-         ORDER BY d.last_failed_at, d.id
-         LIMIT p_limit
-           FOR UPDATE SKIP LOCKED
-    LOOP
-        v_selected := v_selected + 1;
-        IF (fn_job_dead_letter_replay(v_id) ->> 'replayed')::boolean THEN
-            v_replayed := v_replayed + 1;
-        END IF;
-    END LOOP;
-    SELECT EXISTS (
-        SELECT 1 FROM job_dead_letter d
-         WHERE d.resolved_at IS NULL
-           AND fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)) INTO v_more;
-    RETURN jsonb_build_object('selected', v_selected, 'replayed', v_replayed, 'more', v_more);
-END;
-$$;
-
---
--- Name: fn_job_dead_letter_resolve(uuid, text, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_dead_letter_resolve(p_dead_letter_id uuid, p_resolution text, p_actor text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_dl job_dead_letter;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_dead_letter_resolve');
-    IF p_dead_letter_id IS NULL THEN
-        RAISE EXCEPTION 'fn_job_dead_letter_resolve: p_dead_letter_id required' USING ERRCODE = '22023';
-    END IF;
-    IF coalesce(btrim(p_resolution), '') = '' THEN
-        RAISE EXCEPTION 'fn_job_dead_letter_resolve: p_resolution required' USING ERRCODE = '22023',
-            HINT = 'Say what was done, e.g. ''obsolete: superseded by job ...'' or ''fixed by hand, ticket OPS-1''.';
-    END IF;
-    SELECT * INTO v_dl FROM job_dead_letter WHERE id = p_dead_letter_id FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'fn_job_dead_letter_resolve: dead letter % not found', p_dead_letter_id USING ERRCODE = 'P0002';
-    END IF;
-    IF v_dl.resolved_at IS NOT NULL THEN
-        RETURN jsonb_build_object('resolved', false, 'reason', 'already_resolved', 'dead_letter_id', v_dl.id,
-                                  'resolution', v_dl.resolution);
-    END IF;
-    UPDATE job_dead_letter
-       SET resolved_at = now(), resolution = p_resolution, resolved_by = fn_queue_actor(p_actor, 'fn_job_dead_letter_resolve')
-     WHERE id = v_dl.id
-    RETURNING * INTO v_dl;
-    RETURN jsonb_build_object('resolved', true, 'dead_letter_id', v_dl.id, 'resolution', v_dl.resolution,
-                              'resolved_by', v_dl.resolved_by, 'resolved_at', v_dl.resolved_at);
-END;
-$$;
-
---
--- Name: fn_job_enqueue(text, text, jsonb, timestamp with time zone, text, integer); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_enqueue(p_job_kind text, p_event_domain text, p_payload jsonb DEFAULT '{}'::jsonb, p_process_after timestamp with time zone DEFAULT now(), p_dedupe_key text DEFAULT NULL::text, p_max_attempts integer DEFAULT 5) RETURNS uuid
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
--- key is returned instead of a duplicate.
-DECLARE
-    v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
-    v_after   timestamptz;
-    v_id      uuid;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_enqueue');
-    PERFORM fn_iu_require_name('fn_job_enqueue', 'p_job_kind', p_job_kind);
-    PERFORM fn_iu_require_name('fn_job_enqueue', 'p_event_domain', p_event_domain);
-    PERFORM fn_iu_payload_require_clean('fn_job_enqueue', 'p_payload', v_payload);
-    v_after := fn_job_require_process_after('fn_job_enqueue', p_process_after);
-    PERFORM fn_job_require_range('fn_job_enqueue', 'p_max_attempts', p_max_attempts, 1, 100);
-    IF p_dedupe_key IS NOT NULL THEN
-        PERFORM fn_iu_require_name('fn_job_enqueue', 'p_dedupe_key', p_dedupe_key);
-    END IF;
-
-    -- The loop covers the race where the live job finishes between the conflict and the lookup.
-    LOOP
-        INSERT INTO job_queue (job_kind, event_domain, payload, process_after, max_attempts, dedupe_key)
-        VALUES (p_job_kind, p_event_domain, v_payload, v_after, p_max_attempts, p_dedupe_key)
-        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
-        RETURNING job_id INTO v_id;
-        IF v_id IS NOT NULL THEN
-            RETURN v_id;
-        END IF;
-        SELECT j.job_id INTO v_id FROM job_queue j
-         WHERE j.dedupe_key = p_dedupe_key AND j.status IN ('queued', 'running');
-        IF v_id IS NOT NULL THEN
-            RETURN v_id;
-        END IF;
-    END LOOP;
-END;
-$$;
-
---
--- Name: fn_job_enqueue_many(text, text, jsonb, timestamp with time zone, text[], integer); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_enqueue_many(p_job_kind text, p_event_domain text, p_payloads jsonb, p_process_after timestamp with time zone DEFAULT now(), p_dedupe_keys text[] DEFAULT NULL::text[], p_max_attempts integer DEFAULT 5) RETURNS uuid[]
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $_$
--- Enqueues one job per element of the JSON array p_payloads (each an object, hygiene
--- checked), all of one kind and domain, in one INSERT. p_dedupe_keys, when given, has one
--- key (or NULL) per payload; a key with a live job, or repeated inside the batch, yields
--- the existing job instead of a duplicate. Returns the job ids in input order (element i
--- of the result belongs to payload i). At most 10,000 payloads per call. The arguments are
--- all checked before anything is written, so a bad element writes nothing.
-DECLARE
-    v_n       integer;
-    v_after   timestamptz;
-    v_bad     record;
-    v_ids     uuid[];
-    v_missing integer;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_enqueue_many');
-    PERFORM fn_iu_require_name('fn_job_enqueue_many', 'p_job_kind', p_job_kind);
-    PERFORM fn_iu_require_name('fn_job_enqueue_many', 'p_event_domain', p_event_domain);
-    IF p_payloads IS NULL OR jsonb_typeof(p_payloads) <> 'array' THEN
-        RAISE EXCEPTION 'fn_job_enqueue_many: p_payloads must be a JSON array of objects' USING ERRCODE = '22023',
-            HINT = 'For example ''[{"ref": 1}, {"ref": 2}]''::jsonb.';
-    END IF;
-    -- The whole batch is bounded before anything reads it (8 MiB as jsonb: 10,000 payloads
-    -- of ~800 bytes), so the hygiene pass below never works on more than that.
-    IF pg_column_size(p_payloads) > 8388608 THEN
-        RAISE EXCEPTION 'fn_job_enqueue_many: p_payloads is % bytes as jsonb, at most 8388608 allowed', pg_column_size(p_payloads)
-            USING ERRCODE = '22023', HINT = 'Enqueue in smaller batches.';
-    END IF;
-    v_n := jsonb_array_length(p_payloads);
-    PERFORM fn_job_require_range('fn_job_enqueue_many', 'the number of payloads', v_n, 0, 10000);
-    IF v_n = 0 THEN
-        RETURN '{}'::uuid[];
-    END IF;
-    v_after := fn_job_require_process_after('fn_job_enqueue_many', p_process_after);
-    PERFORM fn_job_require_range('fn_job_enqueue_many', 'p_max_attempts', p_max_attempts, 1, 100);
-    IF p_dedupe_keys IS NOT NULL THEN
-        IF cardinality(p_dedupe_keys) <> v_n THEN
-            RAISE EXCEPTION 'fn_job_enqueue_many: p_dedupe_keys has % elements, p_payloads %', cardinality(p_dedupe_keys), v_n
-                USING ERRCODE = '22023', HINT = 'Pass one key (or NULL) per payload, or NULL for no keys.';
-        END IF;
-        PERFORM fn_iu_require_name('fn_job_enqueue_many', format('p_dedupe_keys[%s]', k.ord), k.key)
-           FROM unnest(p_dedupe_keys) WITH ORDINALITY AS k(key, ord)
-          WHERE k.key IS NOT NULL;
-    END IF;
-    -- One pass over the whole array (the hygiene test looks at every depth, elements
-    -- included); only when it fails is each element tested, so the first bad one gets the
-    -- same message a single enqueue would give. The array itself may fail where no element
-    -- does (the size and depth bounds are per payload, and the array is one level deeper
-    -- and as large as all of them): then nothing is refused.
-    IF p_payloads @? '$[*] ? (@.type() != "object")' OR NOT fn_iu_payload_is_clean(p_payloads) THEN
-        SELECT e.ord, e.value INTO v_bad
-          FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord)
-         WHERE jsonb_typeof(e.value) <> 'object' OR NOT fn_iu_payload_is_clean(e.value)
-         ORDER BY e.ord
-         LIMIT 1;
-        IF FOUND THEN
-            PERFORM fn_iu_payload_require_clean('fn_job_enqueue_many', format('p_payloads[%s]', v_bad.ord - 1), v_bad.value);
-        END IF;
-    END IF;
-
-    IF p_dedupe_keys IS NULL THEN
-        -- No keys, no conflicts: the ids are drawn first and returned as they are.
-        v_ids := ARRAY(SELECT fn_job_new_id() FROM generate_series(1, v_n));
-        INSERT INTO job_queue (job_id, job_kind, event_domain, payload, process_after, max_attempts)
-        SELECT v_ids[e.ord], p_job_kind, p_event_domain, e.value, v_after, p_max_attempts
-          FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord);
-        RETURN v_ids;
-    END IF;
-
-    -- Ids are drawn before the INSERT so each element can be matched to its row; an element
-    -- whose key conflicted takes the id of the live job (inserted earlier in this batch, or
-    -- already in the table).
-    WITH input AS MATERIALIZED (
-        SELECT e.ord, fn_job_new_id() AS new_id, e.value AS payload,
-               p_dedupe_keys[e.ord] AS dedupe_key
-          FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord)
-    ), ins AS (
-        INSERT INTO job_queue (job_id, job_kind, event_domain, payload, process_after, max_attempts, dedupe_key)
-        SELECT i.new_id, p_job_kind, p_event_domain, i.payload, v_after, p_max_attempts, i.dedupe_key
-          FROM input i
-         ORDER BY i.ord
-        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
-        RETURNING job_id, dedupe_key
-    )
-    SELECT array_agg(coalesce(mine.job_id, batch.job_id, live.job_id) ORDER BY i.ord)
-      INTO v_ids
-      FROM input i
-      LEFT JOIN ins mine ON mine.job_id = i.new_id
-      LEFT JOIN ins batch ON mine.job_id IS NULL AND batch.dedupe_key = i.dedupe_key
-      LEFT JOIN job_queue live ON mine.job_id IS NULL AND batch.job_id IS NULL
-                              AND live.dedupe_key = i.dedupe_key AND live.status IN ('queued', 'running');
-
-    -- Rare: a live job that blocked a key finished before the lookup. Enqueue those again,
-    -- one by one, with the single-job rule (which loops on the same race).
-    v_missing := array_position(v_ids, NULL);
-    WHILE v_missing IS NOT NULL LOOP
-        v_ids[v_missing] := fn_job_enqueue(p_job_kind, p_event_domain, p_payloads -> (v_missing - 1), v_after,
-                                           p_dedupe_keys[v_missing], p_max_attempts);
-        v_missing := array_position(v_ids, NULL);
-    END LOOP;
-    RETURN v_ids;
-END;
-$_$;
-
---
--- Name: fn_job_error_text(text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_error_text(p_error text) RETURNS text
+CREATE FUNCTION iu_core.fn_job_error_text(p_error text) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
     -- What a failure records: the caller's text trimmed and cut to 2,000 characters, or
@@ -3250,184 +2312,41 @@ CREATE FUNCTION public.fn_job_error_text(p_error text) RETURNS text
 $$;
 
 --
--- Name: fn_job_extend_lease(uuid, text, uuid, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_fail_one(text, uuid, text, text, uuid); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_extend_lease(p_job_id uuid, p_worker text, p_lease_token uuid, p_lease_seconds integer DEFAULT 60) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Renews a live lease: lease_expires_at becomes now() + p_lease_seconds, so a job that runs
--- longer than its first lease is not requeued while its worker is alive. Refused
--- ({"refused": true, "reason": "lease_lost"}) when the caller does not hold the lease (an
--- expired lease cannot be revived: the reaper may already have requeued the job).
-DECLARE
-    v_job job_queue;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_extend_lease');
-    IF p_lease_token IS NULL THEN
-        RAISE EXCEPTION 'fn_job_extend_lease: p_lease_token required' USING ERRCODE = '22023',
-            HINT = 'Pass the lease_token fn_job_claim returned with the job.';
-    END IF;
-    PERFORM fn_job_require_range('fn_job_extend_lease', 'p_lease_seconds', p_lease_seconds, 1, 86400);
-    v_job := fn_job_lease_row('fn_job_extend_lease', p_job_id, p_worker);
-    IF NOT fn_job_holds_lease(v_job, p_worker, p_lease_token) THEN
-        RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
-    END IF;
-    UPDATE job_queue
-       SET lease_expires_at = now() + make_interval(secs => p_lease_seconds), updated_at = now()
-     WHERE job_id = p_job_id
-    RETURNING * INTO v_job;
-    RETURN jsonb_build_object('extended', true, 'job_id', p_job_id, 'lease_expires_at', v_job.lease_expires_at,
-                              'attempt', v_job.attempt);
-END;
-$$;
-
---
--- Name: fn_job_fail(uuid, text, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_fail(p_job_id uuid, p_worker text, p_error text) RETURNS jsonb
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-    -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared:
-    -- use the lease_token form.
-    SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_job_fail') THEN fn_job_fail_one('fn_job_fail', p_job_id, p_worker, p_error, NULL) END
-$$;
-
---
--- Name: fn_job_fail(uuid, text, text, uuid); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_fail(p_job_id uuid, p_worker text, p_error text, p_lease_token uuid) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Records a failed attempt of a job the caller holds, fenced by the claim's lease_token.
--- Returns {"failed": true, "dead": false, "backoff_seconds", "retry_at", ...} or, out of
--- attempts, {"failed": true, "dead": true, "dead_letter_id", ...}; a caller without the
--- lease gets {"refused": true, "reason": "lease_lost"}.
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_fail');
-    IF p_lease_token IS NULL THEN
-        RAISE EXCEPTION 'fn_job_fail: p_lease_token required' USING ERRCODE = '22023',
-            HINT = 'Pass the lease_token fn_job_claim returned with the job.';
-    END IF;
-    RETURN fn_job_fail_one('fn_job_fail', p_job_id, p_worker, p_error, p_lease_token);
-END;
-$$;
-
---
--- Name: fn_job_fail_many(text, uuid[], uuid[], text[]); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_fail_many(p_worker text, p_job_ids uuid[], p_lease_tokens uuid[], p_errors text[] DEFAULT NULL::text[]) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Records failed attempts for a batch in one statement: element i is job p_job_ids[i]
--- with token p_lease_tokens[i] and error p_errors[i] (p_errors NULL, or of one element,
--- applies to all). Each job the caller holds is queued again after its backoff, or, out of
--- attempts, is dead and copied to job_dead_letter; every other element is refused.
--- Returns {"failed": n, "retrying": n, "dead": n, "refused": n,
--- "refused_jobs": [{"job_id", "reason": "lease_lost" | "not_found"}]}.
-DECLARE
-    v_n   integer;
-    v_out jsonb;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_fail_many');
-    v_n := fn_job_require_batch('fn_job_fail_many', p_worker, p_job_ids, p_lease_tokens);
-    IF p_errors IS NOT NULL AND cardinality(p_errors) NOT IN (0, 1, v_n) THEN
-        RAISE EXCEPTION 'fn_job_fail_many: p_errors has % elements for % jobs', cardinality(p_errors), v_n
-            USING ERRCODE = '22023', HINT = 'Pass one error per job, one error for all, or NULL.';
-    END IF;
-    IF v_n = 0 THEN
-        RETURN jsonb_build_object('failed', 0, 'retrying', 0, 'dead', 0, 'refused', 0, 'refused_jobs', '[]'::jsonb);
-    END IF;
-    WITH input AS (
-        SELECT i.job_id, i.token,
-               fn_job_error_text(CASE WHEN cardinality(p_errors) = 1 THEN p_errors[1] ELSE p_errors[i.ord] END) AS error
-          FROM unnest(p_job_ids, p_lease_tokens) WITH ORDINALITY AS i(job_id, token, ord)
-    ), moved AS (
-        UPDATE job_queue j
-           SET status           = CASE WHEN j.attempt >= j.max_attempts THEN 'dead' ELSE 'queued' END,
-               lease_owner      = NULL,
-               lease_expires_at = NULL,
-               lease_token      = NULL,
-               last_error       = i.error,
-               process_after    = CASE WHEN j.attempt >= j.max_attempts THEN j.process_after
-                                       ELSE now() + make_interval(secs => fn_job_retry_delay(j.attempt)) END,
-               finished_at      = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
-               updated_at       = now()
-          FROM input i
-         WHERE j.job_id = i.job_id
-           AND fn_job_holds_lease(j, p_worker, i.token)
-        RETURNING j.*
-    ), dl AS (
-        INSERT INTO job_dead_letter (job_id, job_kind, event_domain, job_snapshot, attempts, last_error, last_failed_at)
-        SELECT m.job_id, m.job_kind, m.event_domain, to_jsonb(m), m.attempt, m.last_error, now()
-          FROM moved m WHERE m.status = 'dead'
-        RETURNING job_id
-    ), verdict AS (
-        SELECT i.job_id,
-               CASE WHEN m.status = 'dead' THEN 'dead'
-                    WHEN m.status = 'queued' THEN 'retrying'
-                    WHEN o.job_id IS NULL THEN 'not_found'
-                    ELSE 'lease_lost' END AS v
-          FROM input i
-          LEFT JOIN moved m ON m.job_id = i.job_id
-          LEFT JOIN job_queue o ON m.job_id IS NULL AND o.job_id = i.job_id
-    )
-    SELECT jsonb_build_object(
-               'failed',   count(*) FILTER (WHERE v IN ('dead', 'retrying')),
-               'retrying', count(*) FILTER (WHERE v = 'retrying'),
-               'dead',     (SELECT count(*) FROM dl),
-               'refused',  count(*) FILTER (WHERE v IN ('lease_lost', 'not_found')),
-               'refused_jobs', coalesce(jsonb_agg(jsonb_build_object('job_id', job_id, 'reason', v))
-                                        FILTER (WHERE v IN ('lease_lost', 'not_found')), '[]'::jsonb))
-      INTO v_out
-      FROM verdict;
-    RETURN v_out;
-END;
-$$;
-
---
--- Name: fn_job_fail_one(text, uuid, text, text, uuid); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_fail_one(p_function text, p_job_id uuid, p_worker text, p_error text, p_lease_token uuid) RETURNS jsonb
+CREATE FUNCTION iu_core.fn_job_fail_one(p_function text, p_job_id uuid, p_worker text, p_error text, p_lease_token uuid) RETURNS jsonb
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 -- The body of both fn_job_fail forms (p_lease_token NULL: the name-only legacy form).
 -- With attempts left the job is queued again after the backoff; at max_attempts it is
 -- dead and copied to job_dead_letter.
 DECLARE
-    v_job     job_queue := fn_job_lease_row(p_function, p_job_id, p_worker);
-    v_error   text := fn_job_error_text(p_error);
+    v_job     public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker);
+    v_error   text := iu_core.fn_job_error_text(p_error);
     v_backoff numeric;
     v_retry   timestamptz;
     v_dl      uuid;
 BEGIN
-    IF NOT coalesce(fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
+    IF NOT coalesce(iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
         RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
     END IF;
 
     IF v_job.attempt >= v_job.max_attempts THEN
-        UPDATE job_queue
+        UPDATE public.job_queue
            SET status = 'dead', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
                last_error = v_error, finished_at = now(), updated_at = now()
          WHERE job_id = p_job_id;
-        v_dl := fn_job_dead_letter_insert(p_job_id);
+        v_dl := iu_core.fn_job_dead_letter_insert(p_job_id);
         RETURN jsonb_build_object('failed', true, 'dead', true, 'job_id', p_job_id, 'status', 'dead',
                                   'attempt', v_job.attempt, 'max_attempts', v_job.max_attempts,
                                   'dead_letter_id', v_dl);
     END IF;
 
-    v_backoff := fn_job_retry_delay(v_job.attempt);
+    v_backoff := iu_core.fn_job_retry_delay(v_job.attempt);
     v_retry   := now() + make_interval(secs => v_backoff);
-    UPDATE job_queue
+    UPDATE public.job_queue
        SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
            last_error = v_error, process_after = v_retry, updated_at = now()
      WHERE job_id = p_job_id;
@@ -3438,10 +2357,67 @@ END;
 $$;
 
 --
--- Name: fn_job_holds_lease(public.job_queue, text, uuid); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_new_id(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_holds_lease(p_job public.job_queue, p_worker text, p_lease_token uuid) RETURNS boolean
+CREATE FUNCTION iu_core.fn_job_new_id() RETURNS uuid
+    LANGUAGE sql PARALLEL SAFE
+    AS $$
+    -- A time-ordered job id: 48 bits of Unix milliseconds, the version nibble 7, then 76
+    -- bits of a hash of random(). Why time-ordered: ids drawn in enqueue order land at the
+    -- right edge of the primary key instead of on random pages, so enqueueing stays as
+    -- cheap with a million rows in the table as with none. Why random() and not
+    -- gen_random_uuid(): ids must be unique, not secret, and the strong generator costs
+    -- several times more per row; within one millisecond the random part (seeded per
+    -- session from the strong generator) makes a collision vanishingly unlikely, and the
+    -- primary key would refuse one rather than merge two jobs.
+    SELECT (lpad(to_hex(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0')
+            || '7' || substr(md5(random()::text), 1, 19))::uuid
+$$;
+
+--
+-- Name: job_queue; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_queue (
+    job_id uuid DEFAULT iu_core.fn_job_new_id() NOT NULL,
+    job_kind text NOT NULL,
+    event_domain text NOT NULL,
+    status text DEFAULT 'queued'::text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    process_after timestamp with time zone DEFAULT now() NOT NULL,
+    enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempt integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    lease_owner text,
+    lease_expires_at timestamp with time zone,
+    lease_token uuid,
+    last_error text,
+    dedupe_key text,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT job_queue_attempt_check CHECK ((attempt >= 0)),
+    CONSTRAINT job_queue_event_domain_check CHECK ((event_domain <> ''::text)),
+    CONSTRAINT job_queue_job_kind_check CHECK ((job_kind <> ''::text)),
+    CONSTRAINT job_queue_lease_ck CHECK (((status = 'running'::text) = ((lease_owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT job_queue_max_attempts_check CHECK ((max_attempts > 0)),
+    CONSTRAINT job_queue_payload_hygiene CHECK (iu_core.fn_iu_payload_is_clean(payload)),
+    CONSTRAINT job_queue_payload_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
+    CONSTRAINT job_queue_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text]))),
+    CONSTRAINT job_queue_token_ck CHECK (((status <> 'running'::text) OR (lease_token IS NOT NULL)))
+);
+
+--
+-- Name: TABLE job_queue; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.job_queue IS 'Lease-based job queue. Enqueue with fn_job_enqueue(_many), work with fn_job_claim / fn_job_extend_lease / fn_job_complete(_many) / fn_job_fail(_many).';
+
+--
+-- Name: fn_job_holds_lease(public.job_queue, text, uuid); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_job_holds_lease(p_job public.job_queue, p_worker text, p_lease_token uuid) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
     -- The lease rule, written once: the job is running, leased to this worker name, the
@@ -3455,84 +2431,24 @@ CREATE FUNCTION public.fn_job_holds_lease(p_job public.job_queue, p_worker text,
 $$;
 
 --
--- Name: fn_job_kind_pause(text, text, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_lease_row(text, uuid, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_kind_pause(p_job_kind text, p_reason text, p_actor text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Pauses a job kind: from the moment this commits, fn_job_claim skips the kind (jobs
--- already running finish or expire as usual; enqueueing goes on). Pausing a paused kind
--- keeps the first pause and says already. Returns {"paused": true, "job_kind", "reason",
--- "paused_by", "paused_at", "already"}.
-DECLARE
-    v_row     job_kind_pause;
-    v_already boolean := false;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_kind_pause');
-    PERFORM fn_iu_require_name('fn_job_kind_pause', 'p_job_kind', p_job_kind);
-    IF coalesce(btrim(p_reason), '') = '' THEN
-        RAISE EXCEPTION 'fn_job_kind_pause: p_reason required' USING ERRCODE = '22023',
-            HINT = 'Say why, e.g. ''downstream outage, ticket OPS-1''.';
-    END IF;
-    INSERT INTO job_kind_pause (job_kind, reason, paused_by)
-    VALUES (p_job_kind, left(p_reason, 2000), fn_queue_actor(p_actor, 'fn_job_kind_pause'))
-    ON CONFLICT (job_kind) DO NOTHING
-    RETURNING * INTO v_row;
-    IF v_row.job_kind IS NULL THEN
-        SELECT * INTO v_row FROM job_kind_pause WHERE job_kind = p_job_kind;
-        v_already := true;
-    END IF;
-    RETURN jsonb_build_object('paused', true, 'job_kind', v_row.job_kind, 'reason', v_row.reason,
-                              'paused_by', v_row.paused_by, 'paused_at', v_row.paused_at, 'already', v_already);
-END;
-$$;
-
---
--- Name: fn_job_kind_resume(text, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_kind_resume(p_job_kind text, p_actor text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Resumes a paused job kind: claims take it again. Returns {"resumed": true, "job_kind",
--- "resumed_by", "paused_for_seconds"}, or {"resumed": false, "reason": "not_paused"}.
-DECLARE
-    v_row job_kind_pause;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_kind_resume');
-    PERFORM fn_iu_require_name('fn_job_kind_resume', 'p_job_kind', p_job_kind);
-    DELETE FROM job_kind_pause WHERE job_kind = p_job_kind RETURNING * INTO v_row;
-    IF v_row.job_kind IS NULL THEN
-        RETURN jsonb_build_object('resumed', false, 'reason', 'not_paused', 'job_kind', p_job_kind);
-    END IF;
-    RETURN jsonb_build_object('resumed', true, 'job_kind', p_job_kind, 'resumed_by', fn_queue_actor(p_actor, 'fn_job_kind_resume'),
-                              'paused_reason', v_row.reason,
-                              'paused_for_seconds', floor(extract(epoch FROM now() - v_row.paused_at))::bigint);
-END;
-$$;
-
---
--- Name: fn_job_lease_row(text, uuid, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_lease_row(p_function text, p_job_id uuid, p_worker text) RETURNS public.job_queue
+CREATE FUNCTION iu_core.fn_job_lease_row(p_function text, p_job_id uuid, p_worker text) RETURNS public.job_queue
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 -- Shared by the single-job complete, fail and extend: checks the job id and worker name,
 -- locks the job and returns it (P0002 when there is no such job). The caller then applies
 -- the lease rule (fn_job_holds_lease).
 DECLARE
-    v_job job_queue;
+    v_job public.job_queue;
 BEGIN
     IF p_job_id IS NULL THEN
         RAISE EXCEPTION '%: p_job_id required', p_function USING ERRCODE = '22023';
     END IF;
-    PERFORM fn_iu_require_name(p_function, 'p_worker', p_worker);
-    SELECT * INTO v_job FROM job_queue WHERE job_id = p_job_id FOR UPDATE;
+    PERFORM iu_core.fn_iu_require_name(p_function, 'p_worker', p_worker);
+    SELECT * INTO v_job FROM public.job_queue WHERE job_id = p_job_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION '%: job % not found', p_function, p_job_id USING ERRCODE = 'P0002';
     END IF;
@@ -3541,113 +2457,16 @@ END;
 $$;
 
 --
--- Name: fn_job_prune(integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_require_batch(text, text, uuid[], uuid[]); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_prune(p_limit integer DEFAULT 10000) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $_$
--- Deletes up to p_limit finished jobs, oldest first, that finished more than
--- queue.job.retention_seconds ago: succeeded ones, and dead ones whose row is already in
--- job_dead_letter (the dead letter keeps the whole job, so nothing is lost). Queued and
--- running jobs and the dead letters themselves are never touched. Retention: a
--- non-negative integer of seconds in dot_config (default 86400 when the key is missing);
--- 0 keeps finished jobs forever; any other value also keeps everything (a typo must not
--- delete) and is reported in "invalid_retention". Rows locked by another session are
--- skipped. Returns {"pruned": n, "retention_seconds": s, "more": true when the limit was
--- reached}; call again (the runner does, on its reap cadence) to go on.
-DECLARE
-    v_raw    text;
-    v_secs   bigint;
-    v_pruned bigint;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_prune');
-    PERFORM fn_job_require_range('fn_job_prune', 'p_limit', p_limit, 1, 1000000);
-    SELECT c.value INTO v_raw FROM dot_config c WHERE c.key = 'queue.job.retention_seconds';
-    IF NOT FOUND THEN
-        v_secs := 86400;
-    ELSIF v_raw ~ '^[[:space:]]*[0-9]{1,10}[[:space:]]*$' THEN
-        v_secs := btrim(v_raw, E' \t\r\n\f\x0B')::bigint;
-    ELSE
-        RETURN jsonb_build_object('pruned', 0, 'retention_seconds', NULL, 'invalid_retention', v_raw);
-    END IF;
-    IF v_secs = 0 THEN
-        RETURN jsonb_build_object('pruned', 0, 'retention_seconds', 0, 'more', false);
-    END IF;
-
-    WITH victims AS (
-        SELECT j.job_id FROM job_queue j
-         WHERE j.status IN ('succeeded', 'dead')
-           AND j.finished_at < now() - make_interval(secs => v_secs)
-           AND (j.status = 'succeeded' OR EXISTS (SELECT 1 FROM job_dead_letter d WHERE d.job_id = j.job_id))
-         ORDER BY j.finished_at
-         LIMIT p_limit
-           FOR UPDATE SKIP LOCKED
-    )
-    DELETE FROM job_queue j USING victims v WHERE j.job_id = v.job_id;
-    GET DIAGNOSTICS v_pruned = ROW_COUNT;
-    RETURN jsonb_build_object('pruned', v_pruned, 'retention_seconds', v_secs, 'more', v_pruned >= p_limit);
-END;
-$_$;
-
---
--- Name: fn_job_reap_expired_leases(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_reap_expired_leases() RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Running jobs whose lease expired: back to queued (due at once) while attempts remain,
--- otherwise dead and copied to job_dead_letter. The token is cleared, so the late holder's
--- complete, fail or extend is refused. Rows locked by someone else (a holder completing or
--- extending at this moment) are skipped: the next reap sees them.
-DECLARE
-    v_requeued bigint;
-    v_dead     bigint;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_job_reap_expired_leases');
-    WITH expired AS (
-        SELECT j.job_id FROM job_queue j
-         WHERE j.status = 'running' AND j.lease_expires_at <= now()
-           FOR UPDATE SKIP LOCKED
-    ), moved AS (
-        UPDATE job_queue j
-           SET status           = CASE WHEN j.attempt >= j.max_attempts THEN 'dead' ELSE 'queued' END,
-               last_error       = format('lease of %s expired at %s', j.lease_owner, j.lease_expires_at),
-               lease_owner      = NULL,
-               lease_expires_at = NULL,
-               lease_token      = NULL,
-               process_after    = CASE WHEN j.attempt >= j.max_attempts THEN j.process_after ELSE now() END,
-               finished_at      = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
-               updated_at       = now()
-          FROM expired e
-         WHERE j.job_id = e.job_id
-        RETURNING j.*
-    ), dl AS (
-        INSERT INTO job_dead_letter (job_id, job_kind, event_domain, job_snapshot, attempts, last_error, last_failed_at)
-        SELECT m.job_id, m.job_kind, m.event_domain, to_jsonb(m), m.attempt, m.last_error, now()
-          FROM moved m WHERE m.status = 'dead'
-        RETURNING 1
-    )
-    SELECT (SELECT count(*) FROM moved WHERE status = 'queued'), (SELECT count(*) FROM dl)
-      INTO v_requeued, v_dead;
-    RETURN jsonb_build_object('reaped', v_requeued + v_dead, 'requeued', v_requeued, 'dead_lettered', v_dead);
-END;
-$$;
-
---
--- Name: fn_job_require_batch(text, text, uuid[], uuid[]); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_job_require_batch(p_function text, p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]) RETURNS integer
+CREATE FUNCTION iu_core.fn_job_require_batch(p_function text, p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]) RETURNS integer
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 -- The argument check of the batch calls: a worker name, two arrays of the same length
 -- (at most 10,000), no NULL element. Returns the length.
 BEGIN
-    PERFORM fn_iu_require_name(p_function, 'p_worker', p_worker);
+    PERFORM iu_core.fn_iu_require_name(p_function, 'p_worker', p_worker);
     IF p_job_ids IS NULL OR p_lease_tokens IS NULL THEN
         RAISE EXCEPTION '%: p_job_ids and p_lease_tokens required', p_function USING ERRCODE = '22023';
     END IF;
@@ -3655,7 +2474,7 @@ BEGIN
         RAISE EXCEPTION '%: % job ids but % lease tokens', p_function, cardinality(p_job_ids), cardinality(p_lease_tokens)
             USING ERRCODE = '22023', HINT = 'Pass each job''s lease_token at the same position as its id.';
     END IF;
-    PERFORM fn_job_require_range(p_function, 'the number of jobs', cardinality(p_job_ids), 0, 10000);
+    PERFORM iu_core.fn_job_require_range(p_function, 'the number of jobs', cardinality(p_job_ids), 0, 10000);
     IF array_position(p_job_ids, NULL) IS NOT NULL OR array_position(p_lease_tokens, NULL) IS NOT NULL THEN
         RAISE EXCEPTION '%: p_job_ids and p_lease_tokens must not contain NULL', p_function USING ERRCODE = '22023';
     END IF;
@@ -3664,12 +2483,12 @@ END;
 $$;
 
 --
--- Name: fn_job_require_process_after(text, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_require_process_after(text, timestamp with time zone); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_require_process_after(p_caller text, p_process_after timestamp with time zone) RETURNS timestamp with time zone
+CREATE FUNCTION iu_core.fn_job_require_process_after(p_caller text, p_process_after timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 -- The one check of a caller's process_after: NULL means now; infinity, -infinity and
 -- anything more than one year ahead are refused (22023). Why: a job that is never due
@@ -3692,10 +2511,10 @@ END;
 $$;
 
 --
--- Name: fn_job_require_range(text, text, integer, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_require_range(text, text, integer, integer, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_require_range(p_caller text, p_param text, p_value integer, p_min integer, p_max integer) RETURNS integer
+CREATE FUNCTION iu_core.fn_job_require_range(p_caller text, p_param text, p_value integer, p_min integer, p_max integer) RETURNS integer
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 -- The one bounds check for the integer arguments of the queue (limits, lease seconds,
@@ -3710,10 +2529,10 @@ END;
 $$;
 
 --
--- Name: fn_job_retry_delay(integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_job_retry_delay(integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_job_retry_delay(p_attempt integer) RETURNS numeric
+CREATE FUNCTION iu_core.fn_job_retry_delay(p_attempt integer) RETURNS numeric
     LANGUAGE sql
     AS $$
     -- Backoff after failed attempt p_attempt: min(3600, 5 * 2^(attempt-1)) seconds times a
@@ -3722,12 +2541,12 @@ CREATE FUNCTION public.fn_job_retry_delay(p_attempt integer) RETURNS numeric
 $$;
 
 --
--- Name: fn_queue_actor(text, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_actor(text, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_actor(p_actor text DEFAULT NULL::text, p_caller text DEFAULT 'fn_queue_actor'::text) RETURNS text
+CREATE FUNCTION iu_core.fn_queue_actor(p_actor text DEFAULT NULL::text, p_caller text DEFAULT 'fn_queue_actor'::text) RETURNS text
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- Who the caller says is acting, for every *_by audit column of the package
     -- (registered_by, last_beat_by, paused_by, reset_by, resolved_by): the explicit
@@ -3748,12 +2567,12 @@ END;
 $$;
 
 --
--- Name: fn_queue_alert_emit(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_alert_emit(text, text, text, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_alert_emit(p_event_type text, p_severity text, p_executor_id text, p_payload jsonb) RETURNS uuid
+CREATE FUNCTION iu_core.fn_queue_alert_emit(p_event_type text, p_severity text, p_executor_id text, p_payload jsonb) RETURNS uuid
     LANGUAGE plpgsql
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- Internal (granted to no one; runs as the package owner inside fn_queue_stale_check):
     -- writes one system alert row. The envelope is fixed: domain system, stream alert, lane
@@ -3762,7 +2581,7 @@ CREATE FUNCTION public.fn_queue_alert_emit(p_event_type text, p_severity text, p
 DECLARE
     v_id uuid;
 BEGIN
-    INSERT INTO event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
+    INSERT INTO public.event_outbox (event_domain, event_type, event_stream, delivery_lane, event_severity,
                               event_subject_table, event_subject_ref, safe_payload)
     VALUES ('system', p_event_type, 'alert', 'immediate', p_severity, 'queue_heartbeat', p_executor_id, p_payload)
     RETURNING id INTO v_id;
@@ -3771,12 +2590,12 @@ END;
 $$;
 
 --
--- Name: fn_queue_dead_letter_filter(text, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_dead_letter_filter(text, jsonb, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_dead_letter_filter(p_caller text, p_filter jsonb, p_subject_key text) RETURNS TABLE(subject text, error_code text, failed_after timestamp with time zone, failed_before timestamp with time zone)
+CREATE FUNCTION iu_core.fn_queue_dead_letter_filter(p_caller text, p_filter jsonb, p_subject_key text) RETURNS TABLE(subject text, error_code text, failed_after timestamp with time zone, failed_before timestamp with time zone)
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 -- Parses and checks a bulk-replay filter: a JSON object whose keys are among p_subject_key
 -- ('route_key' or 'job_kind'), 'error_code', 'failed_after' and 'failed_before', each a
@@ -3814,10 +2633,10 @@ END;
 $$;
 
 --
--- Name: fn_queue_executor_kinds(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_executor_kinds(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_executor_kinds() RETURNS text[]
+CREATE FUNCTION iu_core.fn_queue_executor_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
     -- The executor vocabulary (seven words), in one place: the table's CHECK and
@@ -3826,10 +2645,10 @@ CREATE FUNCTION public.fn_queue_executor_kinds() RETURNS text[]
 $$;
 
 --
--- Name: fn_queue_heartbeat_defaults(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_defaults(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_defaults(p_executor_kind text, OUT expected_cadence_seconds integer, OUT stale_threshold_seconds integer) RETURNS record
+CREATE FUNCTION iu_core.fn_queue_heartbeat_defaults(p_executor_kind text, OUT expected_cadence_seconds integer, OUT stale_threshold_seconds integer) RETURNS record
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
     -- The cadence and stale threshold an executor gets when nobody registered its own, in
@@ -3859,14 +2678,14 @@ CREATE TABLE public.queue_heartbeat (
     paused_at timestamp with time zone,
     paused_reason text,
     paused_by text,
+    paused_session_user text,
     last_beat_by text,
     last_beat_session_user text,
-    paused_session_user text,
     owner_role text,
     CONSTRAINT queue_heartbeat_executor_id_check CHECK ((executor_id <> ''::text)),
-    CONSTRAINT queue_heartbeat_executor_kind_check CHECK ((executor_kind = ANY (public.fn_queue_executor_kinds()))),
+    CONSTRAINT queue_heartbeat_executor_kind_check CHECK ((executor_kind = ANY (iu_core.fn_queue_executor_kinds()))),
     CONSTRAINT queue_heartbeat_expected_cadence_seconds_check CHECK ((expected_cadence_seconds > 0)),
-    CONSTRAINT queue_heartbeat_payload_hygiene CHECK (public.fn_iu_payload_is_clean(last_beat_payload)),
+    CONSTRAINT queue_heartbeat_payload_hygiene CHECK (iu_core.fn_iu_payload_is_clean(last_beat_payload)),
     CONSTRAINT queue_heartbeat_payload_object CHECK ((jsonb_typeof(last_beat_payload) = 'object'::text)),
     CONSTRAINT queue_heartbeat_stale_threshold_seconds_check CHECK ((stale_threshold_seconds > 0)),
     CONSTRAINT queue_heartbeat_status_check CHECK ((status = ANY (ARRAY['ok'::text, 'warn'::text, 'error'::text])))
@@ -3897,36 +2716,12 @@ COMMENT ON COLUMN public.queue_heartbeat.last_beat_at IS 'Also called last_tick_
 COMMENT ON COLUMN public.queue_heartbeat.last_beat_payload IS 'Also called metadata (by the cut-pipeline ping). Signal only: hygiene-checked at any depth.';
 
 --
--- Name: COLUMN queue_heartbeat.last_beat_by; Type: COMMENT; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_describe(public.queue_heartbeat); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-COMMENT ON COLUMN public.queue_heartbeat.last_beat_by IS 'Actor of the last beat as the caller claims it (p_actor, app.actor or the login).';
-
---
--- Name: COLUMN queue_heartbeat.last_beat_session_user; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON COLUMN public.queue_heartbeat.last_beat_session_user IS 'Login (session_user) that wrote the last beat: what PostgreSQL authenticated.';
-
---
--- Name: COLUMN queue_heartbeat.paused_session_user; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON COLUMN public.queue_heartbeat.paused_session_user IS 'Login (session_user) that paused the executor.';
-
---
--- Name: COLUMN queue_heartbeat.owner_role; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON COLUMN public.queue_heartbeat.owner_role IS 'Owning role (fn_queue_heartbeat_register p_owner_role): only its members'' sessions may beat the executor. NULL: any dot_executor.';
-
---
--- Name: fn_queue_heartbeat_describe(public.queue_heartbeat); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_queue_heartbeat_describe(p_row public.queue_heartbeat) RETURNS jsonb
+CREATE FUNCTION iu_core.fn_queue_heartbeat_describe(p_row public.queue_heartbeat) RETURNS jsonb
     LANGUAGE sql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT jsonb_build_object(
         'executor_kind',            p_row.executor_kind,
@@ -3946,12 +2741,12 @@ CREATE FUNCTION public.fn_queue_heartbeat_describe(p_row public.queue_heartbeat)
 $$;
 
 --
--- Name: fn_queue_heartbeat_floor_seconds(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_floor_seconds(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_floor_seconds() RETURNS integer
+CREATE FUNCTION iu_core.fn_queue_heartbeat_floor_seconds() RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
     -- The global floor, parsed in this one place (the stale-check in 012 and v_queue_health
     -- in 015 both call it). Any non-negative integer, surrounding whitespace ignored, is the
@@ -3959,53 +2754,62 @@ CREATE FUNCTION public.fn_queue_heartbeat_floor_seconds() RETURNS integer
     -- stale-check is inert" holds for any number of digits. A missing, empty or non-integer
     -- value ('abc', '-5', '1e3', '1.5') means no floor (0), so every executor's own threshold
     -- still applies; the floor can only make alerts rarer. SECURITY DEFINER: readers of
-    -- v_queue_health (workflow_admin) need not read dot_config themselves. The
-    -- writable-schema guard runs first (the CASE evaluates its condition before the rest).
-    SELECT CASE WHEN fn_iu_require_trusted_search_path('fn_queue_heartbeat_floor_seconds') THEN coalesce((
+    -- v_queue_health (workflow_admin) need not read dot_config themselves.
+    SELECT coalesce((
         SELECT CASE WHEN length(v.digits) > 10 THEN 2147483647
                     ELSE least(v.digits::bigint, 2147483647)::integer END
-          FROM dot_config c
+          FROM public.dot_config c
          CROSS JOIN LATERAL (
                SELECT coalesce(nullif(ltrim(regexp_replace(c.value, '^[[:space:]]+|[[:space:]]+$', '', 'g'), '0'), ''), '0')
                ) AS v(digits)
          WHERE c.key = 'queue.heartbeat.stale_threshold_seconds'
-           AND c.value ~ '^[[:space:]]*[0-9]+[[:space:]]*$'), 0) END
+           AND c.value ~ '^[[:space:]]*[0-9]+[[:space:]]*$'), 0)
 $_$;
 
 --
--- Name: fn_queue_heartbeat_gap_ratio(timestamp with time zone, integer, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_gap_ratio(timestamp with time zone, integer, timestamp with time zone); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone) RETURNS numeric
+CREATE FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone) RETURNS numeric
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
     SELECT trunc(floor(extract(epoch FROM (p_now - p_last_beat_at)))::numeric / p_expected_cadence_seconds, 2)
 $$;
 
 --
--- Name: fn_queue_heartbeat_is_protected(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_is_protected(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_is_protected(p_executor_id text) RETURNS boolean
+CREATE FUNCTION iu_core.fn_queue_heartbeat_is_protected(p_executor_id text) RETURNS boolean
     LANGUAGE sql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- The protected set, in one place: iu_outbound_default always, plus the ids listed in
     -- queue.heartbeat.protected_executors.
     SELECT p_executor_id = 'iu_outbound_default'
-        OR EXISTS (SELECT 1 FROM dot_config c
+        OR EXISTS (SELECT 1 FROM public.dot_config c
                     CROSS JOIN LATERAL regexp_split_to_table(c.value, '[\s,]+') AS x(id)
                     WHERE c.key = 'queue.heartbeat.protected_executors'
                       AND x.id <> '' AND x.id = p_executor_id)
 $$;
 
 --
--- Name: fn_queue_heartbeat_is_stale(timestamp with time zone, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_is_stale(timestamp with time zone, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone) RETURNS boolean
+CREATE FUNCTION iu_core.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
+    -- The staleness assessment, each rule once, read by fn_queue_stale_check (012) and
+    -- v_queue_health (015) alike. Three one-expression SQL functions, so the planner inlines
+    -- them into both (no call per executor on 10,000 rows). All times are passed in, so the
+    -- check and the view judge one instant.
+    --   fn_queue_heartbeat_is_stale   silent for longer than greatest(own threshold, global floor)
+    --   fn_queue_heartbeat_gap_ratio  whole seconds of silence / expected cadence, truncated to
+    --                                 2 decimals (the value alerts report)
+    --   fn_queue_heartbeat_severity   decided on that reported value: warning below 10,
+    --                                 critical from 10 (a payload never shows 10.00 with warning)
+    --
     -- Written as a timestamp comparison (an interval subtraction and comparison per row
     -- costs ten times more on 10,000 executors). timestamptz - interval is STABLE (it reads
     -- the time zone), and a body must be no less stable than its function for the planner
@@ -4014,12 +2818,12 @@ CREATE FUNCTION public.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with
 $$;
 
 --
--- Name: fn_queue_heartbeat_may_beat(text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_may_beat(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_may_beat(p_owner_role text) RETURNS boolean
+CREATE FUNCTION iu_core.fn_queue_heartbeat_may_beat(p_owner_role text) RETURNS boolean
     LANGUAGE sql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- The binding rule: an unbound executor (NULL) may be beaten by any caller of the beat
     -- functions; a bound one only by a session whose login is a member of the owning role
@@ -4032,66 +2836,27 @@ CREATE FUNCTION public.fn_queue_heartbeat_may_beat(p_owner_role text) RETURNS bo
 $$;
 
 --
--- Name: fn_queue_heartbeat_pause(text, text, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_refusal(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_pause(p_executor_id text, p_reason text, p_actor text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_row queue_heartbeat;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_queue_heartbeat_pause');
-    PERFORM fn_iu_require_name('fn_queue_heartbeat_pause', 'p_executor_id', p_executor_id);
-    IF p_reason IS NULL OR btrim(p_reason, E' \t\r\n\f\x0B') = '' THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_pause: p_reason required' USING ERRCODE = '22023',
-            HINT = 'Say why, e.g. ''planned maintenance, ticket OPS-123'': v_queue_health shows it.';
-    END IF;
-    PERFORM fn_iu_require_name('fn_queue_heartbeat_pause', 'p_reason', p_reason, 1000);
-    SELECT * INTO v_row FROM queue_heartbeat WHERE executor_id = p_executor_id FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_pause: executor % is not registered', quote_literal(p_executor_id)
-            USING ERRCODE = 'P0002', HINT = 'List executors: SELECT subject FROM v_queue_health WHERE source = ''heartbeat'';';
-    END IF;
-    IF v_row.paused_at IS NOT NULL THEN
-        RETURN jsonb_build_object('executor_id', p_executor_id, 'paused', true, 'already_paused', true,
-                                  'paused_at', v_row.paused_at, 'paused_reason', v_row.paused_reason,
-                                  'paused_by', v_row.paused_by);
-    END IF;
-    UPDATE queue_heartbeat
-       SET paused_at = now(), paused_reason = p_reason, paused_by = fn_queue_actor(p_actor, 'fn_queue_heartbeat_pause'),
-           paused_session_user = session_user
-     WHERE executor_id = p_executor_id
-    RETURNING * INTO v_row;
-    RETURN jsonb_build_object('executor_id', p_executor_id, 'paused', true, 'already_paused', false,
-                              'paused_at', v_row.paused_at, 'paused_reason', v_row.paused_reason,
-                              'paused_by', v_row.paused_by, 'paused_session_user', v_row.paused_session_user);
-END;
-$$;
-
---
--- Name: fn_queue_heartbeat_refusal(text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_queue_heartbeat_refusal(p_executor_id text) RETURNS jsonb
+CREATE FUNCTION iu_core.fn_queue_heartbeat_refusal(p_executor_id text) RETURNS jsonb
     LANGUAGE sql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- The one refusal every caller-facing beat returns for a protected executor (ping, tick,
     -- write), or NULL when the executor may be beaten. A refusal is JSON, not an exception:
     -- the caller sees the reason, and nothing was written.
-    SELECT CASE WHEN fn_queue_heartbeat_is_protected(p_executor_id)
+    SELECT CASE WHEN iu_core.fn_queue_heartbeat_is_protected(p_executor_id)
                 THEN jsonb_build_object('refused', true, 'reason', 'protected_legacy_silent_passive') END
 $$;
 
 --
--- Name: fn_queue_heartbeat_refuse_foreign(text, text, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_refuse_foreign(text, text, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_refuse_foreign(p_caller text, p_executor_id text, p_owner_role text) RETURNS void
+CREATE FUNCTION iu_core.fn_queue_heartbeat_refuse_foreign(p_caller text, p_executor_id text, p_owner_role text) RETURNS void
     LANGUAGE plpgsql STABLE
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     RAISE EXCEPTION '%: executor % is bound to role %; login % is not a member of it', p_caller,
@@ -4103,264 +2868,39 @@ END;
 $$;
 
 --
--- Name: fn_queue_heartbeat_register(text, text, text[], integer, integer, text, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_heartbeat_severity(numeric); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text DEFAULT NULL::text, p_owner_role text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- p_owner_role (optional, last so existing positional calls keep working): bind the
--- executor to a role; NULL or blank leaves it unbound. It is configuration like the
--- cadence: a re-registration stores what it is given (NULL unbinds).
-DECLARE
-    v_row     queue_heartbeat;
-    v_id      text;
-    v_created boolean;
-    v_actor   text;
-    v_owner   text;
-    v_dom     text;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_queue_heartbeat_register');
-    v_actor := fn_queue_actor(p_actor, 'fn_queue_heartbeat_register');
-    PERFORM fn_iu_require_name('fn_queue_heartbeat_register', 'p_executor_id', p_executor_id);
-    IF p_kind IS NULL OR NOT p_kind = ANY (fn_queue_executor_kinds()) THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_kind % is not one of %',
-            coalesce(quote_literal(left(p_kind, 60)), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
-    END IF;
-    IF p_domain_scope IS NULL OR array_position(p_domain_scope, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope must be an array of non-empty domains (it may be empty: ''{}'')'
-            USING ERRCODE = '22023';
-    END IF;
-    IF cardinality(p_domain_scope) > 100 THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope has % domains, at most 100 allowed', cardinality(p_domain_scope)
-            USING ERRCODE = '22023';
-    END IF;
-    FOREACH v_dom IN ARRAY p_domain_scope LOOP
-        PERFORM fn_iu_require_name('fn_queue_heartbeat_register', 'p_domain_scope element', v_dom);
-    END LOOP;
-    IF p_expected_cadence_seconds IS NULL OR p_expected_cadence_seconds <= 0 THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_expected_cadence_seconds must be > 0, got %',
-            coalesce(p_expected_cadence_seconds::text, 'NULL') USING ERRCODE = '22023';
-    END IF;
-    IF p_stale_threshold_seconds IS NULL OR p_stale_threshold_seconds <= 0 THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_stale_threshold_seconds must be > 0, got %',
-            coalesce(p_stale_threshold_seconds::text, 'NULL') USING ERRCODE = '22023',
-            HINT = 'A threshold of about three times the expected cadence tolerates two missed beats.';
-    END IF;
-    v_owner := nullif(btrim(p_owner_role, E' \t\r\n\f\x0B'), '');
-    IF v_owner IS NOT NULL THEN
-        PERFORM fn_iu_require_name('fn_queue_heartbeat_register', 'p_owner_role', v_owner, 63);
-        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = v_owner) THEN
-            RAISE EXCEPTION 'fn_queue_heartbeat_register: p_owner_role % is not a role', quote_ident(v_owner)
-                USING ERRCODE = '22023', HINT = 'Name an existing role (the executor''s login or a group of logins), exactly as in pg_roles.';
-        END IF;
-    END IF;
-
-    -- Idempotent: a second registration with the same values changes nothing; different
-    -- values update the executor's configuration (never its beat history).
-    INSERT INTO queue_heartbeat AS h (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
-                                      stale_threshold_seconds, registered_by, last_beat_by, last_beat_session_user,
-                                      owner_role)
-    VALUES (p_executor_id, p_kind, p_domain_scope, p_expected_cadence_seconds, p_stale_threshold_seconds,
-            v_actor, v_actor, session_user, v_owner)
-    ON CONFLICT (executor_id) DO UPDATE
-       SET executor_kind            = EXCLUDED.executor_kind,
-           domain_scope             = EXCLUDED.domain_scope,
-           expected_cadence_seconds = EXCLUDED.expected_cadence_seconds,
-           stale_threshold_seconds  = EXCLUDED.stale_threshold_seconds,
-           owner_role               = EXCLUDED.owner_role
-     WHERE (h.executor_kind, h.domain_scope, h.expected_cadence_seconds, h.stale_threshold_seconds, h.owner_role)
-           IS DISTINCT FROM (EXCLUDED.executor_kind, EXCLUDED.domain_scope, EXCLUDED.expected_cadence_seconds,
-                             EXCLUDED.stale_threshold_seconds, EXCLUDED.owner_role)
-    RETURNING h.executor_id, (h.xmax = 0) INTO v_id, v_created;
-
-    SELECT * INTO v_row FROM queue_heartbeat WHERE executor_id = p_executor_id;
-    IF v_id IS NULL THEN
-        RETURN jsonb_build_object('executor_id', v_row.executor_id, 'registered', true, 'created', false,
-                                  'changed', false) || fn_queue_heartbeat_describe(v_row);
-    END IF;
-    RETURN jsonb_build_object('executor_id', v_row.executor_id, 'registered', true, 'created', v_created,
-                              'changed', NOT v_created) || fn_queue_heartbeat_describe(v_row);
-END;
-$$;
-
---
--- Name: fn_queue_heartbeat_resume(text, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_queue_heartbeat_resume(p_executor_id text, p_actor text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- Resuming restarts the executor's clock (last_beat_at = now(), ticks_total unchanged), so
--- the maintenance window is not read as a silent gap. An alert still open from before the
--- pause is closed with it: the silence was superseded by the maintenance, and no
--- queue_worker_recovered is emitted for it (that would be a false heal: nothing beat). The
--- window memory (last alert per severity) is kept: resuming never makes an alert repeat.
-DECLARE
-    v_row         queue_heartbeat;
-    v_had_alert   boolean;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_queue_heartbeat_resume');
-    PERFORM fn_iu_require_name('fn_queue_heartbeat_resume', 'p_executor_id', p_executor_id);
-    SELECT * INTO v_row FROM queue_heartbeat WHERE executor_id = p_executor_id FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_resume: executor % is not registered', quote_literal(p_executor_id)
-            USING ERRCODE = 'P0002', HINT = 'List executors: SELECT subject FROM v_queue_health WHERE source = ''heartbeat'';';
-    END IF;
-    IF v_row.paused_at IS NULL THEN
-        RETURN jsonb_build_object('executor_id', p_executor_id, 'resumed', false, 'reason', 'not_paused');
-    END IF;
-    UPDATE queue_stale_alert a
-       SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
-     WHERE a.executor_id = p_executor_id AND a.alerted_at IS NOT NULL;
-    v_had_alert := FOUND;
-    UPDATE queue_heartbeat
-       SET paused_at = NULL, paused_reason = NULL, paused_by = NULL, paused_session_user = NULL,
-           last_beat_at = now(), last_beat_by = fn_queue_actor(p_actor, 'fn_queue_heartbeat_resume'),
-           last_beat_session_user = session_user
-     WHERE executor_id = p_executor_id
-    RETURNING * INTO v_row;
-    RETURN jsonb_build_object('executor_id', p_executor_id, 'resumed', true,
-                              'clock_restarted_at', v_row.last_beat_at,
-                              'open_alert_closed', v_had_alert,
-                              'resumed_by', v_row.last_beat_by,
-                              'resumed_session_user', v_row.last_beat_session_user);
-END;
-$$;
-
---
--- Name: fn_queue_heartbeat_severity(numeric); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_queue_heartbeat_severity(p_gap_ratio numeric) RETURNS text
+CREATE FUNCTION iu_core.fn_queue_heartbeat_severity(p_gap_ratio numeric) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
     SELECT CASE WHEN p_gap_ratio < 10 THEN 'warning' ELSE 'critical' END
 $$;
 
 --
--- Name: fn_queue_heartbeat_tick(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_notify_bridge_sync(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_heartbeat_tick(p_executor_name text, p_executor_kind text, p_status text DEFAULT 'ok'::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS jsonb
+CREATE FUNCTION iu_core.fn_queue_notify_bridge_sync() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
--- The permissive primitive: a generic UPSERT. An unknown executor is registered with the
--- documented defaults (cadence 60 s, threshold 180 s); a known one keeps its registered kind
--- and timings, and gets the beat, the status and the metadata. A protected executor is
--- refused (JSON, no write); a bound one is beaten only by its owning role's logins.
-DECLARE
-    v_row      queue_heartbeat;
-    v_id       text;
-    v_created  boolean;
-    v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
-    v_actor    text;
-    v_owner    text;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_queue_heartbeat_tick');
-    PERFORM fn_iu_require_name('fn_queue_heartbeat_tick', 'p_executor_name', p_executor_name);
-    IF fn_queue_heartbeat_is_protected(p_executor_name) THEN
-        RETURN fn_queue_heartbeat_refusal(p_executor_name);
-    END IF;
-    IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (fn_queue_executor_kinds()) THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_executor_kind % is not one of %',
-            coalesce(quote_literal(left(p_executor_kind, 60)), 'NULL'), array_to_string(fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
-    END IF;
-    IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
-        RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_status % is not one of ok, warn, error',
-            coalesce(quote_literal(left(p_status, 60)), 'NULL') USING ERRCODE = '22023';
-    END IF;
-    v_actor := fn_queue_actor(NULL, 'fn_queue_heartbeat_tick');
-    PERFORM fn_iu_payload_require_clean('fn_queue_heartbeat_tick', 'p_metadata', v_metadata);
-
-    INSERT INTO queue_heartbeat AS h (executor_id, executor_kind, status, last_beat_at, last_beat_payload,
-                                      ticks_total, expected_cadence_seconds, stale_threshold_seconds,
-                                      registered_by, last_beat_by, last_beat_session_user)
-    SELECT p_executor_name, p_executor_kind, p_status, now(), v_metadata, 1,
-           d.expected_cadence_seconds, d.stale_threshold_seconds, v_actor, v_actor, session_user
-      FROM fn_queue_heartbeat_defaults(p_executor_kind) d
-    ON CONFLICT (executor_id) DO UPDATE
-       SET status                 = EXCLUDED.status,
-           last_beat_at           = EXCLUDED.last_beat_at,
-           last_beat_payload      = EXCLUDED.last_beat_payload,
-           last_beat_by           = EXCLUDED.last_beat_by,
-           last_beat_session_user = EXCLUDED.last_beat_session_user,
-           ticks_total            = h.ticks_total + 1
-     WHERE fn_queue_heartbeat_may_beat(h.owner_role)
-    RETURNING h.executor_id, (h.xmax = 0) INTO v_id, v_created;
-    IF v_id IS NULL THEN
-        -- The row exists and is bound to a role this login is not a member of.
-        SELECT h.owner_role INTO v_owner FROM queue_heartbeat h WHERE h.executor_id = p_executor_name;
-        PERFORM fn_queue_heartbeat_refuse_foreign('fn_queue_heartbeat_tick', p_executor_name, v_owner);
-    END IF;
-    SELECT * INTO v_row FROM queue_heartbeat WHERE executor_id = v_id;
-
-    RETURN jsonb_build_object('executor_id', v_row.executor_id, 'executor_name', v_row.executor_id,
-                              'ticked', true, 'created', v_created)
-           || fn_queue_heartbeat_describe(v_row);
-END;
-$$;
-
---
--- Name: fn_queue_heartbeat_write(text, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payload jsonb DEFAULT '{}'::jsonb, p_actor text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_row     queue_heartbeat;
-    v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
-    v_actor   text;
-    v_owner   text;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_queue_heartbeat_write');
-    PERFORM fn_iu_require_name('fn_queue_heartbeat_write', 'p_executor_id', p_executor_id);
-    IF fn_queue_heartbeat_is_protected(p_executor_id) THEN
-        RETURN fn_queue_heartbeat_refusal(p_executor_id);
-    END IF;
-    v_actor := fn_queue_actor(p_actor, 'fn_queue_heartbeat_write');
-    PERFORM fn_iu_payload_require_clean('fn_queue_heartbeat_write', 'p_payload', v_payload);
-
-    -- The binding is tested in the UPDATE itself, on the row version it changes, so a
-    -- concurrent re-registration cannot slip a beat past it.
-    UPDATE queue_heartbeat h
-       SET last_beat_at           = now(),
-           last_beat_payload      = v_payload,
-           last_beat_by           = v_actor,
-           last_beat_session_user = session_user,
-           ticks_total            = h.ticks_total + 1
-     WHERE h.executor_id = p_executor_id
-       AND fn_queue_heartbeat_may_beat(h.owner_role)
-    RETURNING * INTO v_row;
-    IF NOT FOUND THEN
-        SELECT h.owner_role INTO v_owner FROM queue_heartbeat h WHERE h.executor_id = p_executor_id;
-        IF FOUND THEN
-            PERFORM fn_queue_heartbeat_refuse_foreign('fn_queue_heartbeat_write', p_executor_id, v_owner);
-        END IF;
-        RAISE EXCEPTION 'fn_queue_heartbeat_write: executor % is not registered', quote_literal(p_executor_id)
-            USING ERRCODE = 'P0002',
-                  HINT = format('An operator registers it once: SELECT fn_queue_heartbeat_register(%L, ''external_worker'', ''{}'', 60, 180, ''me'');', p_executor_id);
-    END IF;
-    RETURN jsonb_build_object('executor_id', v_row.executor_id, 'beat', true) || fn_queue_heartbeat_describe(v_row);
-END;
-$$;
-
---
--- Name: fn_queue_notify_bridge_sync(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_queue_notify_bridge_sync() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     SET lock_timeout TO '5s'
     AS $$
+    -- fn_queue_notify_bridge_sync: an AFTER statement trigger on dot_config (any INSERT, UPDATE,
+    -- DELETE or TRUNCATE; the table is small and rarely written) that makes the bridge's two
+    -- triggers present exactly when fn_queue_notify_enabled() is true:
+    --   open   and a trigger is missing -> CREATE TRIGGER (statement level, REFERENCING NEW
+    --          TABLE: allowed on a partitioned table's root too);
+    --   closed and a trigger is present -> DROP TRIGGER;
+    --   otherwise nothing (no DDL, no lock: the other gates and settings change freely).
+    -- SECURITY DEFINER: the DDL runs as the package owner, who owns both tables, whoever wrote
+    -- dot_config (today only the owner and superusers may). Guarded like every SECURITY
+    -- DEFINER function (the enabled test comes first and starts with the guard). CREATE and
+    -- DROP TRIGGER lock the table against inserts until the flip commits, so the wait for that
+    -- lock is bounded (lock_timeout 5 s): behind a long transaction on the outbox the flip
+    -- fails with 55P03 and a HINT instead of stalling every producer queued behind it.
 DECLARE
-    v_open boolean := fn_queue_notify_enabled();
+    v_open boolean := public.fn_queue_notify_enabled();
     v_has_event boolean;
     v_has_job boolean;
 BEGIN
@@ -4374,7 +2914,7 @@ BEGIN
             CREATE TRIGGER trg_event_outbox_wake_notify
                 AFTER INSERT ON public.event_outbox
                 REFERENCING NEW TABLE AS new_rows
-                FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_event_outbox();
+                FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_queue_wake_notify_event_outbox();
         ELSIF NOT v_open AND v_has_event THEN
             DROP TRIGGER trg_event_outbox_wake_notify ON public.event_outbox;
         END IF;
@@ -4382,7 +2922,7 @@ BEGIN
             CREATE TRIGGER trg_job_queue_wake_notify
                 AFTER INSERT ON public.job_queue
                 REFERENCING NEW TABLE AS new_rows
-                FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_wake_notify_job_queue();
+                FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_queue_wake_notify_job_queue();
         ELSIF NOT v_open AND v_has_job THEN
             DROP TRIGGER trg_job_queue_wake_notify ON public.job_queue;
         END IF;
@@ -4397,221 +2937,28 @@ END;
 $$;
 
 --
--- Name: fn_queue_notify_enabled(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_stale_alert_row(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_notify_enabled() RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-    SELECT fn_iu_require_trusted_search_path('fn_queue_notify_enabled') AND coalesce((SELECT c.value = 'true' FROM dot_config c WHERE c.key = 'queue.notify.bridge_enabled'), false)
-$$;
-
---
--- Name: fn_queue_stale_alert_row(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_queue_stale_alert_row() RETURNS trigger
+CREATE FUNCTION iu_core.fn_queue_stale_alert_row() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
     -- Every heartbeat row gets its alert-state row in the same transaction, whoever created
     -- it (the register, tick and route-worker paths alike), so the stale-check always has
     -- a row to lock. Kept when the heartbeat row goes: the window memory outlives it.
-    INSERT INTO queue_stale_alert (executor_id) VALUES (NEW.executor_id) ON CONFLICT (executor_id) DO NOTHING;
+    INSERT INTO public.queue_stale_alert (executor_id) VALUES (NEW.executor_id) ON CONFLICT (executor_id) DO NOTHING;
     RETURN NULL;
 END;
 $$;
 
 --
--- Name: fn_queue_stale_check(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_wake_notify_event_outbox(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_stale_check() RETURNS jsonb
+CREATE FUNCTION iu_core.fn_queue_wake_notify_event_outbox() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_floor      integer;
-    v_now        timestamptz := now();
-    v_checked    bigint;
-    v_paused     bigint;
-    v_candidates bigint;
-    v_locked     bigint := 0;
-    v_stale      bigint := 0;
-    v_emitted    bigint := 0;
-    v_suppressed bigint := 0;
-    v_escalated  bigint := 0;
-    v_recovered  bigint := 0;
-    v_alerts     jsonb := '[]'::jsonb;
-    r            record;
-    v_threshold  integer;
-    v_age        bigint;
-    v_ratio      numeric;
-    v_severity   text;
-    v_since      timestamptz;
-    v_event      uuid;
-    v_window     interval;
-    v_window_sev text;
-    v_open       boolean;
-    v_kind       text;
-BEGIN
-    PERFORM fn_iu_require_trusted_search_path('fn_queue_stale_check');
-    v_floor := fn_queue_heartbeat_floor_seconds();
-
-    -- The fresh path: one aggregate, no per-row calls. Plain reads: the committed beats.
-    SELECT count(*) FILTER (WHERE h.paused_at IS NULL),
-           count(*) FILTER (WHERE h.paused_at IS NOT NULL),
-           count(*) FILTER (WHERE h.paused_at IS NULL
-                              AND (a.alerted_at IS NOT NULL
-                                   OR fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now)))
-      INTO v_checked, v_paused, v_candidates
-      FROM queue_heartbeat h
-      LEFT JOIN queue_stale_alert a ON a.executor_id = h.executor_id;
-
-    IF v_candidates > 0 THEN
-        FOR r IN
-            SELECT h.executor_id, h.executor_kind, h.last_beat_at, h.expected_cadence_seconds,
-                   h.stale_threshold_seconds, a.silent_since, a.alerted_at, a.alerted_severity,
-                   a.alerted_beat_at, a.last_warning_at, a.last_critical_at
-              FROM queue_stale_alert a
-              JOIN queue_heartbeat h ON h.executor_id = a.executor_id
-             WHERE h.paused_at IS NULL
-               AND (a.alerted_at IS NOT NULL
-                    OR fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
-             ORDER BY a.executor_id
-               FOR UPDATE OF a SKIP LOCKED
-        LOOP
-            v_locked    := v_locked + 1;
-            v_threshold := greatest(r.stale_threshold_seconds, v_floor);
-            v_age       := floor(extract(epoch FROM (v_now - r.last_beat_at)))::bigint;
-
-            IF fn_queue_heartbeat_is_stale(r.last_beat_at, r.stale_threshold_seconds, v_floor, v_now) THEN
-                v_stale  := v_stale + 1;
-                v_window := make_interval(secs => 2 * v_threshold::bigint);  -- bigint: 2 x 2147483647 fits
-
-                -- It beat since its open alert and is silent again: that alert's silence ended
-                -- (report it, once) and this is a NEW silence with its own silent_since.
-                v_open := r.alerted_at IS NOT NULL;
-                IF v_open AND r.alerted_beat_at IS NOT NULL AND r.last_beat_at > r.alerted_beat_at THEN
-                    v_event := fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
-                        jsonb_build_object(
-                            'executor_id',              r.executor_id,
-                            'executor_kind',            r.executor_kind,
-                            'reason',                   'beat',
-                            'silent_since',             r.silent_since,
-                            'recovered_at',             r.last_beat_at,
-                            'silent_seconds',           greatest(0, floor(extract(epoch FROM (
-                                                            r.last_beat_at - coalesce(r.silent_since, r.alerted_beat_at)))))::bigint,
-                            'last_alerted_at',          r.alerted_at,
-                            'last_alerted_severity',    r.alerted_severity,
-                            'expected_cadence_seconds', r.expected_cadence_seconds,
-                            'silent_again',             true));
-                    UPDATE queue_stale_alert
-                       SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
-                     WHERE executor_id = r.executor_id;
-                    v_recovered := v_recovered + 1;
-                    v_alerts    := v_alerts || jsonb_build_object('executor_id', r.executor_id, 'severity', 'info',
-                                                                  'event_id', v_event, 'recovered', true);
-                    v_open := false;
-                END IF;
-
-                -- The assessment of 010: severity decided on the very gap_ratio the payload reports.
-                v_ratio    := fn_queue_heartbeat_gap_ratio(r.last_beat_at, r.expected_cadence_seconds, v_now);
-                v_severity := fn_queue_heartbeat_severity(v_ratio);
-                v_since    := r.last_beat_at + make_interval(secs => v_threshold);
-
-                -- The window rule: no silent alert for this executor in the last 2 x threshold,
-                -- whatever happened since (resume, recovery, re-register). The most severe alert
-                -- inside the window decides; an escalation (warning -> critical) still goes out.
-                v_window_sev := CASE WHEN r.last_critical_at > v_now - v_window THEN 'critical'
-                                     WHEN r.last_warning_at  > v_now - v_window THEN 'warning' END;
-
-                v_kind := CASE WHEN v_severity = 'critical'
-                                    AND ((v_open AND r.alerted_severity = 'warning') OR v_window_sev = 'warning')
-                               THEN 'escalation'
-                               WHEN v_window_sev IS NOT NULL THEN NULL          -- inside the window: suppressed
-                               WHEN v_open THEN 'repeat'
-                               ELSE 'first' END;
-
-                IF v_kind IS NOT NULL THEN
-                    v_event := fn_queue_alert_emit('queue_worker_silent', v_severity, r.executor_id,
-                        jsonb_build_object(
-                            'executor_id',              r.executor_id,
-                            'executor_kind',            r.executor_kind,
-                            'age_seconds',              v_age,
-                            'expected_cadence_seconds', r.expected_cadence_seconds,
-                            'stale_threshold_seconds',  v_threshold,
-                            'gap_ratio',                v_ratio,
-                            'silent_since',             v_since,
-                            'last_beat_at',             r.last_beat_at,
-                            'alert',                    v_kind));
-                    IF v_kind = 'escalation' THEN
-                        v_escalated := v_escalated + 1;
-                    END IF;
-                    UPDATE queue_stale_alert
-                       SET silent_since = v_since, alerted_at = v_now, alerted_severity = v_severity,
-                           alerted_beat_at = r.last_beat_at,
-                           last_warning_at  = CASE WHEN v_severity = 'warning'  THEN v_now ELSE last_warning_at END,
-                           last_critical_at = CASE WHEN v_severity = 'critical' THEN v_now ELSE last_critical_at END
-                     WHERE executor_id = r.executor_id;
-                    v_emitted := v_emitted + 1;
-                    v_alerts  := v_alerts || jsonb_build_object('executor_id', r.executor_id, 'severity', v_severity,
-                                                                'event_id', v_event, 'alert', v_kind);
-                ELSE
-                    v_suppressed := v_suppressed + 1;
-                END IF;
-            ELSIF r.alerted_at IS NOT NULL THEN
-                -- No longer stale: report the silence as ended, once. reason 'beat' when it beat
-                -- since the alert; otherwise its threshold (or the floor) was raised past its age.
-                v_event := fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
-                    jsonb_build_object(
-                        'executor_id',              r.executor_id,
-                        'executor_kind',            r.executor_kind,
-                        'reason',                   CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
-                                                         THEN 'beat' ELSE 'threshold_raised' END,
-                        'silent_since',             r.silent_since,
-                        'recovered_at',             CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
-                                                         THEN r.last_beat_at ELSE v_now END,
-                        'silent_seconds',           greatest(0, floor(extract(epoch FROM (
-                                                        CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
-                                                             THEN r.last_beat_at ELSE v_now END
-                                                        - coalesce(r.silent_since, r.last_beat_at)))))::bigint,
-                        'last_alerted_at',          r.alerted_at,
-                        'last_alerted_severity',    r.alerted_severity,
-                        'expected_cadence_seconds', r.expected_cadence_seconds));
-                UPDATE queue_stale_alert
-                   SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
-                 WHERE executor_id = r.executor_id;
-                v_recovered := v_recovered + 1;
-                v_alerts    := v_alerts || jsonb_build_object('executor_id', r.executor_id, 'severity', 'info',
-                                                              'event_id', v_event, 'recovered', true);
-            END IF;
-        END LOOP;
-    END IF;
-
-    RETURN jsonb_build_object(
-        'checked',        v_checked,
-        'stale',          v_stale,
-        'emitted',        v_emitted,
-        'escalated',      v_escalated,
-        'suppressed',     v_suppressed,
-        'recovered',      v_recovered,
-        'paused',         v_paused,
-        'skipped_locked', greatest(v_candidates - v_locked, 0),
-        'floor_seconds',  v_floor,
-        'checked_at',     v_now,
-        'alerts',         v_alerts);
-END;
-$$;
-
---
--- Name: fn_queue_wake_notify_event_outbox(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.fn_queue_wake_notify_event_outbox() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     r record;
@@ -4620,10 +2967,9 @@ DECLARE
 BEGIN
     -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
     -- statement; nothing before the guard can resolve to a planted overload.
-    IF NOT fn_queue_notify_enabled() THEN
+    IF NOT public.fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;
-    PERFORM fn_iu_require_trusted_search_path(TG_NAME);
     -- One pass over the statement's rows: cheap aggregates only (no sorts, no collations).
     FOR r IN
         SELECT n.event_domain,
@@ -4665,12 +3011,12 @@ END;
 $$;
 
 --
--- Name: fn_queue_wake_notify_job_queue(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: fn_queue_wake_notify_job_queue(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION public.fn_queue_wake_notify_job_queue() RETURNS trigger
+CREATE FUNCTION iu_core.fn_queue_wake_notify_job_queue() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     r         record;
@@ -4678,10 +3024,9 @@ DECLARE
 BEGIN
     -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
     -- statement; nothing before the guard can resolve to a planted overload.
-    IF NOT fn_queue_notify_enabled() THEN
+    IF NOT public.fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;
-    PERFORM fn_iu_require_trusted_search_path(TG_NAME);
     FOR r IN
         SELECT n.event_domain,
                count(*)                        AS cnt,
@@ -4723,6 +3068,2085 @@ BEGIN
         PERFORM pg_notify('queue_wake_' || r.event_domain, v_payload);
     END LOOP;
     RETURN NULL;
+END;
+$$;
+
+--
+-- Name: fn_cut_heartbeat_ping(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_cut_heartbeat_ping(p_executor_name text, p_executor_kind text DEFAULT 'external_worker'::text, p_status text DEFAULT 'ok'::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
+BEGIN
+    IF p_executor_name IS NULL OR btrim(p_executor_name, E' \t\r\n\f\x0B') = '' THEN
+        RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_name required' USING ERRCODE = '22023',
+            HINT = 'Name the executor, e.g. cut_pipeline_operator_<scope>, so one stale row cannot silence another.';
+    END IF;
+    PERFORM iu_core.fn_iu_require_name('fn_cut_heartbeat_ping', 'p_executor_name', p_executor_name);
+    -- The same refusal fn_queue_heartbeat_tick and fn_queue_heartbeat_write return.
+    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_name) THEN
+        RETURN iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    END IF;
+    IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (iu_core.fn_queue_executor_kinds()) THEN
+        RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_kind % not in 7-vocab (%)',
+            coalesce(quote_literal(left(p_executor_kind, 60)), 'NULL'), array_to_string(iu_core.fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
+    END IF;
+    IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
+        RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_status % not in {ok,warn,error}',
+            coalesce(quote_literal(left(p_status, 60)), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF NOT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'queue.heartbeat.enabled'), false) THEN
+        RETURN jsonb_build_object('skipped', true);
+    END IF;
+    PERFORM iu_core.fn_iu_payload_require_clean('fn_cut_heartbeat_ping', 'p_metadata', v_metadata);
+
+    RETURN public.fn_queue_heartbeat_tick(
+        p_executor_name, p_executor_kind, p_status,
+        v_metadata || jsonb_build_object(
+            'ping_origin',   'cut_pipeline_caller',
+            'ping_function', 'fn_cut_heartbeat_ping',
+            'ping_actor',    coalesce(nullif(current_setting('app.actor', true), ''), 'cut_pipeline_operator_external'),
+            'ping_at',       now()));
+END;
+$$;
+
+--
+-- Name: fn_iu_core_routes_enabled(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_core_routes_enabled() RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- The gate readers run with search_path = pg_catalog, pg_temp and name the table and the
+    -- rule as public.dot_config and public.fn_iu_gate_open: public is not on their path, so
+    -- nothing planted there (an operator, a function, a table) can be resolved by them, and
+    -- they need no writable-schema guard (fn_iu_require_trusted_search_path, 001). That keeps
+    -- them cheap enough to call anywhere. PostgreSQL never looks up functions or operators in
+    -- pg_temp. They are PL/pgSQL for the same reason: PostgreSQL re-parses and re-plans the
+    -- body of a LANGUAGE sql function that cannot be inlined (SECURITY DEFINER, SET) on every
+    -- call from a new statement, where PL/pgSQL plans its query once per session. The body
+    -- stays one RETURN of one SELECT over public.dot_config, so the runtime verification can
+    -- lift that SELECT out and run it against simulated values.
+BEGIN
+    RETURN (SELECT public.fn_iu_gate_open((SELECT c.value FROM public.dot_config c WHERE c.key = 'iu_core.routes_enabled')));
+END;
+$$;
+
+--
+-- Name: fn_iu_emit_event(text, text, text, text, text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text DEFAULT 'standard'::text, p_event_severity text DEFAULT 'info'::text, p_event_subject_table text DEFAULT NULL::text, p_event_subject_ref text DEFAULT NULL::text, p_safe_payload jsonb DEFAULT '{}'::jsonb) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET "iu.emit_event" TO 'on'
+    AS $$
+    -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
+    -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
+    -- outside its list, a payload that is not a clean JSON object, an unregistered type;
+    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT from the
+    -- type's registration row (the registry holds only valid names, so a match proves
+    -- p_event_domain and p_event_type valid) whose WHERE holds the argument rules the
+    -- table's domains do not already test, or test only in a cheap comparison; no row
+    -- back means nothing was written, and only then does fn_iu_emit_event_refuse walk the
+    -- rules one by one to raise the right error (or the type is unregistered). Payload
+    -- hygiene is tested once, by the payload's domain: for a dirty payload its refusing
+    -- branch raises this function's own error (fn_iu_event_outbox_refuse_payload), told by
+    -- the setting iu.emit_event that this function's SET clause turns on for its own
+    -- execution. A blank subject, however long, is not an error: it is stored as NULL.
+DECLARE
+    -- Drawn here rather than by the column default and read back with RETURNING, which
+    -- costs the INSERT a projection and the call a result row.
+    v_id pg_catalog.uuid := pg_catalog.gen_random_uuid();
+BEGIN
+    -- Everything on the accepting path is qualified and exactly typed (see the header).
+    -- The row is produced only when the type is registered (the join) and every condition
+    -- holds. Each is written so that a NULL argument fails it (a NULL comparison is not
+    -- true), except the subjects' bounds, for which NULL is valid. What the WHERE leaves to the
+    -- table: a name's emptiness (iu_event_name; the registry and the stream's blank test
+    -- here are stricter) and the payload's hygiene (iu_safe_payload, see above). The lane,
+    -- severity and object tests repeat their domains' rules: one comparison each, cheaper
+    -- than a refusing branch in the domain that every direct INSERT would prepare too.
+    INSERT INTO public.event_outbox (id, event_domain, event_type, event_stream, delivery_lane, event_severity,
+                                     event_subject_table, event_subject_ref, safe_payload)
+    SELECT v_id, p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+           CASE WHEN iu_core.fn_iu_is_whitespace(p_event_subject_table)
+                THEN NULL ELSE p_event_subject_table END,
+           CASE WHEN iu_core.fn_iu_is_whitespace(p_event_subject_ref)
+                THEN NULL ELSE p_event_subject_ref END,
+           p_safe_payload
+      FROM public.event_type_registry r
+     WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
+       AND r.event_type OPERATOR(pg_catalog.=) p_event_type
+       AND NOT iu_core.fn_iu_is_whitespace(p_event_stream)
+       AND pg_catalog.octet_length(p_event_stream) OPERATOR(pg_catalog.<=) 200
+       AND p_event_type OPERATOR(pg_catalog.<>) ALL ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
+       AND p_delivery_lane OPERATOR(pg_catalog.=) ANY ('{immediate,standard,batch}'::pg_catalog.text[])
+       AND p_event_severity OPERATOR(pg_catalog.=) ANY ('{debug,info,warning,critical}'::pg_catalog.text[])
+       AND pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.=) 'object'::pg_catalog.text
+       AND (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.<=) 200
+            AND pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.<=) 1000) IS NOT FALSE;
+    IF NOT FOUND THEN
+        -- A subject over its bound that is blank is not an error: like every blank subject
+        -- it is stored as NULL. The statement above tests only the bounds (NULL passes), so
+        -- this rare case costs a second call here instead of two more tests per subject on
+        -- every emit. Qualified and exactly typed like the accepting path, which it rejoins.
+        IF (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
+                AND iu_core.fn_iu_is_whitespace(p_event_subject_table))
+           OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
+                AND iu_core.fn_iu_is_whitespace(p_event_subject_ref)) THEN
+            RETURN public.fn_iu_emit_event(
+                p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+                CASE WHEN iu_core.fn_iu_is_whitespace(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
+                CASE WHEN iu_core.fn_iu_is_whitespace(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
+                p_safe_payload);
+        END IF;
+        -- Nothing written: explain why. A broken argument rule raises in the refuse
+        -- function (guarded); otherwise the type is not registered.
+        PERFORM iu_core.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
+                                               p_event_severity, p_event_subject_table, p_event_subject_ref,
+                                               p_safe_payload);
+        RAISE EXCEPTION 'fn_iu_emit_event: event type %/% is not registered', p_event_domain, p_event_type
+            USING ERRCODE = '22023',
+                  HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
+                                p_event_domain, p_event_type);
+    END IF;
+    RETURN v_id;
+END;
+$$;
+
+--
+-- Name: fn_iu_event_outbox_rebase_foreign_txids(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids() RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_event_outbox_rebase_foreign_txids: the documented fix for rows restored from
+    -- another cluster (IU002 "transaction ids from another cluster"). Re-stamps their txid with
+    -- this transaction's, so they become one new window for every worker once it commits; the
+    -- idempotency keys keep the ones already routed in the old cluster duplicate-free. Only the
+    -- txid bookkeeping column changes (the append-only trigger checks that).
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_me   xid8;
+    v_rows bigint;
+    v_doms jsonb;
+BEGIN
+    v_me := pg_current_xact_id();
+    PERFORM set_config('iu.rebase_txid', 'on', true);
+    WITH moved AS (
+        UPDATE public.event_outbox o
+           SET txid = v_me
+         WHERE o.txid >= pg_snapshot_xmax(pg_current_snapshot())
+           AND o.txid <> v_me
+        RETURNING o.event_domain
+    )
+    SELECT count(*), coalesce(jsonb_object_agg(m.event_domain, m.n), '{}'::jsonb)
+      INTO v_rows, v_doms
+      FROM (SELECT event_domain, count(*) AS n FROM moved GROUP BY event_domain) m;
+    PERFORM set_config('iu.rebase_txid', 'off', true);
+    RETURN jsonb_build_object('rebased', coalesce(v_rows, 0), 'by_domain', v_doms, 'txid', v_me::text,
+                              'note', 'the rows are routed as one new window once this transaction commits');
+END;
+$$;
+
+--
+-- Name: fn_iu_gate_open(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_gate_open(p_value text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    -- fn_iu_gate_open(p_value): THE gate rule, written once: a gate is open only when its key
+    -- holds exactly 'true' (p_value is the stored value, NULL when the key is missing). Pure
+    -- and inlinable SQL, so a reader or a run's idle probe plans it into its own statement.
+    SELECT coalesce(p_value = 'true', false)
+$$;
+
+--
+-- Name: fn_iu_partition_maintain(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_partition_maintain() RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_partition_maintain() -> jsonb
+    -- Keeps both history tables partitioned ahead of the transaction ids in use, and records
+    -- when a partition closed. Called by the runner (tick, and the run loop on the stale-check
+    -- cadence); idempotent and safe to call concurrently (a transaction-scoped advisory lock:
+    -- a second caller returns {"busy": true} at once).
+    -- Algorithm: the next partition starts at the highest existing upper bound, or above the
+    -- highest txid already in a default partition (so no row ever has to move); partitions of
+    -- retention.partition_txids txids are added, to both tables with the same bounds, while
+    -- the room left above the next txid is under half a width (so between half and one and a
+    -- half widths of txids are always ready). Every partition whose upper
+    -- bound is <= xmin of the current snapshot (no transaction can still write into it) gets
+    -- closed_at = now() once. Adding a partition (built apart, then ATTACHed) takes SHARE
+    -- UPDATE EXCLUSIVE on the parent, which no INSERT or SELECT waits for, and ACCESS
+    -- EXCLUSIVE on the default partition (scanned for rows of the new range); it waits at most
+    -- 2 s for those (DDL or VACUUM on the table, a writer into the default partition): on a
+    -- timeout it returns {"lock_timeout": true} and the next call tries again.
+    -- Returns: busy, created[], closed[], partitions, newest_upper_txid, next_txid,
+    --          ahead_txids, width_txids, default_rows{event_outbox, iu_route_attempt}, lock_timeout,
+    --          default_raced (a producer's row reached the default partition above what this call
+    --          saw, while it waited: nothing created, the next call starts above it).
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_width   bigint;
+    v_next    xid8;
+    v_upper   xid8;
+    v_lo      xid8;
+    v_top     xid8;
+    v_old_lt  text;
+    v_created text[] := '{}';
+    v_closed  text[];
+    v_timeout boolean := false;
+    v_raced   boolean := false;
+BEGIN
+    v_width := coalesce(iu_core.fn_iu_retention_config('fn_iu_partition_maintain', 'retention.partition_txids', 1000, 1000000000000), 100000000);
+    IF NOT pg_try_advisory_xact_lock(hashtext('iu_core.partition_maintain')) THEN
+        RETURN jsonb_build_object('busy', true);
+    END IF;
+    v_next := pg_snapshot_xmax(pg_current_snapshot());
+
+    v_old_lt := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', '2s', true);
+    BEGIN
+        SELECT p.upper_txid INTO v_upper FROM public.iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
+        v_lo := v_upper;
+        -- above the highest row already in a default partition (min/max of xid8 need PostgreSQL 14)
+        SELECT o.txid INTO v_top FROM ONLY public.event_outbox_default o ORDER BY o.txid DESC LIMIT 1;
+        IF v_top >= v_lo THEN v_lo := (v_top::text::numeric + 1)::text::xid8; END IF;
+        SELECT a.event_txid INTO v_top FROM ONLY public.iu_route_attempt_default a ORDER BY a.event_txid DESC LIMIT 1;
+        IF v_top >= v_lo THEN v_lo := (v_top::text::numeric + 1)::text::xid8; END IF;
+        WHILE v_lo::text::numeric - v_next::text::numeric < v_width / 2 LOOP
+            v_upper := (v_lo::text::numeric + v_width)::text::xid8;
+            v_created := v_created || iu_core.fn_iu_partition_create('event_outbox', v_lo, v_upper);
+            v_created := v_created || iu_core.fn_iu_partition_create('iu_route_attempt', v_lo, v_upper);
+            v_lo := v_upper;
+        END LOOP;
+    EXCEPTION
+        WHEN lock_not_available THEN
+            v_timeout := true;
+            v_created := '{}';
+        WHEN check_violation THEN
+            -- A producer's row reached the default partition above the highest one this
+            -- call could see (its transaction committed while the new partition waited for
+            -- the default partition's lock): nothing is created now; the next call starts
+            -- above that row.
+            v_raced := true;
+            v_created := '{}';
+    END;
+    PERFORM set_config('lock_timeout', v_old_lt, true);
+    SELECT p.upper_txid INTO v_upper FROM public.iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
+
+    v_closed := iu_core.fn_iu_partition_record_closes();
+
+    RETURN jsonb_build_object(
+        'busy', false,
+        'lock_timeout', v_timeout,
+        'default_raced', v_raced,
+        'created', to_jsonb(v_created),
+        'closed', to_jsonb(v_closed),
+        'partitions', (SELECT count(*) FROM public.iu_history_partition),
+        'newest_upper_txid', v_upper::text,
+        'next_txid', v_next::text,
+        'ahead_txids', v_upper::text::numeric - v_next::text::numeric,
+        'width_txids', v_width,
+        'default_rows', jsonb_build_object(
+            'event_outbox', (SELECT count(*) FROM (SELECT 1 FROM ONLY public.event_outbox_default LIMIT 1000) d),
+            'iu_route_attempt', (SELECT count(*) FROM (SELECT 1 FROM ONLY public.iu_route_attempt_default LIMIT 1000) d)));
+END;
+$$;
+
+--
+-- Name: fn_iu_retention_run(boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_retention_run(p_dry_run boolean DEFAULT true) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_retention_run(p_dry_run boolean DEFAULT true) -> jsonb
+    -- Drops whole history partitions that retention allows, oldest first, and records each
+    -- drop in iu_retention_ledger. A partition is dropped only when ALL hold:
+    --   event_outbox partition
+    --     (a) retention.event_outbox_days is set and the partition closed at least that many
+    --         days ago (closed: every txid in its range finished, so every row in it is older);
+    --     (b) it is closed (never the partition holding current inserts: its upper bound is at
+    --         or below xmin of the current snapshot);
+    --     (c) every registered route worker has passed all of it
+    --         (fn_iu_retention_partition_unrouted is empty).
+    --   iu_route_attempt partition (same bounds)
+    --     (a) retention.route_attempt_days is set and it closed at least that many days ago;
+    --     (b) closed;
+    --     (c) the event_outbox partition of the same range is gone (dropped earlier or in this
+    --         run): the attempts are the re-scan guard of those events, so they outlive them;
+    --     (d) no open dead letter holds an event of that range (its replay writes there).
+    -- Dead letters keep their whole event (event_snapshot), so no drop affects a replay.
+    -- p_dry_run true (the default): nothing is dropped; the answer says what would be.
+    -- Returns: dry_run, dropped[{table, partition, lower_txid, upper_txid, rows, closed_at}],
+    --          kept[{table, partition, reason, [workers]}], retention{event_outbox_days,
+    --          route_attempt_days}, lock_timeout.
+    -- Takes the maintenance lock (waits at most 2 s for a running maintenance, else answers
+    -- busy and lock_timeout, dropping nothing); each DROP waits at most 2 s for its lock
+    -- (lock_timeout: the run stops there and says so).
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_outbox_days  bigint;
+    v_attempt_days bigint;
+    v_days         bigint;
+    v_xmin         xid8;
+    v_actor        text;
+    p              public.iu_history_partition%ROWTYPE;
+    v_workers      text[];
+    v_reason       text;
+    v_rows         bigint;
+    v_dropped      jsonb := '[]';
+    v_kept         jsonb := '[]';
+    v_gone         text[] := '{}';    -- event_outbox ranges (lower::text) gone in this run
+    v_timeout      boolean := false;
+    v_old_lt       text;
+BEGIN
+    IF p_dry_run IS NULL THEN
+        RAISE EXCEPTION 'fn_iu_retention_run: p_dry_run required' USING ERRCODE = '22023',
+            HINT = 'SELECT fn_iu_retention_run(true) to see what would be dropped, fn_iu_retention_run(false) to drop it.';
+    END IF;
+    v_outbox_days  := iu_core.fn_iu_retention_config('fn_iu_retention_run', 'retention.event_outbox_days', 0, 36500);
+    v_attempt_days := iu_core.fn_iu_retention_config('fn_iu_retention_run', 'retention.route_attempt_days', 0, 36500);
+    v_actor := iu_core.fn_queue_actor(NULL, 'fn_iu_retention_run');
+    v_old_lt := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', '2s', true);
+    -- The maintenance lock, waited for at most 2 s like every lock here: a session that
+    -- holds it in an open transaction (maintenance is granted to executors) must not hang
+    -- the run for as long as that transaction lives.
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'));
+    EXCEPTION WHEN lock_not_available THEN
+        PERFORM set_config('lock_timeout', v_old_lt, true);
+        RETURN jsonb_build_object('dry_run', p_dry_run, 'dropped', v_dropped, 'kept', v_kept,
+                                  'lock_timeout', true, 'busy', true,
+                                  'retention', jsonb_build_object('event_outbox_days', v_outbox_days,
+                                                                  'route_attempt_days', v_attempt_days));
+    END;
+    -- closed_at must be current before ages are judged
+    PERFORM iu_core.fn_iu_partition_record_closes();
+    v_xmin := pg_snapshot_xmin(pg_current_snapshot());
+
+    -- event_outbox first (an attempt partition waits for its events' partition), oldest first.
+    FOR p IN SELECT * FROM public.iu_history_partition h
+              ORDER BY h.table_name, h.upper_txid
+    LOOP
+        v_workers := NULL;
+        v_days := CASE p.table_name WHEN 'event_outbox' THEN v_outbox_days ELSE v_attempt_days END;
+        v_reason := CASE
+            WHEN v_days IS NULL THEN 'retention_not_configured'
+            WHEN p.closed_at IS NULL OR p.upper_txid > v_xmin THEN 'not_closed'
+            WHEN p.closed_at > now() - make_interval(days => v_days::integer) THEN 'younger_than_retention'
+        END;
+        IF v_reason IS NULL AND p.table_name = 'event_outbox' THEN
+            v_workers := iu_core.fn_iu_retention_partition_unrouted(p.lower_txid, p.upper_txid);
+            IF cardinality(v_workers) > 0 THEN
+                v_reason := 'cursor_not_passed';
+            END IF;
+        ELSIF v_reason IS NULL THEN
+            IF EXISTS (SELECT 1 FROM public.iu_history_partition e
+                        WHERE e.table_name = 'event_outbox'
+                          AND e.lower_txid IS NOT DISTINCT FROM p.lower_txid AND e.upper_txid = p.upper_txid)
+               AND NOT coalesce(p.lower_txid::text, 'min') = ANY (v_gone) THEN
+                v_reason := 'events_still_kept';
+            ELSIF EXISTS (SELECT 1 FROM public.iu_route_dead_letter d
+                           WHERE d.resolved_at IS NULL
+                             AND (d.event_snapshot->>'txid')::xid8 < p.upper_txid
+                             AND (p.lower_txid IS NULL OR (d.event_snapshot->>'txid')::xid8 >= p.lower_txid)) THEN
+                v_reason := 'open_dead_letter';
+            END IF;
+        END IF;
+        IF v_reason IS NOT NULL THEN
+            v_kept := v_kept || jsonb_strip_nulls(jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
+                                                                   'reason', v_reason, 'workers', to_jsonb(v_workers)));
+            CONTINUE;
+        END IF;
+
+        EXECUTE format('SELECT count(*) FROM ONLY public.%I', p.partition_name) INTO v_rows;
+        IF NOT p_dry_run THEN
+            -- A DROP holds the parent ACCESS EXCLUSIVE until this transaction ends, which
+            -- holds every producer. A caller that leaves the transaction open (psql
+            -- without autocommit, a script) must not hold them for long: idle in this
+            -- transaction for more than 2 s, the session is ended and the drops roll back
+            -- (nothing is lost; the next run drops them again).
+            PERFORM set_config('idle_in_transaction_session_timeout', '2s', true);
+            BEGIN
+                EXECUTE format('DROP TABLE public.%I', p.partition_name);
+            EXCEPTION WHEN lock_not_available THEN
+                v_timeout := true;
+                EXIT;
+            END;
+            DELETE FROM public.iu_history_partition h WHERE h.partition_name = p.partition_name;
+            INSERT INTO public.iu_retention_ledger (table_name, partition_name, lower_txid, upper_txid, row_count,
+                                             closed_at, retention_days, dropped_by)
+            VALUES (p.table_name, p.partition_name, p.lower_txid, p.upper_txid, v_rows, p.closed_at, v_days, v_actor);
+        END IF;
+        IF p.table_name = 'event_outbox' THEN
+            v_gone := v_gone || coalesce(p.lower_txid::text, 'min');
+        END IF;
+        v_dropped := v_dropped || jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
+                                                     'lower_txid', p.lower_txid::text, 'upper_txid', p.upper_txid::text,
+                                                     'rows', v_rows, 'closed_at', p.closed_at);
+    END LOOP;
+
+    PERFORM set_config('lock_timeout', v_old_lt, true);
+    RETURN jsonb_build_object('dry_run', p_dry_run, 'dropped', v_dropped, 'kept', v_kept,
+                              'lock_timeout', v_timeout,
+                              'retention', jsonb_build_object('event_outbox_days', v_outbox_days,
+                                                              'route_attempt_days', v_attempt_days));
+END;
+$$;
+
+--
+-- Name: fn_iu_route_dead_letter_replay(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_dead_letter_replay(p_dead_letter_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_dead_letter_replay(p_dead_letter_id) -> jsonb
+    -- Re-attempts one dead-lettered event from its snapshot (nothing is read from event_outbox)
+    -- as a fresh iu_route_attempt with the next attempt_no, deciding with the route as it is
+    -- now (fn_iu_route_decide). A dry_run or sent outcome resolves the dead letter; a failure
+    -- moves failed_attempts and last_failed_at; skipped or disabled (no route, or route off)
+    -- leaves it open without counting a failure: the operator fixes the route and replays
+    -- again. Already resolved -> {"replayed": false, "reason": "already_resolved"}. The dead
+    -- letter row is locked, so two replays of one dead letter run one after the other.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    dl         public.iu_route_dead_letter%ROWTYPE;
+    rt         public.iu_outbound_route%ROWTYPE;
+    v_status   text;
+    v_attempt  integer;
+    v_res      jsonb;
+    v_state    text;
+    v_msg      text;
+BEGIN
+    IF p_dead_letter_id IS NULL THEN
+        RAISE EXCEPTION 'fn_iu_route_dead_letter_replay: p_dead_letter_id required' USING ERRCODE = '22023';
+    END IF;
+    SELECT * INTO dl FROM public.iu_route_dead_letter d WHERE d.id = p_dead_letter_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'fn_iu_route_dead_letter_replay: dead letter % not found', p_dead_letter_id
+            USING ERRCODE = 'P0002',
+                  HINT = 'List the open ones: SELECT id, worker_name, idempotency_key, error_code FROM v_iu_route_dead_letter_open;';
+    END IF;
+    IF dl.resolved_at IS NOT NULL THEN
+        RETURN jsonb_build_object('replayed', false, 'reason', 'already_resolved',
+                                  'dead_letter_id', dl.id, 'resolved_at', dl.resolved_at,
+                                  'resolution', dl.resolution, 'resolved_by', dl.resolved_by);
+    END IF;
+
+    -- The route as it is now (all NULL when none matches), for the event as it was.
+    SELECT * INTO rt FROM public.iu_outbound_route r
+     WHERE r.event_domain = dl.event_snapshot->>'event_domain'
+       AND r.event_type   = dl.event_snapshot->>'event_type'
+       AND r.event_stream = dl.event_snapshot->>'event_stream';
+
+    SELECT coalesce(max(a.attempt_no), 0) + 1 INTO v_attempt
+      FROM public.iu_route_attempt a WHERE a.idempotency_key = dl.idempotency_key;
+
+    v_status := iu_core.fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run);
+    IF v_status = 'deliver' THEN
+        BEGIN
+            v_res := public.fn_iu_route_deliver(dl.event_snapshot, rt.route_key, rt.route_kind, dl.idempotency_key);
+            v_status := 'sent';
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+            v_status := 'failed';
+        END;
+    END IF;
+
+    INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
+                                  attempt_no, detail, error_code, error_message, event_txid)
+    VALUES (dl.event_id, dl.worker_name, rt.route_key, rt.route_kind, v_status, dl.idempotency_key, v_attempt,
+            jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg,
+            coalesce((dl.event_snapshot->>'txid')::xid8, '0'));  -- a snapshot without txid: the oldest range
+
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(dl.worker_name, v_status, 1, 1);
+
+    IF v_status IN ('dry_run', 'sent') THEN
+        UPDATE public.iu_route_dead_letter d
+           SET resolved_at = now(), resolution = 'replayed_' || v_status, resolved_by = iu_core.fn_queue_actor(NULL, 'fn_iu_route_dead_letter_replay')
+         WHERE d.id = dl.id
+        RETURNING * INTO dl;
+    ELSIF v_status = 'failed' THEN
+        UPDATE public.iu_route_dead_letter d
+           SET failed_attempts = d.failed_attempts + 1, last_failed_at = now(),
+               error_code = v_state, error_message = v_msg
+         WHERE d.id = dl.id
+        RETURNING * INTO dl;
+    END IF;
+
+    RETURN jsonb_build_object(
+        'replayed', true,
+        'dead_letter_id', dl.id,
+        'idempotency_key', dl.idempotency_key,
+        'attempt_no', v_attempt,
+        'status', v_status,
+        'route_key', rt.route_key,
+        'resolved', dl.resolved_at IS NOT NULL,
+        'resolution', dl.resolution,
+        'resolved_by', dl.resolved_by,
+        'failed_attempts', dl.failed_attempts,
+        'error_code', v_state,
+        'error_message', v_msg);
+END;
+$$;
+
+--
+-- Name: fn_iu_route_dead_letter_replay_many(jsonb, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_dead_letter_replay_many(p_filter jsonb, p_limit integer DEFAULT 1000) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Replays up to p_limit (1..10000) open route dead letters matching p_filter, oldest
+-- failure first, each with fn_iu_route_dead_letter_replay (which writes the attempt and
+-- resolves the row, or records the new failure and leaves it open). Returns
+-- {"selected": n, "resolved": n, "still_open": n, "statuses": {status: count},
+--  "more": true while matching open ones remain (failed-again rows included)}.
+DECLARE
+    f          record;
+    v_id       uuid;
+    v_res      jsonb;
+    v_selected integer := 0;
+    v_resolved integer := 0;
+    v_statuses jsonb := '{}'::jsonb;
+    v_more     boolean;
+BEGIN
+    SELECT * INTO f FROM iu_core.fn_queue_dead_letter_filter('fn_iu_route_dead_letter_replay_many', p_filter, 'route_key');
+    PERFORM iu_core.fn_job_require_range('fn_iu_route_dead_letter_replay_many', 'p_limit', p_limit, 1, 10000);
+    FOR v_id IN
+        SELECT d.id FROM public.iu_route_dead_letter d
+         WHERE d.resolved_at IS NULL
+           AND iu_core.fn_iu_route_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)
+         ORDER BY d.last_failed_at, d.id
+         LIMIT p_limit
+           FOR UPDATE SKIP LOCKED
+    LOOP
+        v_selected := v_selected + 1;
+        v_res := public.fn_iu_route_dead_letter_replay(v_id);
+        IF (v_res ->> 'resolved')::boolean THEN
+            v_resolved := v_resolved + 1;
+        END IF;
+        v_statuses := v_statuses || jsonb_build_object(coalesce(v_res ->> 'status', v_res ->> 'reason', 'unknown'),
+            coalesce((v_statuses ->> coalesce(v_res ->> 'status', v_res ->> 'reason', 'unknown'))::integer, 0) + 1);
+    END LOOP;
+    SELECT EXISTS (
+        SELECT 1 FROM public.iu_route_dead_letter d
+         WHERE d.resolved_at IS NULL
+           AND iu_core.fn_iu_route_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)) INTO v_more;
+    RETURN jsonb_build_object('selected', v_selected, 'resolved', v_resolved, 'still_open', v_selected - v_resolved,
+                              'statuses', v_statuses, 'more', v_more);
+END;
+$$;
+
+--
+-- Name: fn_iu_route_deliver(jsonb, text, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- The delivery seam. Unbuilt on purpose: nothing is delivered downstream by this package.
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    RAISE EXCEPTION 'fn_iu_route_deliver: delivery is not built: route % (dry_run = false) fails closed',
+        coalesce(p_route_key, '(none)')
+        USING ERRCODE = 'feature_not_supported',
+              HINT = 'Keep the route dry_run (UPDATE iu_outbound_route SET dry_run = true ...) and replay the dead letter, or build the delivery seam.';
+END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_enabled(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_enabled() RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN (SELECT public.fn_iu_gate_open((SELECT c.value FROM public.dot_config c WHERE c.key = 'iu_core.route_worker_enabled')));
+END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_health(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_health(p_worker_name text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_health(p_worker_name DEFAULT NULL) -> jsonb
+    -- v_iu_route_worker_status as JSON, plus what holds each worker's windows open (pid, age)
+    -- and its heartbeat. With a worker name, its document at the top level (and in
+    -- "workers"); without one, every worker. Unknown worker -> P0002.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_routes_on boolean;
+    v_worker_on boolean;
+    v_gates     jsonb;
+    v_workers   jsonb;
+BEGIN
+    v_routes_on := public.fn_iu_core_routes_enabled() IS TRUE;
+    v_worker_on := public.fn_iu_route_worker_enabled() IS TRUE;
+    IF p_worker_name IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_health', p_worker_name);
+        IF NOT EXISTS (SELECT 1 FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name) THEN
+            PERFORM iu_core.fn_iu_route_worker_not_registered('fn_iu_route_worker_health', p_worker_name);
+        END IF;
+    END IF;
+
+    v_gates := jsonb_build_object('iu_core.routes_enabled', v_routes_on,
+                                  'iu_core.route_worker_enabled', v_worker_on,
+                                  'open', v_routes_on AND v_worker_on);
+
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'worker', s.worker_name,
+               'event_domain', s.event_domain,
+               'gates', v_gates,
+               'runs_total', s.runs_total,
+               'last_run_at', s.last_run_at,
+               'last_run_age_seconds', s.last_run_age_seconds,
+               'events_seen', s.events_seen,
+               'attempts_written', s.attempts_written,
+               'dead_lettered', s.dead_lettered,
+               'backlog', s.backlog,
+               'backlog_capped', s.backlog_capped,
+               'oldest_pending_created_at', s.oldest_pending_created_at,
+               'oldest_pending_age_seconds', s.oldest_pending_age_seconds,
+               'open_dead_letters', s.open_dead_letters,
+               'oldest_open_dead_letter_at', s.oldest_open_dead_letter_at,
+               'window_open', s.window_open,
+               'held_open_count', jsonb_array_length(hold.holders),
+               'held_open_by', hold.holders,
+               'cursor_ok', s.cursor_ok,
+               'foreign_txid_rows', s.foreign_txid_rows,
+               'cursor_hint', s.cursor_hint,
+               'heartbeat', (SELECT jsonb_build_object('last_beat_at', h.last_beat_at,
+                                                       'age_seconds', round(extract(epoch FROM now() - h.last_beat_at)::numeric, 3),
+                                                       'ticks_total', h.ticks_total,
+                                                       'status', h.status,
+                                                       'stale_threshold_seconds', h.stale_threshold_seconds,
+                                                       'last_beat_payload', h.last_beat_payload)
+                               FROM public.queue_heartbeat h WHERE h.executor_id = s.worker_name),
+               'last_run_summary', s.last_run_summary) ORDER BY s.worker_name), '[]'::jsonb)
+      INTO v_workers
+      FROM public.v_iu_route_worker_status s
+     CROSS JOIN LATERAL (
+           -- a cursor from another cluster: its snapshots name no transaction of ours
+           SELECT CASE WHEN s.cursor_problem IS NULL
+                       THEN iu_core.fn_iu_route_worker_holders(s.done_snapshot, s.window_snapshot)
+                       ELSE '[]'::jsonb END AS holders) hold
+     WHERE p_worker_name IS NULL OR s.worker_name = p_worker_name;
+
+    IF p_worker_name IS NOT NULL THEN
+        -- One worker: its document at the top level (and in "workers" for uniform readers).
+        RETURN (v_workers->0) || jsonb_build_object('checked_at', now(), 'workers', v_workers);
+    END IF;
+    RETURN jsonb_build_object('checked_at', now(), 'gates', v_gates,
+                              'worker_count', jsonb_array_length(v_workers), 'workers', v_workers);
+END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_register(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_register(p_worker_name text, p_event_domain text DEFAULT 'iu'::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_register(p_worker_name, p_event_domain DEFAULT 'iu') -> jsonb
+    -- Creates the worker's cursor at the start of the stream and its PG_worker heartbeat row,
+    -- so a worker that stops running is noticed. Idempotent: a re-register keeps the cursor and
+    -- the heartbeat's history (ticks, last beat, pause). A worker consumes one domain.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_sysid   bigint;
+    v_actor   text;
+    v_created integer;
+    v_hb      integer;
+    c         public.iu_route_worker_cursor%ROWTYPE;
+BEGIN
+    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_actor := iu_core.fn_queue_actor(NULL, 'fn_iu_route_worker_register');
+    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_register', p_worker_name);
+    PERFORM iu_core.fn_iu_require_name('fn_iu_route_worker_register', 'p_event_domain', p_event_domain);
+
+    INSERT INTO public.iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
+    VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
+    ON CONFLICT (worker_name) DO NOTHING;
+    GET DIAGNOSTICS v_created = ROW_COUNT;
+
+    SELECT * INTO c FROM public.iu_route_worker_cursor WHERE worker_name = p_worker_name;
+    IF c.event_domain <> p_event_domain THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register: worker % is already registered for domain %',
+            quote_literal(p_worker_name), quote_literal(c.event_domain)
+            USING ERRCODE = '22023',
+                  HINT = 'A worker consumes one domain; register another worker name for another domain.';
+    END IF;
+
+    INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
+                                 stale_threshold_seconds, registered_by, last_beat_payload)
+    SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], d.expected_cadence_seconds,
+           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true)
+      FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
+    ON CONFLICT (executor_id) DO NOTHING;
+    GET DIAGNOSTICS v_hb = ROW_COUNT;
+
+    RETURN jsonb_build_object(
+        'worker', p_worker_name,
+        'event_domain', c.event_domain,
+        'registered', true,
+        'created', v_created > 0,
+        'cursor', CASE WHEN c.done_snapshot IS NULL AND c.window_snapshot IS NULL THEN 'start_of_stream' ELSE 'kept' END,
+        'system_identifier', c.system_identifier::text,
+        'heartbeat_created', v_hb > 0,
+        'heartbeat', (SELECT jsonb_build_object('executor_id', h.executor_id, 'executor_kind', h.executor_kind,
+                                                'expected_cadence_seconds', h.expected_cadence_seconds,
+                                                'stale_threshold_seconds', h.stale_threshold_seconds)
+                        FROM public.queue_heartbeat h WHERE h.executor_id = p_worker_name));
+END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_reset_cursor(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_reset_cursor(p_worker_name text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_reset_cursor(p_worker_name) -> jsonb
+    -- Moves the cursor back to the start of the stream and re-anchors it in this cluster
+    -- (the fix for IU002). The next runs re-scan the domain; idempotency keys keep that
+    -- duplicate-free. Waits for a run in progress (runs are short; fn_iu_route_worker_lock),
+    -- so a reset never interleaves with one.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    c       public.iu_route_worker_cursor%ROWTYPE;
+    v_sysid bigint;
+    v_actor text;
+BEGIN
+    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_actor := iu_core.fn_queue_actor(NULL, 'fn_iu_route_worker_reset_cursor');
+    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
+    PERFORM iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
+    SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+
+    UPDATE public.iu_route_worker_cursor cur
+       SET done_snapshot = NULL, window_snapshot = NULL, window_txid = NULL, window_event_id = NULL,
+           last_created_at = NULL, last_event_id = NULL,
+           system_identifier = v_sysid, reset_at = now(), reset_by = v_actor
+     WHERE cur.worker_name = p_worker_name;
+
+    RETURN jsonb_build_object(
+        'worker', p_worker_name,
+        'reset', true,
+        'cursor', 'start_of_stream',
+        'system_identifier', v_sysid::text,
+        'previous', jsonb_build_object('done_snapshot', c.done_snapshot::text,
+                                       'window_snapshot', c.window_snapshot::text,
+                                       'last_created_at', c.last_created_at,
+                                       'last_event_id', c.last_event_id,
+                                       'system_identifier', c.system_identifier::text),
+        'reset_by', v_actor,
+        'note', 'the next runs re-scan the domain; idempotency keys keep them duplicate-free');
+END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_run(text, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer DEFAULT 100) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_run(p_worker_name, p_batch_limit DEFAULT 100) -> jsonb summary
+    -- One transactional pass of one worker, in the caller's transaction:
+    --   1. the batch limit (22023; the worker name is checked
+    --      by the full pass, since the idle probe finds no worker under a name that breaks it)
+    --   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
+    --      window, a sane cursor, no beat due), fn_iu_route_worker_idle_rows finds nothing to
+    --      claim and no foreign row, and the worker's lock is free, the run returns the idle summary without another
+    --      statement: nothing claimed, nothing written (no transaction id, no WAL, no dead
+    --      row version), the same summary the full pass gives an idle run
+    --   3. otherwise the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
+    --      pages of decisions and audit rows, the cursor, the counters and the heartbeat
+    -- The idle path is most of what a caught-up worker polling every second does, so it is
+    -- kept to two probe statements and expressions; every case it does not answer
+    -- exactly (a window open, a due heartbeat, a foreign cursor or rows, a closed gate, a busy
+    -- lock, an unregistered worker) goes to the full pass, which decides it as before.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_lock_id integer;
+    v_domain  text;
+    v_done    pg_snapshot;
+    v_waits   boolean;
+    v_quiet   boolean;
+    v_holders jsonb;
+BEGIN
+    -- The worker name is checked by the full pass: a name that breaks the name rule was
+    -- never registered, so the idle probe finds no worker for it and the full pass refuses
+    -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
+    -- order in which a call with both learns about them).
+    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
+        PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
+            coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+
+    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
+      INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
+      FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name) p;
+    -- Then the outbox, with the position as values (pruned when the statement starts);
+    -- the lock only when both are quiet.
+    IF v_quiet
+       AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()))
+       AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
+        -- The holders of the position it keeps, described only when one still runs.
+        v_holders := CASE WHEN v_waits THEN iu_core.fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
+        -- As the full pass reports an idle run: one empty window opened and closed.
+        RETURN iu_core.fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
+                                          iu_core.fn_iu_route_run_tally_zero(),
+                                          false, 1, 1, NULL, true, v_holders);
+    END IF;
+    RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
+END;
+$$;
+
+--
+-- Name: fn_job_claim(text, text[], integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_claim(p_worker text, p_job_kinds text[], p_limit integer DEFAULT 1, p_lease_seconds integer DEFAULT 60) RETURNS SETOF public.job_queue
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Leases up to p_limit due queued jobs of the asked kinds (paused kinds skipped) to
+-- p_worker for p_lease_seconds, oldest due first, in one statement: FOR UPDATE SKIP
+-- LOCKED, so concurrent claimers take disjoint jobs without waiting for each other. Each
+-- claimed row gets attempt + 1 and a fresh lease_token, returned with the row.
+-- One kind (the common case) reads the due index in order and stops after p_limit rows.
+-- Several kinds read the index once per kind (up to p_limit each, in order) and keep the
+-- p_limit oldest; the extra rows it locked are released when the claim commits.
+DECLARE
+    v_kinds  text[];
+    -- Lease tokens are md5(secret || job_id): one draw of the strong generator per claim
+    -- (not per row) keeps every token unguessable and distinct per job and per claim.
+    v_secret text;
+BEGIN
+    v_secret := gen_random_uuid()::text;
+    IF p_job_kinds IS NULL OR cardinality(p_job_kinds) = 0 THEN
+        RAISE EXCEPTION 'fn_job_claim: p_job_kinds required (an array of job kinds)' USING ERRCODE = '22023';
+    END IF;
+    -- Every argument check in one statement (a claim is the hot path).
+    PERFORM iu_core.fn_iu_require_name('fn_job_claim', 'p_worker', p_worker),
+            iu_core.fn_job_require_range('fn_job_claim', 'the number of p_job_kinds', cardinality(p_job_kinds), 1, 100),
+            iu_core.fn_job_require_range('fn_job_claim', 'p_limit', p_limit, 1, 1000),
+            iu_core.fn_job_require_range('fn_job_claim', 'p_lease_seconds', p_lease_seconds, 1, 86400),
+            (SELECT count(iu_core.fn_iu_require_name('fn_job_claim', 'p_job_kinds', k)) FROM unnest(p_job_kinds) AS k);
+
+    IF cardinality(p_job_kinds) = 1 THEN
+        -- One kind: the pause check is part of the claim statement (evaluated once).
+        RETURN QUERY
+        WITH due AS (
+            SELECT j.job_id
+              FROM public.job_queue j
+             WHERE j.status = 'queued'
+               AND j.job_kind = p_job_kinds[1]
+               AND j.process_after <= now()
+               AND NOT EXISTS (SELECT 1 FROM public.job_kind_pause p WHERE p.job_kind = p_job_kinds[1])
+             ORDER BY j.process_after, j.job_id
+             LIMIT p_limit
+               FOR UPDATE SKIP LOCKED
+        )
+        UPDATE public.job_queue j
+           SET status           = 'running',
+               lease_owner      = p_worker,
+               lease_expires_at = now() + make_interval(secs => p_lease_seconds),
+               lease_token      = md5(v_secret || j.job_id::text)::uuid,
+               attempt          = j.attempt + 1,
+               updated_at       = now()
+          FROM due
+         WHERE j.job_id = due.job_id
+        RETURNING j.*;
+        RETURN;
+    END IF;
+
+    v_kinds := ARRAY(SELECT DISTINCT k FROM unnest(p_job_kinds) AS k
+                      WHERE NOT EXISTS (SELECT 1 FROM public.job_kind_pause p WHERE p.job_kind = k));
+    IF cardinality(v_kinds) = 0 THEN
+        RETURN;
+    END IF;
+
+    RETURN QUERY
+    WITH due AS (
+        SELECT c.job_id
+          FROM unnest(v_kinds) AS k(kind)
+         CROSS JOIN LATERAL (
+               SELECT j.job_id, j.process_after
+                 FROM public.job_queue j
+                WHERE j.status = 'queued'
+                  AND j.job_kind = k.kind
+                  AND j.process_after <= now()
+                ORDER BY j.process_after, j.job_id
+                LIMIT p_limit
+                  FOR UPDATE SKIP LOCKED
+         ) c
+         ORDER BY c.process_after, c.job_id
+         LIMIT p_limit
+    )
+    UPDATE public.job_queue j
+       SET status           = 'running',
+           lease_owner      = p_worker,
+           lease_expires_at = now() + make_interval(secs => p_lease_seconds),
+           lease_token      = md5(v_secret || j.job_id::text)::uuid,
+           attempt          = j.attempt + 1,
+           updated_at       = now()
+      FROM due
+     WHERE j.job_id = due.job_id
+    RETURNING j.*;
+END;
+$$;
+
+--
+-- Name: fn_job_complete(uuid, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_complete(p_job_id uuid, p_worker text) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared (two
+    -- sessions, or a restarted worker reusing its name): a stale holder can complete a job
+    -- that was re-claimed under the same name. Use the lease_token form.
+    SELECT iu_core.fn_job_complete_one('fn_job_complete', p_job_id, p_worker, NULL)
+$$;
+
+--
+-- Name: fn_job_complete(uuid, text, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_complete(p_job_id uuid, p_worker text, p_lease_token uuid) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Completes a job the caller holds: fenced by the claim's lease_token (see the lease rule).
+-- Returns {"completed": true, ...}, {"completed": true, "already": true} for a repeat of
+-- the complete that succeeded, or {"refused": true, "reason": "lease_lost"}.
+BEGIN
+    IF p_lease_token IS NULL THEN
+        RAISE EXCEPTION 'fn_job_complete: p_lease_token required' USING ERRCODE = '22023',
+            HINT = 'Pass the lease_token fn_job_claim returned with the job.';
+    END IF;
+    RETURN iu_core.fn_job_complete_one('fn_job_complete', p_job_id, p_worker, p_lease_token);
+END;
+$$;
+
+--
+-- Name: fn_job_complete_many(text, uuid[], uuid[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_complete_many(p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Completes a batch in one statement: element i is job p_job_ids[i] with token
+-- p_lease_tokens[i]. Each job the caller holds (fn_job_holds_lease) becomes succeeded; a
+-- job already succeeded under that same token counts as already (a retried batch); every
+-- other element is refused. Returns {"completed": n, "already": n, "refused": n,
+-- "refused_jobs": [{"job_id", "reason": "lease_lost" | "not_found"}]}.
+DECLARE
+    v_out jsonb;
+BEGIN
+    IF iu_core.fn_job_require_batch('fn_job_complete_many', p_worker, p_job_ids, p_lease_tokens) = 0 THEN
+        RETURN jsonb_build_object('completed', 0, 'already', 0, 'refused', 0, 'refused_jobs', '[]'::jsonb);
+    END IF;
+    WITH input AS (
+        SELECT i.job_id, i.token FROM unnest(p_job_ids, p_lease_tokens) AS i(job_id, token)
+    ), done AS (
+        UPDATE public.job_queue j
+           SET status = 'succeeded', lease_owner = NULL, lease_expires_at = NULL,
+               finished_at = now(), updated_at = now()
+          FROM input i
+         WHERE j.job_id = i.job_id
+           AND iu_core.fn_job_holds_lease(j, p_worker, i.token)
+        RETURNING j.job_id
+    ), verdict AS (
+        -- Jobs not updated are read as they were before this statement.
+        SELECT i.job_id,
+               CASE WHEN d.job_id IS NOT NULL THEN 'completed'
+                    WHEN o.job_id IS NULL THEN 'not_found'
+                    WHEN o.status = 'succeeded' AND o.lease_token = i.token THEN 'already'
+                    ELSE 'lease_lost' END AS v
+          FROM input i
+          LEFT JOIN done d ON d.job_id = i.job_id
+          LEFT JOIN public.job_queue o ON d.job_id IS NULL AND o.job_id = i.job_id
+    )
+    SELECT jsonb_build_object(
+               'completed', count(*) FILTER (WHERE v = 'completed'),
+               'already',   count(*) FILTER (WHERE v = 'already'),
+               'refused',   count(*) FILTER (WHERE v IN ('lease_lost', 'not_found')),
+               'refused_jobs', coalesce(jsonb_agg(jsonb_build_object('job_id', job_id, 'reason', v))
+                                        FILTER (WHERE v IN ('lease_lost', 'not_found')), '[]'::jsonb))
+      INTO v_out
+      FROM verdict;
+    RETURN v_out;
+END;
+$$;
+
+--
+-- Name: fn_job_dead_letter_replay(uuid, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_dead_letter_replay(p_dead_letter_id uuid, p_actor text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Re-enqueues a dead job as a fresh job (new job_id, attempt 0, due now) from its snapshot,
+-- with its kind, domain, payload, max_attempts and dedupe key, and resolves the dead letter.
+DECLARE
+    v_dl  public.job_dead_letter;
+    v_new uuid;
+BEGIN
+    IF p_dead_letter_id IS NULL THEN
+        RAISE EXCEPTION 'fn_job_dead_letter_replay: p_dead_letter_id required' USING ERRCODE = '22023';
+    END IF;
+    SELECT * INTO v_dl FROM public.job_dead_letter WHERE id = p_dead_letter_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'fn_job_dead_letter_replay: dead letter % not found', p_dead_letter_id USING ERRCODE = 'P0002',
+            HINT = 'Open job dead letters: SELECT id, job_kind, last_error FROM job_dead_letter WHERE resolved_at IS NULL;';
+    END IF;
+    IF v_dl.resolved_at IS NOT NULL THEN
+        RETURN jsonb_build_object('replayed', false, 'reason', 'already_resolved', 'dead_letter_id', v_dl.id,
+                                  'resolution', v_dl.resolution, 'resolved_at', v_dl.resolved_at);
+    END IF;
+    v_new := public.fn_job_enqueue(v_dl.job_kind, v_dl.event_domain,
+                            coalesce(v_dl.job_snapshot -> 'payload', '{}'::jsonb), now(),
+                            v_dl.job_snapshot ->> 'dedupe_key',
+                            coalesce((v_dl.job_snapshot ->> 'max_attempts')::integer, 5));
+    UPDATE public.job_dead_letter
+       SET resolved_at = now(), resolution = 'replayed', resolved_by = iu_core.fn_queue_actor(p_actor, 'fn_job_dead_letter_replay'), replayed_job_id = v_new
+     WHERE id = v_dl.id;
+    RETURN jsonb_build_object('replayed', true, 'dead_letter_id', v_dl.id, 'job_id', v_new,
+                              'original_job_id', v_dl.job_id, 'resolution', 'replayed');
+END;
+$$;
+
+--
+-- Name: fn_job_dead_letter_replay_many(jsonb, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_dead_letter_replay_many(p_filter jsonb, p_limit integer DEFAULT 1000) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Replays up to p_limit (1..10000) open job dead letters matching p_filter, oldest failure
+-- first, each with fn_job_dead_letter_replay (a fresh job; the dead letter resolved).
+-- Returns {"selected": n, "replayed": n, "more": true while matching open ones remain}.
+DECLARE
+    f          record;
+    v_id       uuid;
+    v_selected integer := 0;
+    v_replayed integer := 0;
+    v_more     boolean;
+BEGIN
+    SELECT * INTO f FROM iu_core.fn_queue_dead_letter_filter('fn_job_dead_letter_replay_many', p_filter, 'job_kind');
+    PERFORM iu_core.fn_job_require_range('fn_job_dead_letter_replay_many', 'p_limit', p_limit, 1, 10000);
+    FOR v_id IN
+        SELECT d.id FROM public.job_dead_letter d
+         WHERE d.resolved_at IS NULL
+           AND iu_core.fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)
+         ORDER BY d.last_failed_at, d.id
+         LIMIT p_limit
+           FOR UPDATE SKIP LOCKED
+    LOOP
+        v_selected := v_selected + 1;
+        IF (public.fn_job_dead_letter_replay(v_id) ->> 'replayed')::boolean THEN
+            v_replayed := v_replayed + 1;
+        END IF;
+    END LOOP;
+    SELECT EXISTS (
+        SELECT 1 FROM public.job_dead_letter d
+         WHERE d.resolved_at IS NULL
+           AND iu_core.fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)) INTO v_more;
+    RETURN jsonb_build_object('selected', v_selected, 'replayed', v_replayed, 'more', v_more);
+END;
+$$;
+
+--
+-- Name: fn_job_dead_letter_resolve(uuid, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_dead_letter_resolve(p_dead_letter_id uuid, p_resolution text, p_actor text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_dl public.job_dead_letter;
+BEGIN
+    IF p_dead_letter_id IS NULL THEN
+        RAISE EXCEPTION 'fn_job_dead_letter_resolve: p_dead_letter_id required' USING ERRCODE = '22023';
+    END IF;
+    IF coalesce(btrim(p_resolution), '') = '' THEN
+        RAISE EXCEPTION 'fn_job_dead_letter_resolve: p_resolution required' USING ERRCODE = '22023',
+            HINT = 'Say what was done, e.g. ''obsolete: superseded by job ...'' or ''fixed by hand, ticket OPS-1''.';
+    END IF;
+    SELECT * INTO v_dl FROM public.job_dead_letter WHERE id = p_dead_letter_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'fn_job_dead_letter_resolve: dead letter % not found', p_dead_letter_id USING ERRCODE = 'P0002';
+    END IF;
+    IF v_dl.resolved_at IS NOT NULL THEN
+        RETURN jsonb_build_object('resolved', false, 'reason', 'already_resolved', 'dead_letter_id', v_dl.id,
+                                  'resolution', v_dl.resolution);
+    END IF;
+    UPDATE public.job_dead_letter
+       SET resolved_at = now(), resolution = p_resolution, resolved_by = iu_core.fn_queue_actor(p_actor, 'fn_job_dead_letter_resolve')
+     WHERE id = v_dl.id
+    RETURNING * INTO v_dl;
+    RETURN jsonb_build_object('resolved', true, 'dead_letter_id', v_dl.id, 'resolution', v_dl.resolution,
+                              'resolved_by', v_dl.resolved_by, 'resolved_at', v_dl.resolved_at);
+END;
+$$;
+
+--
+-- Name: fn_job_enqueue(text, text, jsonb, timestamp with time zone, text, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_enqueue(p_job_kind text, p_event_domain text, p_payload jsonb DEFAULT '{}'::jsonb, p_process_after timestamp with time zone DEFAULT now(), p_dedupe_key text DEFAULT NULL::text, p_max_attempts integer DEFAULT 5) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
+-- key is returned instead of a duplicate.
+DECLARE
+    v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
+    v_after   timestamptz;
+    v_id      uuid;
+BEGIN
+    PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_job_kind', p_job_kind);
+    PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_event_domain', p_event_domain);
+    PERFORM iu_core.fn_iu_payload_require_clean('fn_job_enqueue', 'p_payload', v_payload);
+    v_after := iu_core.fn_job_require_process_after('fn_job_enqueue', p_process_after);
+    PERFORM iu_core.fn_job_require_range('fn_job_enqueue', 'p_max_attempts', p_max_attempts, 1, 100);
+    IF p_dedupe_key IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_dedupe_key', p_dedupe_key);
+    END IF;
+
+    -- The loop covers the race where the live job finishes between the conflict and the lookup.
+    LOOP
+        INSERT INTO public.job_queue (job_kind, event_domain, payload, process_after, max_attempts, dedupe_key)
+        VALUES (p_job_kind, p_event_domain, v_payload, v_after, p_max_attempts, p_dedupe_key)
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
+        RETURNING job_id INTO v_id;
+        IF v_id IS NOT NULL THEN
+            RETURN v_id;
+        END IF;
+        SELECT j.job_id INTO v_id FROM public.job_queue j
+         WHERE j.dedupe_key = p_dedupe_key AND j.status IN ('queued', 'running');
+        IF v_id IS NOT NULL THEN
+            RETURN v_id;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+--
+-- Name: fn_job_enqueue_many(text, text, jsonb, timestamp with time zone, text[], integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_enqueue_many(p_job_kind text, p_event_domain text, p_payloads jsonb, p_process_after timestamp with time zone DEFAULT now(), p_dedupe_keys text[] DEFAULT NULL::text[], p_max_attempts integer DEFAULT 5) RETURNS uuid[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+-- Enqueues one job per element of the JSON array p_payloads (each an object, hygiene
+-- checked), all of one kind and domain, in one INSERT. p_dedupe_keys, when given, has one
+-- key (or NULL) per payload; a key with a live job, or repeated inside the batch, yields
+-- the existing job instead of a duplicate. Returns the job ids in input order (element i
+-- of the result belongs to payload i). At most 10,000 payloads per call. The arguments are
+-- all checked before anything is written, so a bad element writes nothing.
+DECLARE
+    v_n       integer;
+    v_after   timestamptz;
+    v_bad     record;
+    v_ids     uuid[];
+    v_missing integer;
+BEGIN
+    PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', 'p_job_kind', p_job_kind);
+    PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', 'p_event_domain', p_event_domain);
+    IF p_payloads IS NULL OR jsonb_typeof(p_payloads) <> 'array' THEN
+        RAISE EXCEPTION 'fn_job_enqueue_many: p_payloads must be a JSON array of objects' USING ERRCODE = '22023',
+            HINT = 'For example ''[{"ref": 1}, {"ref": 2}]''::jsonb.';
+    END IF;
+    -- The whole batch is bounded before anything reads it (8 MiB as jsonb: 10,000 payloads
+    -- of ~800 bytes), so the hygiene pass below never works on more than that.
+    IF pg_column_size(p_payloads) > 8388608 THEN
+        RAISE EXCEPTION 'fn_job_enqueue_many: p_payloads is % bytes as jsonb, at most 8388608 allowed', pg_column_size(p_payloads)
+            USING ERRCODE = '22023', HINT = 'Enqueue in smaller batches.';
+    END IF;
+    v_n := jsonb_array_length(p_payloads);
+    PERFORM iu_core.fn_job_require_range('fn_job_enqueue_many', 'the number of payloads', v_n, 0, 10000);
+    IF v_n = 0 THEN
+        RETURN '{}'::uuid[];
+    END IF;
+    v_after := iu_core.fn_job_require_process_after('fn_job_enqueue_many', p_process_after);
+    PERFORM iu_core.fn_job_require_range('fn_job_enqueue_many', 'p_max_attempts', p_max_attempts, 1, 100);
+    IF p_dedupe_keys IS NOT NULL THEN
+        IF cardinality(p_dedupe_keys) <> v_n THEN
+            RAISE EXCEPTION 'fn_job_enqueue_many: p_dedupe_keys has % elements, p_payloads %', cardinality(p_dedupe_keys), v_n
+                USING ERRCODE = '22023', HINT = 'Pass one key (or NULL) per payload, or NULL for no keys.';
+        END IF;
+        PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', format('p_dedupe_keys[%s]', k.ord), k.key)
+           FROM unnest(p_dedupe_keys) WITH ORDINALITY AS k(key, ord)
+          WHERE k.key IS NOT NULL;
+    END IF;
+    -- One pass over the whole array (the hygiene test looks at every depth, elements
+    -- included); only when it fails is each element tested, so the first bad one gets the
+    -- same message a single enqueue would give. The array itself may fail where no element
+    -- does (the size and depth bounds are per payload, and the array is one level deeper
+    -- and as large as all of them): then nothing is refused.
+    IF p_payloads @? '$[*] ? (@.type() != "object")' OR NOT iu_core.fn_iu_payload_is_clean(p_payloads) THEN
+        SELECT e.ord, e.value INTO v_bad
+          FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord)
+         WHERE jsonb_typeof(e.value) <> 'object' OR NOT iu_core.fn_iu_payload_is_clean(e.value)
+         ORDER BY e.ord
+         LIMIT 1;
+        IF FOUND THEN
+            PERFORM iu_core.fn_iu_payload_require_clean('fn_job_enqueue_many', format('p_payloads[%s]', v_bad.ord - 1), v_bad.value);
+        END IF;
+    END IF;
+
+    IF p_dedupe_keys IS NULL THEN
+        -- No keys, no conflicts: the ids are drawn first and returned as they are.
+        v_ids := ARRAY(SELECT iu_core.fn_job_new_id() FROM generate_series(1, v_n));
+        INSERT INTO public.job_queue (job_id, job_kind, event_domain, payload, process_after, max_attempts)
+        SELECT v_ids[e.ord], p_job_kind, p_event_domain, e.value, v_after, p_max_attempts
+          FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord);
+        RETURN v_ids;
+    END IF;
+
+    -- Ids are drawn before the INSERT so each element can be matched to its row; an element
+    -- whose key conflicted takes the id of the live job (inserted earlier in this batch, or
+    -- already in the table).
+    WITH input AS MATERIALIZED (
+        SELECT e.ord, iu_core.fn_job_new_id() AS new_id, e.value AS payload,
+               p_dedupe_keys[e.ord] AS dedupe_key
+          FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(value, ord)
+    ), ins AS (
+        INSERT INTO public.job_queue (job_id, job_kind, event_domain, payload, process_after, max_attempts, dedupe_key)
+        SELECT i.new_id, p_job_kind, p_event_domain, i.payload, v_after, p_max_attempts, i.dedupe_key
+          FROM input i
+         ORDER BY i.ord
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
+        RETURNING job_id, dedupe_key
+    )
+    SELECT array_agg(coalesce(mine.job_id, batch.job_id, live.job_id) ORDER BY i.ord)
+      INTO v_ids
+      FROM input i
+      LEFT JOIN ins mine ON mine.job_id = i.new_id
+      LEFT JOIN ins batch ON mine.job_id IS NULL AND batch.dedupe_key = i.dedupe_key
+      LEFT JOIN public.job_queue live ON mine.job_id IS NULL AND batch.job_id IS NULL
+                              AND live.dedupe_key = i.dedupe_key AND live.status IN ('queued', 'running');
+
+    -- Rare: a live job that blocked a key finished before the lookup. Enqueue those again,
+    -- one by one, with the single-job rule (which loops on the same race).
+    v_missing := array_position(v_ids, NULL);
+    WHILE v_missing IS NOT NULL LOOP
+        v_ids[v_missing] := public.fn_job_enqueue(p_job_kind, p_event_domain, p_payloads -> (v_missing - 1), v_after,
+                                           p_dedupe_keys[v_missing], p_max_attempts);
+        v_missing := array_position(v_ids, NULL);
+    END LOOP;
+    RETURN v_ids;
+END;
+$_$;
+
+--
+-- Name: fn_job_extend_lease(uuid, text, uuid, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_extend_lease(p_job_id uuid, p_worker text, p_lease_token uuid, p_lease_seconds integer DEFAULT 60) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Renews a live lease: lease_expires_at becomes now() + p_lease_seconds, so a job that runs
+-- longer than its first lease is not requeued while its worker is alive. Refused
+-- ({"refused": true, "reason": "lease_lost"}) when the caller does not hold the lease (an
+-- expired lease cannot be revived: the reaper may already have requeued the job).
+DECLARE
+    v_job public.job_queue;
+BEGIN
+    IF p_lease_token IS NULL THEN
+        RAISE EXCEPTION 'fn_job_extend_lease: p_lease_token required' USING ERRCODE = '22023',
+            HINT = 'Pass the lease_token fn_job_claim returned with the job.';
+    END IF;
+    PERFORM iu_core.fn_job_require_range('fn_job_extend_lease', 'p_lease_seconds', p_lease_seconds, 1, 86400);
+    v_job := iu_core.fn_job_lease_row('fn_job_extend_lease', p_job_id, p_worker);
+    IF NOT iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token) THEN
+        RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
+    END IF;
+    UPDATE public.job_queue
+       SET lease_expires_at = now() + make_interval(secs => p_lease_seconds), updated_at = now()
+     WHERE job_id = p_job_id
+    RETURNING * INTO v_job;
+    RETURN jsonb_build_object('extended', true, 'job_id', p_job_id, 'lease_expires_at', v_job.lease_expires_at,
+                              'attempt', v_job.attempt);
+END;
+$$;
+
+--
+-- Name: fn_job_fail(uuid, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_fail(p_job_id uuid, p_worker text, p_error text) RETURNS jsonb
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared:
+    -- use the lease_token form.
+    SELECT iu_core.fn_job_fail_one('fn_job_fail', p_job_id, p_worker, p_error, NULL)
+$$;
+
+--
+-- Name: fn_job_fail(uuid, text, text, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_fail(p_job_id uuid, p_worker text, p_error text, p_lease_token uuid) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Records a failed attempt of a job the caller holds, fenced by the claim's lease_token.
+-- Returns {"failed": true, "dead": false, "backoff_seconds", "retry_at", ...} or, out of
+-- attempts, {"failed": true, "dead": true, "dead_letter_id", ...}; a caller without the
+-- lease gets {"refused": true, "reason": "lease_lost"}.
+BEGIN
+    IF p_lease_token IS NULL THEN
+        RAISE EXCEPTION 'fn_job_fail: p_lease_token required' USING ERRCODE = '22023',
+            HINT = 'Pass the lease_token fn_job_claim returned with the job.';
+    END IF;
+    RETURN iu_core.fn_job_fail_one('fn_job_fail', p_job_id, p_worker, p_error, p_lease_token);
+END;
+$$;
+
+--
+-- Name: fn_job_fail_many(text, uuid[], uuid[], text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_fail_many(p_worker text, p_job_ids uuid[], p_lease_tokens uuid[], p_errors text[] DEFAULT NULL::text[]) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Records failed attempts for a batch in one statement: element i is job p_job_ids[i]
+-- with token p_lease_tokens[i] and error p_errors[i] (p_errors NULL, or of one element,
+-- applies to all). Each job the caller holds is queued again after its backoff, or, out of
+-- attempts, is dead and copied to job_dead_letter; every other element is refused.
+-- Returns {"failed": n, "retrying": n, "dead": n, "refused": n,
+-- "refused_jobs": [{"job_id", "reason": "lease_lost" | "not_found"}]}.
+DECLARE
+    v_n   integer;
+    v_out jsonb;
+BEGIN
+    v_n := iu_core.fn_job_require_batch('fn_job_fail_many', p_worker, p_job_ids, p_lease_tokens);
+    IF p_errors IS NOT NULL AND cardinality(p_errors) NOT IN (0, 1, v_n) THEN
+        RAISE EXCEPTION 'fn_job_fail_many: p_errors has % elements for % jobs', cardinality(p_errors), v_n
+            USING ERRCODE = '22023', HINT = 'Pass one error per job, one error for all, or NULL.';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN jsonb_build_object('failed', 0, 'retrying', 0, 'dead', 0, 'refused', 0, 'refused_jobs', '[]'::jsonb);
+    END IF;
+    WITH input AS (
+        SELECT i.job_id, i.token,
+               iu_core.fn_job_error_text(CASE WHEN cardinality(p_errors) = 1 THEN p_errors[1] ELSE p_errors[i.ord] END) AS error
+          FROM unnest(p_job_ids, p_lease_tokens) WITH ORDINALITY AS i(job_id, token, ord)
+    ), moved AS (
+        UPDATE public.job_queue j
+           SET status           = CASE WHEN j.attempt >= j.max_attempts THEN 'dead' ELSE 'queued' END,
+               lease_owner      = NULL,
+               lease_expires_at = NULL,
+               lease_token      = NULL,
+               last_error       = i.error,
+               process_after    = CASE WHEN j.attempt >= j.max_attempts THEN j.process_after
+                                       ELSE now() + make_interval(secs => iu_core.fn_job_retry_delay(j.attempt)) END,
+               finished_at      = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+               updated_at       = now()
+          FROM input i
+         WHERE j.job_id = i.job_id
+           AND iu_core.fn_job_holds_lease(j, p_worker, i.token)
+        RETURNING j.*
+    ), dl AS (
+        INSERT INTO public.job_dead_letter (job_id, job_kind, event_domain, job_snapshot, attempts, last_error, last_failed_at)
+        SELECT m.job_id, m.job_kind, m.event_domain, to_jsonb(m), m.attempt, m.last_error, now()
+          FROM moved m WHERE m.status = 'dead'
+        RETURNING job_id
+    ), verdict AS (
+        SELECT i.job_id,
+               CASE WHEN m.status = 'dead' THEN 'dead'
+                    WHEN m.status = 'queued' THEN 'retrying'
+                    WHEN o.job_id IS NULL THEN 'not_found'
+                    ELSE 'lease_lost' END AS v
+          FROM input i
+          LEFT JOIN moved m ON m.job_id = i.job_id
+          LEFT JOIN public.job_queue o ON m.job_id IS NULL AND o.job_id = i.job_id
+    )
+    SELECT jsonb_build_object(
+               'failed',   count(*) FILTER (WHERE v IN ('dead', 'retrying')),
+               'retrying', count(*) FILTER (WHERE v = 'retrying'),
+               'dead',     (SELECT count(*) FROM dl),
+               'refused',  count(*) FILTER (WHERE v IN ('lease_lost', 'not_found')),
+               'refused_jobs', coalesce(jsonb_agg(jsonb_build_object('job_id', job_id, 'reason', v))
+                                        FILTER (WHERE v IN ('lease_lost', 'not_found')), '[]'::jsonb))
+      INTO v_out
+      FROM verdict;
+    RETURN v_out;
+END;
+$$;
+
+--
+-- Name: fn_job_kind_pause(text, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_kind_pause(p_job_kind text, p_reason text, p_actor text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Pauses a job kind: from the moment this commits, fn_job_claim skips the kind (jobs
+-- already running finish or expire as usual; enqueueing goes on). Pausing a paused kind
+-- keeps the first pause and says already. Returns {"paused": true, "job_kind", "reason",
+-- "paused_by", "paused_at", "already"}.
+DECLARE
+    v_row     public.job_kind_pause;
+    v_already boolean := false;
+BEGIN
+    PERFORM iu_core.fn_iu_require_name('fn_job_kind_pause', 'p_job_kind', p_job_kind);
+    IF coalesce(btrim(p_reason), '') = '' THEN
+        RAISE EXCEPTION 'fn_job_kind_pause: p_reason required' USING ERRCODE = '22023',
+            HINT = 'Say why, e.g. ''downstream outage, ticket OPS-1''.';
+    END IF;
+    INSERT INTO public.job_kind_pause (job_kind, reason, paused_by)
+    VALUES (p_job_kind, left(p_reason, 2000), iu_core.fn_queue_actor(p_actor, 'fn_job_kind_pause'))
+    ON CONFLICT (job_kind) DO NOTHING
+    RETURNING * INTO v_row;
+    IF v_row.job_kind IS NULL THEN
+        SELECT * INTO v_row FROM public.job_kind_pause WHERE job_kind = p_job_kind;
+        v_already := true;
+    END IF;
+    RETURN jsonb_build_object('paused', true, 'job_kind', v_row.job_kind, 'reason', v_row.reason,
+                              'paused_by', v_row.paused_by, 'paused_at', v_row.paused_at, 'already', v_already);
+END;
+$$;
+
+--
+-- Name: fn_job_kind_resume(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_kind_resume(p_job_kind text, p_actor text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Resumes a paused job kind: claims take it again. Returns {"resumed": true, "job_kind",
+-- "resumed_by", "paused_for_seconds"}, or {"resumed": false, "reason": "not_paused"}.
+DECLARE
+    v_row public.job_kind_pause;
+BEGIN
+    PERFORM iu_core.fn_iu_require_name('fn_job_kind_resume', 'p_job_kind', p_job_kind);
+    DELETE FROM public.job_kind_pause WHERE job_kind = p_job_kind RETURNING * INTO v_row;
+    IF v_row.job_kind IS NULL THEN
+        RETURN jsonb_build_object('resumed', false, 'reason', 'not_paused', 'job_kind', p_job_kind);
+    END IF;
+    RETURN jsonb_build_object('resumed', true, 'job_kind', p_job_kind, 'resumed_by', iu_core.fn_queue_actor(p_actor, 'fn_job_kind_resume'),
+                              'paused_reason', v_row.reason,
+                              'paused_for_seconds', floor(extract(epoch FROM now() - v_row.paused_at))::bigint);
+END;
+$$;
+
+--
+-- Name: fn_job_prune(integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_prune(p_limit integer DEFAULT 10000) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+-- Deletes up to p_limit finished jobs, oldest first, that finished more than
+-- queue.job.retention_seconds ago: succeeded ones, and dead ones whose row is already in
+-- job_dead_letter (the dead letter keeps the whole job, so nothing is lost). Queued and
+-- running jobs and the dead letters themselves are never touched. Retention: a
+-- non-negative integer of seconds in dot_config (default 86400 when the key is missing);
+-- 0 keeps finished jobs forever; any other value also keeps everything (a typo must not
+-- delete) and is reported in "invalid_retention". Rows locked by another session are
+-- skipped. Returns {"pruned": n, "retention_seconds": s, "more": true when the limit was
+-- reached}; call again (the runner does, on its reap cadence) to go on.
+DECLARE
+    v_raw    text;
+    v_secs   bigint;
+    v_pruned bigint;
+BEGIN
+    PERFORM iu_core.fn_job_require_range('fn_job_prune', 'p_limit', p_limit, 1, 1000000);
+    SELECT c.value INTO v_raw FROM public.dot_config c WHERE c.key = 'queue.job.retention_seconds';
+    IF NOT FOUND THEN
+        v_secs := 86400;
+    ELSIF v_raw ~ '^[[:space:]]*[0-9]{1,10}[[:space:]]*$' THEN
+        v_secs := btrim(v_raw, E' \t\r\n\f\x0B')::bigint;
+    ELSE
+        RETURN jsonb_build_object('pruned', 0, 'retention_seconds', NULL, 'invalid_retention', v_raw);
+    END IF;
+    IF v_secs = 0 THEN
+        RETURN jsonb_build_object('pruned', 0, 'retention_seconds', 0, 'more', false);
+    END IF;
+
+    WITH victims AS (
+        SELECT j.job_id FROM public.job_queue j
+         WHERE j.status IN ('succeeded', 'dead')
+           AND j.finished_at < now() - make_interval(secs => v_secs)
+           AND (j.status = 'succeeded' OR EXISTS (SELECT 1 FROM public.job_dead_letter d WHERE d.job_id = j.job_id))
+         ORDER BY j.finished_at
+         LIMIT p_limit
+           FOR UPDATE SKIP LOCKED
+    )
+    DELETE FROM public.job_queue j USING victims v WHERE j.job_id = v.job_id;
+    GET DIAGNOSTICS v_pruned = ROW_COUNT;
+    RETURN jsonb_build_object('pruned', v_pruned, 'retention_seconds', v_secs, 'more', v_pruned >= p_limit);
+END;
+$_$;
+
+--
+-- Name: fn_job_reap_expired_leases(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_job_reap_expired_leases() RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Running jobs whose lease expired: back to queued (due at once) while attempts remain,
+-- otherwise dead and copied to job_dead_letter. The token is cleared, so the late holder's
+-- complete, fail or extend is refused. Rows locked by someone else (a holder completing or
+-- extending at this moment) are skipped: the next reap sees them.
+DECLARE
+    v_requeued bigint;
+    v_dead     bigint;
+BEGIN
+    WITH expired AS (
+        SELECT j.job_id FROM public.job_queue j
+         WHERE j.status = 'running' AND j.lease_expires_at <= now()
+           FOR UPDATE SKIP LOCKED
+    ), moved AS (
+        UPDATE public.job_queue j
+           SET status           = CASE WHEN j.attempt >= j.max_attempts THEN 'dead' ELSE 'queued' END,
+               last_error       = format('lease of %s expired at %s', j.lease_owner, j.lease_expires_at),
+               lease_owner      = NULL,
+               lease_expires_at = NULL,
+               lease_token      = NULL,
+               process_after    = CASE WHEN j.attempt >= j.max_attempts THEN j.process_after ELSE now() END,
+               finished_at      = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+               updated_at       = now()
+          FROM expired e
+         WHERE j.job_id = e.job_id
+        RETURNING j.*
+    ), dl AS (
+        INSERT INTO public.job_dead_letter (job_id, job_kind, event_domain, job_snapshot, attempts, last_error, last_failed_at)
+        SELECT m.job_id, m.job_kind, m.event_domain, to_jsonb(m), m.attempt, m.last_error, now()
+          FROM moved m WHERE m.status = 'dead'
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM moved WHERE status = 'queued'), (SELECT count(*) FROM dl)
+      INTO v_requeued, v_dead;
+    RETURN jsonb_build_object('reaped', v_requeued + v_dead, 'requeued', v_requeued, 'dead_lettered', v_dead);
+END;
+$$;
+
+--
+-- Name: fn_queue_heartbeat_pause(text, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_pause(p_executor_id text, p_reason text, p_actor text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_row public.queue_heartbeat;
+BEGIN
+    PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_pause', 'p_executor_id', p_executor_id);
+    IF p_reason IS NULL OR btrim(p_reason, E' \t\r\n\f\x0B') = '' THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_pause: p_reason required' USING ERRCODE = '22023',
+            HINT = 'Say why, e.g. ''planned maintenance, ticket OPS-123'': v_queue_health shows it.';
+    END IF;
+    PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_pause', 'p_reason', p_reason, 1000);
+    SELECT * INTO v_row FROM public.queue_heartbeat WHERE executor_id = p_executor_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_pause: executor % is not registered', quote_literal(p_executor_id)
+            USING ERRCODE = 'P0002', HINT = 'List executors: SELECT subject FROM v_queue_health WHERE source = ''heartbeat'';';
+    END IF;
+    IF v_row.paused_at IS NOT NULL THEN
+        RETURN jsonb_build_object('executor_id', p_executor_id, 'paused', true, 'already_paused', true,
+                                  'paused_at', v_row.paused_at, 'paused_reason', v_row.paused_reason,
+                                  'paused_by', v_row.paused_by);
+    END IF;
+    UPDATE public.queue_heartbeat
+       SET paused_at = now(), paused_reason = p_reason, paused_by = iu_core.fn_queue_actor(p_actor, 'fn_queue_heartbeat_pause'),
+           paused_session_user = session_user
+     WHERE executor_id = p_executor_id
+    RETURNING * INTO v_row;
+    RETURN jsonb_build_object('executor_id', p_executor_id, 'paused', true, 'already_paused', false,
+                              'paused_at', v_row.paused_at, 'paused_reason', v_row.paused_reason,
+                              'paused_by', v_row.paused_by, 'paused_session_user', v_row.paused_session_user);
+END;
+$$;
+
+--
+-- Name: fn_queue_heartbeat_register(text, text, text[], integer, integer, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text DEFAULT NULL::text, p_owner_role text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- p_owner_role (optional, last so existing positional calls keep working): bind the
+-- executor to a role; NULL or blank leaves it unbound. It is configuration like the
+-- cadence: a re-registration stores what it is given (NULL unbinds).
+DECLARE
+    v_row     public.queue_heartbeat;
+    v_id      text;
+    v_created boolean;
+    v_actor   text;
+    v_owner   text;
+    v_dom     text;
+BEGIN
+    v_actor := iu_core.fn_queue_actor(p_actor, 'fn_queue_heartbeat_register');
+    PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_register', 'p_executor_id', p_executor_id);
+    IF p_kind IS NULL OR NOT p_kind = ANY (iu_core.fn_queue_executor_kinds()) THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_kind % is not one of %',
+            coalesce(quote_literal(left(p_kind, 60)), 'NULL'), array_to_string(iu_core.fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
+    END IF;
+    IF p_domain_scope IS NULL OR array_position(p_domain_scope, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope must be an array of non-empty domains (it may be empty: ''{}'')'
+            USING ERRCODE = '22023';
+    END IF;
+    IF cardinality(p_domain_scope) > 100 THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope has % domains, at most 100 allowed', cardinality(p_domain_scope)
+            USING ERRCODE = '22023';
+    END IF;
+    FOREACH v_dom IN ARRAY p_domain_scope LOOP
+        PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_register', 'p_domain_scope element', v_dom);
+    END LOOP;
+    IF p_expected_cadence_seconds IS NULL OR p_expected_cadence_seconds <= 0 THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_expected_cadence_seconds must be > 0, got %',
+            coalesce(p_expected_cadence_seconds::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF p_stale_threshold_seconds IS NULL OR p_stale_threshold_seconds <= 0 THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_register: p_stale_threshold_seconds must be > 0, got %',
+            coalesce(p_stale_threshold_seconds::text, 'NULL') USING ERRCODE = '22023',
+            HINT = 'A threshold of about three times the expected cadence tolerates two missed beats.';
+    END IF;
+    v_owner := nullif(btrim(p_owner_role, E' \t\r\n\f\x0B'), '');
+    IF v_owner IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_register', 'p_owner_role', v_owner, 63);
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = v_owner) THEN
+            RAISE EXCEPTION 'fn_queue_heartbeat_register: p_owner_role % is not a role', quote_ident(v_owner)
+                USING ERRCODE = '22023', HINT = 'Name an existing role (the executor''s login or a group of logins), exactly as in pg_roles.';
+        END IF;
+    END IF;
+
+    -- Idempotent: a second registration with the same values changes nothing; different
+    -- values update the executor's configuration (never its beat history).
+    INSERT INTO public.queue_heartbeat AS h (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
+                                      stale_threshold_seconds, registered_by, last_beat_by, last_beat_session_user,
+                                      owner_role)
+    VALUES (p_executor_id, p_kind, p_domain_scope, p_expected_cadence_seconds, p_stale_threshold_seconds,
+            v_actor, v_actor, session_user, v_owner)
+    ON CONFLICT (executor_id) DO UPDATE
+       SET executor_kind            = EXCLUDED.executor_kind,
+           domain_scope             = EXCLUDED.domain_scope,
+           expected_cadence_seconds = EXCLUDED.expected_cadence_seconds,
+           stale_threshold_seconds  = EXCLUDED.stale_threshold_seconds,
+           owner_role               = EXCLUDED.owner_role
+     WHERE (h.executor_kind, h.domain_scope, h.expected_cadence_seconds, h.stale_threshold_seconds, h.owner_role)
+           IS DISTINCT FROM (EXCLUDED.executor_kind, EXCLUDED.domain_scope, EXCLUDED.expected_cadence_seconds,
+                             EXCLUDED.stale_threshold_seconds, EXCLUDED.owner_role)
+    RETURNING h.executor_id, (h.xmax = 0) INTO v_id, v_created;
+
+    SELECT * INTO v_row FROM public.queue_heartbeat WHERE executor_id = p_executor_id;
+    IF v_id IS NULL THEN
+        RETURN jsonb_build_object('executor_id', v_row.executor_id, 'registered', true, 'created', false,
+                                  'changed', false) || iu_core.fn_queue_heartbeat_describe(v_row);
+    END IF;
+    RETURN jsonb_build_object('executor_id', v_row.executor_id, 'registered', true, 'created', v_created,
+                              'changed', NOT v_created) || iu_core.fn_queue_heartbeat_describe(v_row);
+END;
+$$;
+
+--
+-- Name: fn_queue_heartbeat_resume(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_resume(p_executor_id text, p_actor text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- Resuming restarts the executor's clock (last_beat_at = now(), ticks_total unchanged), so
+-- the maintenance window is not read as a silent gap. An alert still open from before the
+-- pause is closed with it: the silence was superseded by the maintenance, and no
+-- queue_worker_recovered is emitted for it (that would be a false heal: nothing beat). The
+-- window memory (last alert per severity) is kept: resuming never makes an alert repeat.
+DECLARE
+    v_row         public.queue_heartbeat;
+    v_had_alert   boolean;
+BEGIN
+    PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_resume', 'p_executor_id', p_executor_id);
+    SELECT * INTO v_row FROM public.queue_heartbeat WHERE executor_id = p_executor_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_resume: executor % is not registered', quote_literal(p_executor_id)
+            USING ERRCODE = 'P0002', HINT = 'List executors: SELECT subject FROM v_queue_health WHERE source = ''heartbeat'';';
+    END IF;
+    IF v_row.paused_at IS NULL THEN
+        RETURN jsonb_build_object('executor_id', p_executor_id, 'resumed', false, 'reason', 'not_paused');
+    END IF;
+    UPDATE public.queue_stale_alert a
+       SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
+     WHERE a.executor_id = p_executor_id AND a.alerted_at IS NOT NULL;
+    v_had_alert := FOUND;
+    UPDATE public.queue_heartbeat
+       SET paused_at = NULL, paused_reason = NULL, paused_by = NULL, paused_session_user = NULL,
+           last_beat_at = now(), last_beat_by = iu_core.fn_queue_actor(p_actor, 'fn_queue_heartbeat_resume'),
+           last_beat_session_user = session_user
+     WHERE executor_id = p_executor_id
+    RETURNING * INTO v_row;
+    RETURN jsonb_build_object('executor_id', p_executor_id, 'resumed', true,
+                              'clock_restarted_at', v_row.last_beat_at,
+                              'open_alert_closed', v_had_alert,
+                              'resumed_by', v_row.last_beat_by,
+                              'resumed_session_user', v_row.last_beat_session_user);
+END;
+$$;
+
+--
+-- Name: fn_queue_heartbeat_tick(text, text, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_tick(p_executor_name text, p_executor_kind text, p_status text DEFAULT 'ok'::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- The permissive primitive: a generic UPSERT. An unknown executor is registered with the
+-- documented defaults (cadence 60 s, threshold 180 s); a known one keeps its registered kind
+-- and timings, and gets the beat, the status and the metadata. A protected executor is
+-- refused (JSON, no write); a bound one is beaten only by its owning role's logins.
+DECLARE
+    v_row      public.queue_heartbeat;
+    v_id       text;
+    v_created  boolean;
+    v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
+    v_actor    text;
+    v_owner    text;
+BEGIN
+    PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_tick', 'p_executor_name', p_executor_name);
+    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_name) THEN
+        RETURN iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    END IF;
+    IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (iu_core.fn_queue_executor_kinds()) THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_executor_kind % is not one of %',
+            coalesce(quote_literal(left(p_executor_kind, 60)), 'NULL'), array_to_string(iu_core.fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
+    END IF;
+    IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_status % is not one of ok, warn, error',
+            coalesce(quote_literal(left(p_status, 60)), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    v_actor := iu_core.fn_queue_actor(NULL, 'fn_queue_heartbeat_tick');
+    PERFORM iu_core.fn_iu_payload_require_clean('fn_queue_heartbeat_tick', 'p_metadata', v_metadata);
+
+    INSERT INTO public.queue_heartbeat AS h (executor_id, executor_kind, status, last_beat_at, last_beat_payload,
+                                      ticks_total, expected_cadence_seconds, stale_threshold_seconds,
+                                      registered_by, last_beat_by, last_beat_session_user)
+    SELECT p_executor_name, p_executor_kind, p_status, now(), v_metadata, 1,
+           d.expected_cadence_seconds, d.stale_threshold_seconds, v_actor, v_actor, session_user
+      FROM iu_core.fn_queue_heartbeat_defaults(p_executor_kind) d
+    ON CONFLICT (executor_id) DO UPDATE
+       SET status                 = EXCLUDED.status,
+           last_beat_at           = EXCLUDED.last_beat_at,
+           last_beat_payload      = EXCLUDED.last_beat_payload,
+           last_beat_by           = EXCLUDED.last_beat_by,
+           last_beat_session_user = EXCLUDED.last_beat_session_user,
+           ticks_total            = h.ticks_total + 1
+     WHERE iu_core.fn_queue_heartbeat_may_beat(h.owner_role)
+    RETURNING h.executor_id, (h.xmax = 0) INTO v_id, v_created;
+    IF v_id IS NULL THEN
+        -- The row exists and is bound to a role this login is not a member of.
+        SELECT h.owner_role INTO v_owner FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_name;
+        PERFORM iu_core.fn_queue_heartbeat_refuse_foreign('fn_queue_heartbeat_tick', p_executor_name, v_owner);
+    END IF;
+    SELECT * INTO v_row FROM public.queue_heartbeat WHERE executor_id = v_id;
+
+    RETURN jsonb_build_object('executor_id', v_row.executor_id, 'executor_name', v_row.executor_id,
+                              'ticked', true, 'created', v_created)
+           || iu_core.fn_queue_heartbeat_describe(v_row);
+END;
+$$;
+
+--
+-- Name: fn_queue_heartbeat_write(text, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payload jsonb DEFAULT '{}'::jsonb, p_actor text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_row     public.queue_heartbeat;
+    v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
+    v_actor   text;
+    v_owner   text;
+BEGIN
+    PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_write', 'p_executor_id', p_executor_id);
+    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_id) THEN
+        RETURN iu_core.fn_queue_heartbeat_refusal(p_executor_id);
+    END IF;
+    v_actor := iu_core.fn_queue_actor(p_actor, 'fn_queue_heartbeat_write');
+    PERFORM iu_core.fn_iu_payload_require_clean('fn_queue_heartbeat_write', 'p_payload', v_payload);
+
+    -- The binding is tested in the UPDATE itself, on the row version it changes, so a
+    -- concurrent re-registration cannot slip a beat past it.
+    UPDATE public.queue_heartbeat h
+       SET last_beat_at           = now(),
+           last_beat_payload      = v_payload,
+           last_beat_by           = v_actor,
+           last_beat_session_user = session_user,
+           ticks_total            = h.ticks_total + 1
+     WHERE h.executor_id = p_executor_id
+       AND iu_core.fn_queue_heartbeat_may_beat(h.owner_role)
+    RETURNING * INTO v_row;
+    IF NOT FOUND THEN
+        SELECT h.owner_role INTO v_owner FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id;
+        IF FOUND THEN
+            PERFORM iu_core.fn_queue_heartbeat_refuse_foreign('fn_queue_heartbeat_write', p_executor_id, v_owner);
+        END IF;
+        RAISE EXCEPTION 'fn_queue_heartbeat_write: executor % is not registered', quote_literal(p_executor_id)
+            USING ERRCODE = 'P0002',
+                  HINT = format('An operator registers it once: SELECT fn_queue_heartbeat_register(%L, ''external_worker'', ''{}'', 60, 180, ''me'');', p_executor_id);
+    END IF;
+    RETURN jsonb_build_object('executor_id', v_row.executor_id, 'beat', true) || iu_core.fn_queue_heartbeat_describe(v_row);
+END;
+$$;
+
+--
+-- Name: fn_queue_notify_enabled(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_notify_enabled() RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'queue.notify.bridge_enabled'), false)
+$$;
+
+--
+-- Name: fn_queue_stale_check(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_stale_check() RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_floor      integer;
+    v_now        timestamptz := now();
+    v_checked    bigint;
+    v_paused     bigint;
+    v_candidates bigint;
+    v_locked     bigint := 0;
+    v_stale      bigint := 0;
+    v_emitted    bigint := 0;
+    v_suppressed bigint := 0;
+    v_escalated  bigint := 0;
+    v_recovered  bigint := 0;
+    v_alerts     jsonb := '[]'::jsonb;
+    r            record;
+    v_threshold  integer;
+    v_age        bigint;
+    v_ratio      numeric;
+    v_severity   text;
+    v_since      timestamptz;
+    v_event      uuid;
+    v_window     interval;
+    v_window_sev text;
+    v_open       boolean;
+    v_kind       text;
+BEGIN
+    v_floor := iu_core.fn_queue_heartbeat_floor_seconds();
+
+    -- The fresh path: one aggregate, no per-row calls. Plain reads: the committed beats.
+    SELECT count(*) FILTER (WHERE h.paused_at IS NULL),
+           count(*) FILTER (WHERE h.paused_at IS NOT NULL),
+           count(*) FILTER (WHERE h.paused_at IS NULL
+                              AND (a.alerted_at IS NOT NULL
+                                   OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now)))
+      INTO v_checked, v_paused, v_candidates
+      FROM public.queue_heartbeat h
+      LEFT JOIN public.queue_stale_alert a ON a.executor_id = h.executor_id;
+
+    IF v_candidates > 0 THEN
+        FOR r IN
+            SELECT h.executor_id, h.executor_kind, h.last_beat_at, h.expected_cadence_seconds,
+                   h.stale_threshold_seconds, a.silent_since, a.alerted_at, a.alerted_severity,
+                   a.alerted_beat_at, a.last_warning_at, a.last_critical_at
+              FROM public.queue_stale_alert a
+              JOIN public.queue_heartbeat h ON h.executor_id = a.executor_id
+             WHERE h.paused_at IS NULL
+               AND (a.alerted_at IS NOT NULL
+                    OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
+             ORDER BY a.executor_id
+               FOR UPDATE OF a SKIP LOCKED
+        LOOP
+            v_locked    := v_locked + 1;
+            v_threshold := greatest(r.stale_threshold_seconds, v_floor);
+            v_age       := floor(extract(epoch FROM (v_now - r.last_beat_at)))::bigint;
+
+            IF iu_core.fn_queue_heartbeat_is_stale(r.last_beat_at, r.stale_threshold_seconds, v_floor, v_now) THEN
+                v_stale  := v_stale + 1;
+                v_window := make_interval(secs => 2 * v_threshold::bigint);  -- bigint: 2 x 2147483647 fits
+
+                -- It beat since its open alert and is silent again: that alert's silence ended
+                -- (report it, once) and this is a NEW silence with its own silent_since.
+                v_open := r.alerted_at IS NOT NULL;
+                IF v_open AND r.alerted_beat_at IS NOT NULL AND r.last_beat_at > r.alerted_beat_at THEN
+                    v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
+                        jsonb_build_object(
+                            'executor_id',              r.executor_id,
+                            'executor_kind',            r.executor_kind,
+                            'reason',                   'beat',
+                            'silent_since',             r.silent_since,
+                            'recovered_at',             r.last_beat_at,
+                            'silent_seconds',           greatest(0, floor(extract(epoch FROM (
+                                                            r.last_beat_at - coalesce(r.silent_since, r.alerted_beat_at)))))::bigint,
+                            'last_alerted_at',          r.alerted_at,
+                            'last_alerted_severity',    r.alerted_severity,
+                            'expected_cadence_seconds', r.expected_cadence_seconds,
+                            'silent_again',             true));
+                    UPDATE public.queue_stale_alert
+                       SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
+                     WHERE executor_id = r.executor_id;
+                    v_recovered := v_recovered + 1;
+                    v_alerts    := v_alerts || jsonb_build_object('executor_id', r.executor_id, 'severity', 'info',
+                                                                  'event_id', v_event, 'recovered', true);
+                    v_open := false;
+                END IF;
+
+                -- The assessment of 010: severity decided on the very gap_ratio the payload reports.
+                v_ratio    := iu_core.fn_queue_heartbeat_gap_ratio(r.last_beat_at, r.expected_cadence_seconds, v_now);
+                v_severity := iu_core.fn_queue_heartbeat_severity(v_ratio);
+                v_since    := r.last_beat_at + make_interval(secs => v_threshold);
+
+                -- The window rule: no silent alert for this executor in the last 2 x threshold,
+                -- whatever happened since (resume, recovery, re-register). The most severe alert
+                -- inside the window decides; an escalation (warning -> critical) still goes out.
+                v_window_sev := CASE WHEN r.last_critical_at > v_now - v_window THEN 'critical'
+                                     WHEN r.last_warning_at  > v_now - v_window THEN 'warning' END;
+
+                v_kind := CASE WHEN v_severity = 'critical'
+                                    AND ((v_open AND r.alerted_severity = 'warning') OR v_window_sev = 'warning')
+                               THEN 'escalation'
+                               WHEN v_window_sev IS NOT NULL THEN NULL          -- inside the window: suppressed
+                               WHEN v_open THEN 'repeat'
+                               ELSE 'first' END;
+
+                IF v_kind IS NOT NULL THEN
+                    v_event := iu_core.fn_queue_alert_emit('queue_worker_silent', v_severity, r.executor_id,
+                        jsonb_build_object(
+                            'executor_id',              r.executor_id,
+                            'executor_kind',            r.executor_kind,
+                            'age_seconds',              v_age,
+                            'expected_cadence_seconds', r.expected_cadence_seconds,
+                            'stale_threshold_seconds',  v_threshold,
+                            'gap_ratio',                v_ratio,
+                            'silent_since',             v_since,
+                            'last_beat_at',             r.last_beat_at,
+                            'alert',                    v_kind));
+                    IF v_kind = 'escalation' THEN
+                        v_escalated := v_escalated + 1;
+                    END IF;
+                    UPDATE public.queue_stale_alert
+                       SET silent_since = v_since, alerted_at = v_now, alerted_severity = v_severity,
+                           alerted_beat_at = r.last_beat_at,
+                           last_warning_at  = CASE WHEN v_severity = 'warning'  THEN v_now ELSE last_warning_at END,
+                           last_critical_at = CASE WHEN v_severity = 'critical' THEN v_now ELSE last_critical_at END
+                     WHERE executor_id = r.executor_id;
+                    v_emitted := v_emitted + 1;
+                    v_alerts  := v_alerts || jsonb_build_object('executor_id', r.executor_id, 'severity', v_severity,
+                                                                'event_id', v_event, 'alert', v_kind);
+                ELSE
+                    v_suppressed := v_suppressed + 1;
+                END IF;
+            ELSIF r.alerted_at IS NOT NULL THEN
+                -- No longer stale: report the silence as ended, once. reason 'beat' when it beat
+                -- since the alert; otherwise its threshold (or the floor) was raised past its age.
+                v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
+                    jsonb_build_object(
+                        'executor_id',              r.executor_id,
+                        'executor_kind',            r.executor_kind,
+                        'reason',                   CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
+                                                         THEN 'beat' ELSE 'threshold_raised' END,
+                        'silent_since',             r.silent_since,
+                        'recovered_at',             CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
+                                                         THEN r.last_beat_at ELSE v_now END,
+                        'silent_seconds',           greatest(0, floor(extract(epoch FROM (
+                                                        CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
+                                                             THEN r.last_beat_at ELSE v_now END
+                                                        - coalesce(r.silent_since, r.last_beat_at)))))::bigint,
+                        'last_alerted_at',          r.alerted_at,
+                        'last_alerted_severity',    r.alerted_severity,
+                        'expected_cadence_seconds', r.expected_cadence_seconds));
+                UPDATE public.queue_stale_alert
+                   SET silent_since = NULL, alerted_at = NULL, alerted_severity = NULL, alerted_beat_at = NULL
+                 WHERE executor_id = r.executor_id;
+                v_recovered := v_recovered + 1;
+                v_alerts    := v_alerts || jsonb_build_object('executor_id', r.executor_id, 'severity', 'info',
+                                                              'event_id', v_event, 'recovered', true);
+            END IF;
+        END LOOP;
+    END IF;
+
+    RETURN jsonb_build_object(
+        'checked',        v_checked,
+        'stale',          v_stale,
+        'emitted',        v_emitted,
+        'escalated',      v_escalated,
+        'suppressed',     v_suppressed,
+        'recovered',      v_recovered,
+        'paused',         v_paused,
+        'skipped_locked', greatest(v_candidates - v_locked, 0),
+        'floor_seconds',  v_floor,
+        'checked_at',     v_now,
+        'alerts',         v_alerts);
 END;
 $$;
 
@@ -4827,10 +5251,10 @@ COMMENT ON TABLE public.event_outbox_legacy IS 'Shared append-only event log. UP
 COMMENT ON COLUMN public.event_outbox_legacy.txid IS 'Top-level transaction that inserted the row; consumers batch by snapshot difference over it.';
 
 --
--- Name: event_outbox_p00000000000000000746; Type: TABLE; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000741; Type: TABLE; Schema: public; Owner: -
 --
 
-CREATE TABLE public.event_outbox_p00000000000000000746 (
+CREATE TABLE public.event_outbox_p00000000000000000741 (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     event_domain public.iu_event_name NOT NULL,
     event_type public.iu_event_type NOT NULL,
@@ -4855,8 +5279,8 @@ CREATE TABLE public.event_type_registry (
     description text DEFAULT ''::text NOT NULL,
     registered_at timestamp with time zone DEFAULT now() NOT NULL,
     registered_by text DEFAULT CURRENT_USER NOT NULL,
-    CONSTRAINT event_type_registry_domain_is_name CHECK (((NOT public.fn_iu_is_blank(event_domain)) AND (octet_length(event_domain) <= 200))),
-    CONSTRAINT event_type_registry_type_is_name CHECK (((NOT public.fn_iu_is_blank(event_type)) AND (octet_length(event_type) <= 200)))
+    CONSTRAINT event_type_registry_domain_is_name CHECK (((NOT iu_core.fn_iu_is_blank(event_domain)) AND (octet_length(event_domain) <= 200))),
+    CONSTRAINT event_type_registry_type_is_name CHECK (((NOT iu_core.fn_iu_is_blank(event_type)) AND (octet_length(event_type) <= 200)))
 );
 
 --
@@ -4894,7 +5318,7 @@ CREATE TABLE public.iu_outbound_route (
     dry_run boolean DEFAULT true NOT NULL,
     description text DEFAULT ''::text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT iu_outbound_route_route_key_check CHECK (((NOT public.fn_iu_is_blank(route_key)) AND (route_key <> 'none'::text) AND (octet_length(route_key) <= 200)))
+    CONSTRAINT iu_outbound_route_route_key_check CHECK (((NOT iu_core.fn_iu_is_blank(route_key)) AND (route_key <> 'none'::text) AND (octet_length(route_key) <= 200)))
 );
 
 --
@@ -5052,10 +5476,10 @@ CREATE TABLE public.iu_route_attempt_legacy (
 COMMENT ON TABLE public.iu_route_attempt_legacy IS 'Route worker audit: one row per event decision (attempt_no 1) and per replay. Never changed or removed.';
 
 --
--- Name: iu_route_attempt_p00000000000000000746; Type: TABLE; Schema: public; Owner: -
+-- Name: iu_route_attempt_p00000000000000000741; Type: TABLE; Schema: public; Owner: -
 --
 
-CREATE TABLE public.iu_route_attempt_p00000000000000000746 (
+CREATE TABLE public.iu_route_attempt_p00000000000000000741 (
     id bigint NOT NULL,
     event_ref uuid NOT NULL,
     worker_name text,
@@ -5240,12 +5664,12 @@ CREATE VIEW public.v_iu_route_worker_status AS
      LEFT JOIN public.queue_heartbeat hb ON ((hb.executor_id = cur.worker_name)))
      CROSS JOIN LATERAL ( SELECT (public.fn_iu_core_routes_enabled() IS TRUE) AS routes_enabled,
             (public.fn_iu_route_worker_enabled() IS TRUE) AS worker_enabled) g)
-     CROSS JOIN LATERAL ( SELECT public.fn_iu_route_worker_cursor_problem(cur.*) AS problem,
-            public.fn_iu_route_worker_foreign_txids(cur.event_domain) AS foreign_rows) k)
+     CROSS JOIN LATERAL ( SELECT iu_core.fn_iu_route_worker_cursor_problem(cur.*) AS problem,
+            iu_core.fn_iu_route_worker_foreign_txids(cur.event_domain) AS foreign_rows) k)
      LEFT JOIN LATERAL ( SELECT pp.pending,
             pp.oldest_created_at,
             pp.capped
-           FROM public.fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot, cur.window_txid, cur.window_event_id) pp(pending, oldest_created_at, capped)
+           FROM iu_core.fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot, cur.window_txid, cur.window_event_id) pp(pending, oldest_created_at, capped)
           WHERE (k.problem IS NULL)) pend ON (true))
      CROSS JOIN LATERAL ( SELECT count(*) AS open_count,
             min(d.last_failed_at) AS oldest
@@ -5264,7 +5688,7 @@ COMMENT ON VIEW public.v_iu_route_worker_status IS 'Route workers: cursor, gates
 
 CREATE VIEW public.v_queue_health AS
  WITH cfg AS MATERIALIZED (
-         SELECT public.fn_queue_heartbeat_floor_seconds() AS floor_seconds
+         SELECT iu_core.fn_queue_heartbeat_floor_seconds() AS floor_seconds
         )
  SELECT 'cursor'::text AS source,
     c.worker_name AS subject,
@@ -5302,13 +5726,13 @@ UNION ALL
     NULL::bigint AS dead_lettered,
         CASE
             WHEN (h.paused_at IS NOT NULL) THEN 'paused'::text
-            WHEN public.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now()) THEN 'stale'::text
+            WHEN iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now()) THEN 'stale'::text
             ELSE 'fresh'::text
         END AS status_hint,
     NULL::bigint AS backlog,
     NULL::bigint AS oldest_pending_age_seconds,
         CASE
-            WHEN ((h.paused_at IS NULL) AND public.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now())) THEN public.fn_queue_heartbeat_severity(g.gap_ratio)
+            WHEN ((h.paused_at IS NULL) AND iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now())) THEN iu_core.fn_queue_heartbeat_severity(g.gap_ratio)
             ELSE NULL::text
         END AS severity,
     (h.paused_at IS NOT NULL) AS paused,
@@ -5323,7 +5747,7 @@ UNION ALL
      LEFT JOIN public.queue_stale_alert sa ON ((sa.executor_id = h.executor_id)))
      CROSS JOIN cfg)
      CROSS JOIN LATERAL ( SELECT (floor(EXTRACT(epoch FROM (now() - h.last_beat_at))))::bigint AS age_seconds,
-            public.fn_queue_heartbeat_gap_ratio(h.last_beat_at, h.expected_cadence_seconds, now()) AS gap_ratio) g)
+            iu_core.fn_queue_heartbeat_gap_ratio(h.last_beat_at, h.expected_cadence_seconds, now()) AS gap_ratio) g)
 UNION ALL
  SELECT 'dead_letter_event'::text AS source,
     d.event_domain AS subject,
@@ -5431,13 +5855,13 @@ ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_defaul
 -- Name: event_outbox_legacy; Type: TABLE ATTACH; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_legacy FOR VALUES FROM (MINVALUE) TO ('746');
+ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_legacy FOR VALUES FROM (MINVALUE) TO ('741');
 
 --
--- Name: event_outbox_p00000000000000000746; Type: TABLE ATTACH; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000741; Type: TABLE ATTACH; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_p00000000000000000746 FOR VALUES FROM ('746') TO ('100000746');
+ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_p00000000000000000741 FOR VALUES FROM ('741') TO ('100000741');
 
 --
 -- Name: iu_route_attempt_default; Type: TABLE ATTACH; Schema: public; Owner: -
@@ -5449,13 +5873,13 @@ ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attemp
 -- Name: iu_route_attempt_legacy; Type: TABLE ATTACH; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_legacy FOR VALUES FROM (MINVALUE) TO ('746');
+ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_legacy FOR VALUES FROM (MINVALUE) TO ('741');
 
 --
--- Name: iu_route_attempt_p00000000000000000746; Type: TABLE ATTACH; Schema: public; Owner: -
+-- Name: iu_route_attempt_p00000000000000000741; Type: TABLE ATTACH; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_p00000000000000000746 FOR VALUES FROM ('746') TO ('100000746');
+ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_p00000000000000000741 FOR VALUES FROM ('741') TO ('100000741');
 
 --
 -- Name: dot_config dot_config_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -5479,18 +5903,18 @@ ALTER TABLE ONLY public.event_outbox_legacy
     ADD CONSTRAINT event_outbox_legacy_pkey PRIMARY KEY (id);
 
 --
--- Name: event_outbox_p00000000000000000746 event_outbox_p00000000000000000746_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000741 event_outbox_p00000000000000000741_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.event_outbox_p00000000000000000746
-    ADD CONSTRAINT event_outbox_p00000000000000000746_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.event_outbox_p00000000000000000741
+    ADD CONSTRAINT event_outbox_p00000000000000000741_pkey PRIMARY KEY (id);
 
 --
 -- Name: iu_txid event_outbox_txid_is_inserter; Type: CHECK CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER DOMAIN public.iu_txid
-    ADD CONSTRAINT event_outbox_txid_is_inserter CHECK (((VALUE = pg_current_xact_id()) OR public.fn_iu_event_outbox_package_only(NULL::text))) NOT VALID;
+    ADD CONSTRAINT event_outbox_txid_is_inserter CHECK (((VALUE = pg_current_xact_id()) OR iu_core.fn_iu_event_outbox_package_only(NULL::text))) NOT VALID;
 
 --
 -- Name: event_type_registry event_type_registry_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -5577,17 +6001,17 @@ ALTER TABLE ONLY public.iu_route_attempt_legacy
     ADD CONSTRAINT iu_route_attempt_legacy_pkey PRIMARY KEY (id);
 
 --
--- Name: iu_route_attempt_p00000000000000000746 iu_route_attempt_p00000000000000000746_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: iu_route_attempt_p00000000000000000741 iu_route_attempt_p00000000000000000741_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.iu_route_attempt_p00000000000000000746
-    ADD CONSTRAINT iu_route_attempt_p00000000000000000746_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.iu_route_attempt_p00000000000000000741
+    ADD CONSTRAINT iu_route_attempt_p00000000000000000741_pkey PRIMARY KEY (id);
 
 --
--- Name: iu_route_attempt_p00000000000000000746 iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: iu_route_attempt_p00000000000000000741 iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.iu_route_attempt_p00000000000000000746
+ALTER TABLE ONLY public.iu_route_attempt_p00000000000000000741
     ADD CONSTRAINT iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key UNIQUE (idempotency_key, attempt_no, event_txid);
 
 --
@@ -5679,10 +6103,10 @@ CREATE INDEX event_outbox_default_domain_txid_idx ON public.event_outbox_default
 CREATE INDEX event_outbox_legacy_domain_txid_idx ON public.event_outbox_legacy USING btree (event_domain, txid, id);
 
 --
--- Name: event_outbox_p00000000000000000746_domain_txid_idx; Type: INDEX; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000741_domain_txid_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX event_outbox_p00000000000000000746_domain_txid_idx ON public.event_outbox_p00000000000000000746 USING btree (event_domain, txid, id);
+CREATE INDEX event_outbox_p00000000000000000741_domain_txid_idx ON public.event_outbox_p00000000000000000741 USING btree (event_domain, txid, id);
 
 --
 -- Name: iu_route_dead_letter_open_idx; Type: INDEX; Schema: public; Owner: -
@@ -5745,10 +6169,10 @@ ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_ou
 ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_outbox_legacy_domain_txid_idx;
 
 --
--- Name: event_outbox_p00000000000000000746_domain_txid_idx; Type: INDEX ATTACH; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000741_domain_txid_idx; Type: INDEX ATTACH; Schema: public; Owner: -
 --
 
-ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_outbox_p00000000000000000746_domain_txid_idx;
+ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_outbox_p00000000000000000741_domain_txid_idx;
 
 --
 -- Name: iu_route_attempt_default_idempotency_key_attempt_no_event_t_key; Type: INDEX ATTACH; Schema: public; Owner: -
@@ -5772,145 +6196,680 @@ ALTER INDEX public.iu_route_attempt_key_attempt_uq ATTACH PARTITION public.iu_ro
 -- Name: dot_config trg_dot_config_notify_bridge_sync; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_dot_config_notify_bridge_sync AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.dot_config FOR EACH STATEMENT EXECUTE FUNCTION public.fn_queue_notify_bridge_sync();
+CREATE TRIGGER trg_dot_config_notify_bridge_sync AFTER INSERT OR DELETE OR UPDATE OR TRUNCATE ON public.dot_config FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_queue_notify_bridge_sync();
 
 --
 -- Name: dot_config trg_dot_config_touch; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_dot_config_touch BEFORE UPDATE ON public.dot_config FOR EACH ROW EXECUTE FUNCTION public.fn_dot_config_touch();
+CREATE TRIGGER trg_dot_config_touch BEFORE UPDATE ON public.dot_config FOR EACH ROW EXECUTE FUNCTION iu_core.fn_dot_config_touch();
 
 --
 -- Name: event_outbox trg_event_outbox_append_only; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_event_outbox_append_only BEFORE DELETE OR UPDATE ON public.event_outbox FOR EACH ROW EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
+CREATE TRIGGER trg_event_outbox_append_only BEFORE DELETE OR UPDATE ON public.event_outbox FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_event_outbox_append_only();
 
 --
 -- Name: event_outbox trg_event_outbox_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
+CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_event_outbox_append_only();
 
 --
 -- Name: event_outbox_default trg_event_outbox_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_default FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
+CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_default FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_event_outbox_append_only();
 
 --
 -- Name: event_outbox_legacy trg_event_outbox_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_legacy FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
+CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_legacy FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_event_outbox_append_only();
 
 --
--- Name: event_outbox_p00000000000000000746 trg_event_outbox_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000741 trg_event_outbox_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_p00000000000000000746 FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_event_outbox_append_only();
+CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_p00000000000000000741 FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_event_outbox_append_only();
 
 --
 -- Name: iu_retention_ledger trg_iu_retention_ledger_immutable; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_retention_ledger_immutable BEFORE DELETE OR UPDATE ON public.iu_retention_ledger FOR EACH ROW EXECUTE FUNCTION public.fn_iu_retention_ledger_immutable();
+CREATE TRIGGER trg_iu_retention_ledger_immutable BEFORE DELETE OR UPDATE ON public.iu_retention_ledger FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_retention_ledger_immutable();
 
 --
 -- Name: iu_retention_ledger trg_iu_retention_ledger_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_retention_ledger_no_truncate BEFORE TRUNCATE ON public.iu_retention_ledger FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_retention_ledger_immutable();
+CREATE TRIGGER trg_iu_retention_ledger_no_truncate BEFORE TRUNCATE ON public.iu_retention_ledger FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_retention_ledger_immutable();
 
 --
 -- Name: iu_route_attempt trg_iu_route_attempt_immutable; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_route_attempt_immutable BEFORE DELETE OR UPDATE ON public.iu_route_attempt FOR EACH ROW EXECUTE FUNCTION public.fn_iu_route_attempt_immutable();
+CREATE TRIGGER trg_iu_route_attempt_immutable BEFORE DELETE OR UPDATE ON public.iu_route_attempt FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_route_attempt_immutable();
 
 --
 -- Name: iu_route_attempt trg_iu_route_attempt_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_attempt_immutable();
+CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_route_attempt_immutable();
 
 --
 -- Name: iu_route_attempt_default trg_iu_route_attempt_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_default FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_attempt_immutable();
+CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_default FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_route_attempt_immutable();
 
 --
 -- Name: iu_route_attempt_legacy trg_iu_route_attempt_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_legacy FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_attempt_immutable();
+CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_legacy FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_route_attempt_immutable();
 
 --
--- Name: iu_route_attempt_p00000000000000000746 trg_iu_route_attempt_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+-- Name: iu_route_attempt_p00000000000000000741 trg_iu_route_attempt_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_p00000000000000000746 FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_attempt_immutable();
+CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_p00000000000000000741 FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_route_attempt_immutable();
 
 --
 -- Name: iu_route_dead_letter trg_iu_route_dead_letter_immutable; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_route_dead_letter_immutable BEFORE UPDATE ON public.iu_route_dead_letter FOR EACH ROW EXECUTE FUNCTION public.fn_iu_route_dead_letter_immutable();
+CREATE TRIGGER trg_iu_route_dead_letter_immutable BEFORE UPDATE ON public.iu_route_dead_letter FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_route_dead_letter_immutable();
 
 --
 -- Name: iu_route_dead_letter trg_iu_route_dead_letter_no_delete; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_route_dead_letter_no_delete BEFORE DELETE ON public.iu_route_dead_letter FOR EACH ROW EXECUTE FUNCTION public.fn_iu_route_dead_letter_no_delete();
+CREATE TRIGGER trg_iu_route_dead_letter_no_delete BEFORE DELETE ON public.iu_route_dead_letter FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_route_dead_letter_no_delete();
 
 --
 -- Name: iu_route_dead_letter trg_iu_route_dead_letter_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_route_dead_letter_no_truncate BEFORE TRUNCATE ON public.iu_route_dead_letter FOR EACH STATEMENT EXECUTE FUNCTION public.fn_iu_route_dead_letter_no_delete();
+CREATE TRIGGER trg_iu_route_dead_letter_no_truncate BEFORE TRUNCATE ON public.iu_route_dead_letter FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_route_dead_letter_no_delete();
 
 --
 -- Name: iu_route_worker_cursor trg_iu_route_worker_cursor_stamp_reset; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_route_worker_cursor_stamp_reset BEFORE UPDATE OF reset_by ON public.iu_route_worker_cursor FOR EACH ROW EXECUTE FUNCTION public.fn_iu_route_worker_cursor_stamp_reset();
+CREATE TRIGGER trg_iu_route_worker_cursor_stamp_reset BEFORE UPDATE OF reset_by ON public.iu_route_worker_cursor FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_route_worker_cursor_stamp_reset();
 
 --
 -- Name: job_dead_letter trg_job_dead_letter_guard; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_job_dead_letter_guard BEFORE DELETE OR UPDATE ON public.job_dead_letter FOR EACH ROW EXECUTE FUNCTION public.fn_job_dead_letter_guard();
+CREATE TRIGGER trg_job_dead_letter_guard BEFORE DELETE OR UPDATE ON public.job_dead_letter FOR EACH ROW EXECUTE FUNCTION iu_core.fn_job_dead_letter_guard();
 
 --
 -- Name: job_dead_letter trg_job_dead_letter_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_job_dead_letter_no_truncate BEFORE TRUNCATE ON public.job_dead_letter FOR EACH STATEMENT EXECUTE FUNCTION public.fn_job_dead_letter_guard();
+CREATE TRIGGER trg_job_dead_letter_no_truncate BEFORE TRUNCATE ON public.job_dead_letter FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_job_dead_letter_guard();
 
 --
 -- Name: queue_heartbeat trg_queue_stale_alert_row; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_queue_stale_alert_row AFTER INSERT ON public.queue_heartbeat FOR EACH ROW EXECUTE FUNCTION public.fn_queue_stale_alert_row();
+CREATE TRIGGER trg_queue_stale_alert_row AFTER INSERT ON public.queue_heartbeat FOR EACH ROW EXECUTE FUNCTION iu_core.fn_queue_stale_alert_row();
 
 --
--- Name: FUNCTION fn_iu_event_outbox_package_only(p_event_type text); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION fn_iu_event_outbox_package_only(p_event_type text); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_package_only(p_event_type text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_event_outbox_package_only(p_event_type text) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_event_outbox_refuse_payload(p_payload jsonb); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION fn_iu_event_outbox_refuse_payload(p_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_refuse_payload(p_payload jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_event_outbox_refuse_payload(p_payload jsonb) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_payload_is_clean(p_payload jsonb); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION fn_iu_payload_is_clean(p_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.fn_iu_payload_is_clean(p_payload jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_payload_is_clean(p_payload jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_dot_config_touch(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_dot_config_touch() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_event_outbox_append_only(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_event_outbox_append_only() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_is_blank(p_value text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_is_blank(p_value text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_is_whitespace(p_value text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_is_whitespace(p_value text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_package_owner(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_package_owner() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_partition_create(p_table text, p_lower xid8, p_upper xid8); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_create(p_table text, p_lower xid8, p_upper xid8) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_partition_guard(p_parent regclass, p_partition regclass); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_guard(p_parent regclass, p_partition regclass) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_partition_record_closes(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_record_closes() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_payload_denied_paths(p_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_payload_denied_paths(p_payload jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_payload_refusal(p_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_payload_refusal(p_payload jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_payload_require_clean(p_caller text, p_param text, p_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_payload_require_clean(p_caller text, p_param text, p_payload jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_require_trusted_search_path(p_caller text, p_full boolean); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_require_trusted_search_path(p_caller text, p_full boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_retention_ledger_immutable(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_retention_ledger_immutable() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_attempt_immutable(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_attempt_immutable() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_dead_letter_immutable(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_dead_letter_immutable() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_dead_letter_matches(d public.iu_route_dead_letter, p_route_key text, p_error_code text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_dead_letter_matches(d public.iu_route_dead_letter, p_route_key text, p_error_code text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_dead_letter_no_delete(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_dead_letter_no_delete() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_decide(p_route_key text, p_enabled boolean, p_dry_run boolean); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_decide(p_route_key text, p_enabled boolean, p_dry_run boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_event(p_event_id uuid); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_event(p_event_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_run_tally_zero(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_run_tally_zero() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_beat_due(p_worker_name text, p_reason text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor) FROM PUBLIC;
+GRANT ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_cursor_stamp_reset(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_stamp_reset() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_decide_each(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_each(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_decide_page(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_page(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_deliver_page(p_tally iu_core.iu_route_run_tally, p_worker_name text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_deliver_page(p_tally iu_core.iu_route_run_tally, p_worker_name text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_fail(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_id uuid, p_route_key text, p_route_kind text, p_idempotency_key text, p_error_code text, p_error_message text, p_stage text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_fail(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_id uuid, p_route_key text, p_route_kind text, p_idempotency_key text, p_error_code text, p_error_message text, p_stage text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_foreign_rows(p_event_domain text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_foreign_rows(p_event_domain text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_foreign_txids(p_event_domain text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_foreign_txids(p_event_domain text) FROM PUBLIC;
+GRANT ALL ON FUNCTION iu_core.fn_iu_route_worker_foreign_txids(p_event_domain text) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_idle_probe(p_worker_name text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_lock_class(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock_class() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_not_registered(p_caller text, p_worker_name text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_not_registered(p_caller text, p_worker_name text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION iu_core.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_require_name(p_caller text, p_worker_name text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_require_name(p_caller text, p_worker_name text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_snapshot(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_snapshot() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally iu_core.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally iu_core.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_summary_counts(p_tally iu_core.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_summary_counts(p_tally iu_core.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_try_lock(p_lock_id integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_try_lock(p_lock_id integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_search_path_create_threats(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_search_path_create_threats() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_search_path_threats(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_search_path_threats() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_untrusted_roles(p_roles oid[]); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_untrusted_roles(p_roles oid[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_complete_one(p_function text, p_job_id uuid, p_worker text, p_lease_token uuid); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_complete_one(p_function text, p_job_id uuid, p_worker text, p_lease_token uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_dead_letter_guard(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_dead_letter_guard() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_dead_letter_insert(p_job_id uuid); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_dead_letter_insert(p_job_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_dead_letter_matches(d public.job_dead_letter, p_job_kind text, p_error_prefix text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_dead_letter_matches(d public.job_dead_letter, p_job_kind text, p_error_prefix text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_error_text(p_error text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_error_text(p_error text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_fail_one(p_function text, p_job_id uuid, p_worker text, p_error text, p_lease_token uuid); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_fail_one(p_function text, p_job_id uuid, p_worker text, p_error text, p_lease_token uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_new_id(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_new_id() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_holds_lease(p_job public.job_queue, p_worker text, p_lease_token uuid); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_holds_lease(p_job public.job_queue, p_worker text, p_lease_token uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_lease_row(p_function text, p_job_id uuid, p_worker text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_lease_row(p_function text, p_job_id uuid, p_worker text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_require_batch(p_function text, p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_require_batch(p_function text, p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_require_process_after(p_caller text, p_process_after timestamp with time zone); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_require_process_after(p_caller text, p_process_after timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_require_range(p_caller text, p_param text, p_value integer, p_min integer, p_max integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_require_range(p_caller text, p_param text, p_value integer, p_min integer, p_max integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_job_retry_delay(p_attempt integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_job_retry_delay(p_attempt integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_actor(p_actor text, p_caller text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_actor(p_actor text, p_caller text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_alert_emit(p_event_type text, p_severity text, p_executor_id text, p_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_alert_emit(p_event_type text, p_severity text, p_executor_id text, p_payload jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_dead_letter_filter(p_caller text, p_filter jsonb, p_subject_key text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_dead_letter_filter(p_caller text, p_filter jsonb, p_subject_key text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_executor_kinds(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_executor_kinds() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_defaults(p_executor_kind text, OUT expected_cadence_seconds integer, OUT stale_threshold_seconds integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_defaults(p_executor_kind text, OUT expected_cadence_seconds integer, OUT stale_threshold_seconds integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_describe(p_row public.queue_heartbeat); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_describe(p_row public.queue_heartbeat) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_floor_seconds(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds() FROM PUBLIC;
+GRANT ALL ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds() TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_is_protected(p_executor_id text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_is_protected(p_executor_id text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION iu_core.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_may_beat(p_owner_role text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_may_beat(p_owner_role text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_refusal(p_executor_id text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_refusal(p_executor_id text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_refuse_foreign(p_caller text, p_executor_id text, p_owner_role text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_refuse_foreign(p_caller text, p_executor_id text, p_owner_role text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_severity(p_gap_ratio numeric); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_severity(p_gap_ratio numeric) FROM PUBLIC;
+GRANT ALL ON FUNCTION iu_core.fn_queue_heartbeat_severity(p_gap_ratio numeric) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_queue_notify_bridge_sync(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_notify_bridge_sync() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_stale_alert_row(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_stale_alert_row() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_wake_notify_event_outbox(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_wake_notify_event_outbox() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_wake_notify_job_queue(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_wake_notify_job_queue() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_cut_heartbeat_ping(p_executor_name text, p_executor_kind text, p_status text, p_metadata jsonb); Type: ACL; Schema: public; Owner: -
@@ -5920,38 +6879,20 @@ REVOKE ALL ON FUNCTION public.fn_cut_heartbeat_ping(p_executor_name text, p_exec
 GRANT ALL ON FUNCTION public.fn_cut_heartbeat_ping(p_executor_name text, p_executor_kind text, p_status text, p_metadata jsonb) TO workflow_admin;
 
 --
--- Name: FUNCTION fn_dot_config_touch(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_dot_config_touch() FROM PUBLIC;
-
---
 -- Name: FUNCTION fn_iu_core_routes_enabled(); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_core_routes_enabled() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_iu_core_routes_enabled() TO workflow_admin;
 GRANT ALL ON FUNCTION public.fn_iu_core_routes_enabled() TO dot_executor;
+GRANT ALL ON FUNCTION public.fn_iu_core_routes_enabled() TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) TO workflow_admin;
 GRANT ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) TO dot_executor;
-
---
--- Name: FUNCTION fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_event_outbox_append_only(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_append_only() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_event_outbox_rebase_foreign_txids(); Type: ACL; Schema: public; Owner: -
@@ -5965,100 +6906,16 @@ GRANT ALL ON FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids() TO workfl
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_gate_open(p_value text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_iu_gate_open(p_value text) TO workflow_admin;
 GRANT ALL ON FUNCTION public.fn_iu_gate_open(p_value text) TO dot_executor;
-
---
--- Name: FUNCTION fn_iu_is_blank(p_value text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_is_blank(p_value text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_is_whitespace(p_value text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_is_whitespace(p_value text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_package_owner(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_package_owner() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_partition_create(p_table text, p_lower xid8, p_upper xid8); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_partition_create(p_table text, p_lower xid8, p_upper xid8) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_partition_guard(p_parent regclass, p_partition regclass); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_partition_guard(p_parent regclass, p_partition regclass) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_gate_open(p_value text) TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_partition_maintain(); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_partition_maintain() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_iu_partition_maintain() TO workflow_admin;
 GRANT ALL ON FUNCTION public.fn_iu_partition_maintain() TO dot_executor;
-
---
--- Name: FUNCTION fn_iu_partition_record_closes(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_partition_record_closes() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_payload_denied_paths(p_payload jsonb); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_payload_denied_paths(p_payload jsonb) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_payload_refusal(p_payload jsonb); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_payload_refusal(p_payload jsonb) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_payload_require_clean(p_caller text, p_param text, p_payload jsonb); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_payload_require_clean(p_caller text, p_param text, p_payload jsonb) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_require_trusted_search_path(p_caller text, p_full boolean); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_require_trusted_search_path(p_caller text, p_full boolean) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_retention_ledger_immutable(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_retention_ledger_immutable() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_partition_maintain() TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_retention_run(p_dry_run boolean); Type: ACL; Schema: public; Owner: -
@@ -6066,36 +6923,6 @@ REVOKE ALL ON FUNCTION public.fn_iu_retention_partition_unrouted(p_lower xid8, p
 
 REVOKE ALL ON FUNCTION public.fn_iu_retention_run(p_dry_run boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_iu_retention_run(p_dry_run boolean) TO workflow_admin;
-
---
--- Name: FUNCTION fn_iu_route_attempt_immutable(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_attempt_immutable() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_dead_letter_immutable(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_dead_letter_immutable() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_dead_letter_matches(d public.iu_route_dead_letter, p_route_key text, p_error_code text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_dead_letter_matches(d public.iu_route_dead_letter, p_route_key text, p_error_code text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_dead_letter_no_delete(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_dead_letter_no_delete() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_dead_letter_replay(p_dead_letter_id uuid); Type: ACL; Schema: public; Owner: -
@@ -6112,128 +6939,18 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_dead_letter_replay_many(p_filter jsonb
 GRANT ALL ON FUNCTION public.fn_iu_route_dead_letter_replay_many(p_filter jsonb, p_limit integer) TO workflow_admin;
 
 --
--- Name: FUNCTION fn_iu_route_decide(p_route_key text, p_enabled boolean, p_dry_run boolean); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_decide(p_route_key text, p_enabled boolean, p_dry_run boolean) FROM PUBLIC;
-
---
 -- Name: FUNCTION fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_route_event(p_event_id uuid); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_event(p_event_id uuid) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_run_tally_zero(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_run_tally_zero() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally public.iu_route_run_tally, p_summary jsonb); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally public.iu_route_run_tally, p_summary jsonb) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_beat_due(p_worker_name text, p_reason text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor) TO workflow_admin;
-
---
--- Name: FUNCTION fn_iu_route_worker_cursor_stamp_reset(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_cursor_stamp_reset() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_decide_each(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_decide_each(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_decide_page(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_decide_page(p_tally public.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_deliver_page(p_tally public.iu_route_run_tally, p_worker_name text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_deliver_page(p_tally public.iu_route_run_tally, p_worker_name text) FROM PUBLIC;
-
---
 -- Name: FUNCTION fn_iu_route_worker_enabled(); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_enabled() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_iu_route_worker_enabled() TO workflow_admin;
 GRANT ALL ON FUNCTION public.fn_iu_route_worker_enabled() TO dot_executor;
-
---
--- Name: FUNCTION fn_iu_route_worker_fail(p_tally public.iu_route_run_tally, p_worker_name text, p_event_id uuid, p_route_key text, p_route_kind text, p_idempotency_key text, p_error_code text, p_error_message text, p_stage text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_fail(p_tally public.iu_route_run_tally, p_worker_name text, p_event_id uuid, p_route_key text, p_route_kind text, p_idempotency_key text, p_error_code text, p_error_message text, p_stage text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_foreign_rows(p_event_domain text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_foreign_rows(p_event_domain text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_foreign_txids(p_event_domain text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_foreign_txids(p_event_domain text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_iu_route_worker_foreign_txids(p_event_domain text) TO workflow_admin;
+GRANT ALL ON FUNCTION public.fn_iu_route_worker_enabled() TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_health(p_worker_name text); Type: ACL; Schema: public; Owner: -
@@ -6243,72 +6960,11 @@ REVOKE ALL ON FUNCTION public.fn_iu_route_worker_health(p_worker_name text) FROM
 GRANT ALL ON FUNCTION public.fn_iu_route_worker_health(p_worker_name text) TO workflow_admin;
 
 --
--- Name: FUNCTION fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_idle_probe(p_worker_name text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_idle_probe(p_worker_name text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_lock_class(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_lock_class() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_not_registered(p_caller text, p_worker_name text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_not_registered(p_caller text, p_worker_name text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) TO workflow_admin;
-
---
 -- Name: FUNCTION fn_iu_route_worker_register(p_worker_name text, p_event_domain text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_register(p_worker_name text, p_event_domain text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_iu_route_worker_register(p_worker_name text, p_event_domain text) TO workflow_admin;
-
---
--- Name: FUNCTION fn_iu_route_worker_require_name(p_caller text, p_worker_name text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_require_name(p_caller text, p_worker_name text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_reset_cursor(p_worker_name text); Type: ACL; Schema: public; Owner: -
@@ -6324,54 +6980,6 @@ GRANT ALL ON FUNCTION public.fn_iu_route_worker_reset_cursor(p_worker_name text)
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer) TO dot_executor;
 GRANT ALL ON FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer) TO workflow_admin;
-
---
--- Name: FUNCTION fn_iu_route_worker_snapshot(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_snapshot() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_summary(p_worker_name text, p_event_domain text, p_batch_limit integer, p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean, p_holders jsonb) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_summary_counts(p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_summary_counts(p_tally public.iu_route_run_tally, p_window_open boolean, p_opened integer, p_closed integer, p_fallback_err text, p_idle boolean) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_route_worker_try_lock(p_lock_id integer); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_try_lock(p_lock_id integer) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_search_path_create_threats(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_search_path_create_threats() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_search_path_threats(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_search_path_threats() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_iu_untrusted_roles(p_roles oid[]); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_iu_untrusted_roles(p_roles oid[]) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_job_new_id(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_new_id() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_job_claim(p_worker text, p_job_kinds text[], p_limit integer, p_lease_seconds integer); Type: ACL; Schema: public; Owner: -
@@ -6400,30 +7008,6 @@ GRANT ALL ON FUNCTION public.fn_job_complete(p_job_id uuid, p_worker text, p_lea
 
 REVOKE ALL ON FUNCTION public.fn_job_complete_many(p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_job_complete_many(p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]) TO dot_executor;
-
---
--- Name: FUNCTION fn_job_complete_one(p_function text, p_job_id uuid, p_worker text, p_lease_token uuid); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_complete_one(p_function text, p_job_id uuid, p_worker text, p_lease_token uuid) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_job_dead_letter_guard(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_dead_letter_guard() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_job_dead_letter_insert(p_job_id uuid); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_dead_letter_insert(p_job_id uuid) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_job_dead_letter_matches(d public.job_dead_letter, p_job_kind text, p_error_prefix text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_dead_letter_matches(d public.job_dead_letter, p_job_kind text, p_error_prefix text, p_failed_after timestamp with time zone, p_failed_before timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_job_dead_letter_replay(p_dead_letter_id uuid, p_actor text); Type: ACL; Schema: public; Owner: -
@@ -6461,12 +7045,6 @@ REVOKE ALL ON FUNCTION public.fn_job_enqueue_many(p_job_kind text, p_event_domai
 GRANT ALL ON FUNCTION public.fn_job_enqueue_many(p_job_kind text, p_event_domain text, p_payloads jsonb, p_process_after timestamp with time zone, p_dedupe_keys text[], p_max_attempts integer) TO dot_executor;
 
 --
--- Name: FUNCTION fn_job_error_text(p_error text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_error_text(p_error text) FROM PUBLIC;
-
---
 -- Name: FUNCTION fn_job_extend_lease(p_job_id uuid, p_worker text, p_lease_token uuid, p_lease_seconds integer); Type: ACL; Schema: public; Owner: -
 --
 
@@ -6495,18 +7073,6 @@ REVOKE ALL ON FUNCTION public.fn_job_fail_many(p_worker text, p_job_ids uuid[], 
 GRANT ALL ON FUNCTION public.fn_job_fail_many(p_worker text, p_job_ids uuid[], p_lease_tokens uuid[], p_errors text[]) TO dot_executor;
 
 --
--- Name: FUNCTION fn_job_fail_one(p_function text, p_job_id uuid, p_worker text, p_error text, p_lease_token uuid); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_fail_one(p_function text, p_job_id uuid, p_worker text, p_error text, p_lease_token uuid) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_job_holds_lease(p_job public.job_queue, p_worker text, p_lease_token uuid); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_holds_lease(p_job public.job_queue, p_worker text, p_lease_token uuid) FROM PUBLIC;
-
---
 -- Name: FUNCTION fn_job_kind_pause(p_job_kind text, p_reason text, p_actor text); Type: ACL; Schema: public; Owner: -
 --
 
@@ -6519,12 +7085,6 @@ GRANT ALL ON FUNCTION public.fn_job_kind_pause(p_job_kind text, p_reason text, p
 
 REVOKE ALL ON FUNCTION public.fn_job_kind_resume(p_job_kind text, p_actor text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_job_kind_resume(p_job_kind text, p_actor text) TO workflow_admin;
-
---
--- Name: FUNCTION fn_job_lease_row(p_function text, p_job_id uuid, p_worker text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_lease_row(p_function text, p_job_id uuid, p_worker text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_job_prune(p_limit integer); Type: ACL; Schema: public; Owner: -
@@ -6541,116 +7101,11 @@ REVOKE ALL ON FUNCTION public.fn_job_reap_expired_leases() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_job_reap_expired_leases() TO workflow_admin;
 
 --
--- Name: FUNCTION fn_job_require_batch(p_function text, p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_require_batch(p_function text, p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_job_require_process_after(p_caller text, p_process_after timestamp with time zone); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_require_process_after(p_caller text, p_process_after timestamp with time zone) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_job_require_range(p_caller text, p_param text, p_value integer, p_min integer, p_max integer); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_require_range(p_caller text, p_param text, p_value integer, p_min integer, p_max integer) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_job_retry_delay(p_attempt integer); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_job_retry_delay(p_attempt integer) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_queue_actor(p_actor text, p_caller text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_actor(p_actor text, p_caller text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_queue_alert_emit(p_event_type text, p_severity text, p_executor_id text, p_payload jsonb); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_alert_emit(p_event_type text, p_severity text, p_executor_id text, p_payload jsonb) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_queue_dead_letter_filter(p_caller text, p_filter jsonb, p_subject_key text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_dead_letter_filter(p_caller text, p_filter jsonb, p_subject_key text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_queue_executor_kinds(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_executor_kinds() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_queue_heartbeat_defaults(p_executor_kind text, OUT expected_cadence_seconds integer, OUT stale_threshold_seconds integer); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_defaults(p_executor_kind text, OUT expected_cadence_seconds integer, OUT stale_threshold_seconds integer) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_queue_heartbeat_describe(p_row public.queue_heartbeat); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_describe(p_row public.queue_heartbeat) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_queue_heartbeat_floor_seconds(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_floor_seconds() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_queue_heartbeat_floor_seconds() TO workflow_admin;
-
---
--- Name: FUNCTION fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone) TO workflow_admin;
-
---
--- Name: FUNCTION fn_queue_heartbeat_is_protected(p_executor_id text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_is_protected(p_executor_id text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone) TO workflow_admin;
-
---
--- Name: FUNCTION fn_queue_heartbeat_may_beat(p_owner_role text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_may_beat(p_owner_role text) FROM PUBLIC;
-
---
 -- Name: FUNCTION fn_queue_heartbeat_pause(p_executor_id text, p_reason text, p_actor text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_pause(p_executor_id text, p_reason text, p_actor text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_queue_heartbeat_pause(p_executor_id text, p_reason text, p_actor text) TO workflow_admin;
-
---
--- Name: FUNCTION fn_queue_heartbeat_refusal(p_executor_id text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_refusal(p_executor_id text) FROM PUBLIC;
-
---
--- Name: FUNCTION fn_queue_heartbeat_refuse_foreign(p_caller text, p_executor_id text, p_owner_role text); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_refuse_foreign(p_caller text, p_executor_id text, p_owner_role text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text, p_owner_role text); Type: ACL; Schema: public; Owner: -
@@ -6667,13 +7122,6 @@ REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_resume(p_executor_id text, p_ac
 GRANT ALL ON FUNCTION public.fn_queue_heartbeat_resume(p_executor_id text, p_actor text) TO workflow_admin;
 
 --
--- Name: FUNCTION fn_queue_heartbeat_severity(p_gap_ratio numeric); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_severity(p_gap_ratio numeric) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_queue_heartbeat_severity(p_gap_ratio numeric) TO workflow_admin;
-
---
 -- Name: FUNCTION fn_queue_heartbeat_tick(p_executor_name text, p_executor_kind text, p_status text, p_metadata jsonb); Type: ACL; Schema: public; Owner: -
 --
 
@@ -6688,24 +7136,12 @@ REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_pay
 GRANT ALL ON FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payload jsonb, p_actor text) TO dot_executor;
 
 --
--- Name: FUNCTION fn_queue_notify_bridge_sync(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_notify_bridge_sync() FROM PUBLIC;
-
---
 -- Name: FUNCTION fn_queue_notify_enabled(); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.fn_queue_notify_enabled() FROM PUBLIC;
-GRANT ALL ON FUNCTION public.fn_queue_notify_enabled() TO workflow_admin;
 GRANT ALL ON FUNCTION public.fn_queue_notify_enabled() TO dot_executor;
-
---
--- Name: FUNCTION fn_queue_stale_alert_row(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_stale_alert_row() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_queue_notify_enabled() TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_queue_stale_check(); Type: ACL; Schema: public; Owner: -
@@ -6713,18 +7149,6 @@ REVOKE ALL ON FUNCTION public.fn_queue_stale_alert_row() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.fn_queue_stale_check() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_queue_stale_check() TO dot_executor;
-
---
--- Name: FUNCTION fn_queue_wake_notify_event_outbox(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_wake_notify_event_outbox() FROM PUBLIC;
-
---
--- Name: FUNCTION fn_queue_wake_notify_job_queue(); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.fn_queue_wake_notify_job_queue() FROM PUBLIC;
 
 --
 -- Name: TABLE iu_history_partition; Type: ACL; Schema: public; Owner: -

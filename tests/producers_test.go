@@ -103,13 +103,13 @@ func TestProducers_RowRulesHoldOnEveryWritePath(t *testing.T) {
 }
 
 // Rule: a writable public schema never hands out the package owner's rights through
-// fn_iu_emit_event. Its accepting path does not call the writable-schema guard (it cost a
-// producer's emit about as much as the insert); instead it resolves nothing a planted
-// object could win. An untrusted role that may CREATE in public plants overloads of the
-// functions and operators that path (and a careless edit of it) would use — each logs the
-// role it ran as — and an executor emits: the event is stored and nothing planted ran. The
-// refusing paths (a broken argument rule, an unregistered type) do call the guard, so there
-// the executor gets the guard's 42501, not a planted function.
+// fn_iu_emit_event: it searches only pg_catalog (search_path = pg_catalog, pg_temp) and
+// names the package's objects with their schema, so it resolves nothing a planted object
+// could win. An untrusted role that may CREATE in public plants overloads of the functions
+// and operators emit (and a careless edit of it) would use, each logging the role it ran as,
+// and an executor emits: the event is stored and nothing planted ran. The refusing paths
+// (a broken argument rule, an unregistered type) give their own errors, and run nothing
+// planted either.
 func TestSchemaAttack_EmitResolvesNothingPlanted(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -178,16 +178,16 @@ func TestSchemaAttack_EmitResolvesNothingPlanted(t *testing.T) {
 		t.Fatalf("the emitted event %s was not stored as given", id)
 	}
 
-	// The refusing paths meet the guard first.
+	// The refusing paths resolve nothing planted either: each gives its own refusal.
 	for name, stmt := range map[string]string{
 		"broken rule":  `SELECT fn_iu_emit_event('iu', 'planted', 's', 'standard', 'info', NULL, NULL, '{"Token": 1}')`,
 		"blank stream": `SELECT fn_iu_emit_event('iu', 'planted', '  ', 'standard', 'info')`,
 		"unregistered": `SELECT fn_iu_emit_event('iu', 'never_registered', 's')`,
 	} {
 		_, err := exe.Exec(c, stmt)
-		e := requirePgErr(t, err, "42501")
-		if !strings.Contains(e.Message, "fn_iu_emit_event: refused") {
-			t.Fatalf("%s: want the guard's refusal, got %s", name, e.Message)
+		e := requirePgErr(t, err, "22023")
+		if !strings.HasPrefix(e.Message, "fn_iu_emit_event: ") {
+			t.Fatalf("%s: want emit's own refusal, got %s", name, e.Message)
 		}
 	}
 	if got := ranAs(); got != "" {
@@ -218,7 +218,7 @@ func TestProducers_RegistryHoldsOnlyNames(t *testing.T) {
 		}
 	}
 	var n int
-	db.QueryRow(t, `SELECT count(*)::int FROM event_outbox WHERE fn_iu_is_blank(event_type) OR fn_iu_is_blank(event_domain)
+	db.QueryRow(t, `SELECT count(*)::int FROM event_outbox WHERE iu_core.fn_iu_is_blank(event_type) OR iu_core.fn_iu_is_blank(event_domain)
 	                   OR octet_length(event_type) > 200 OR octet_length(event_domain) > 200`, nil, &n)
 	if n != 0 {
 		t.Fatalf("%d events with a blank or over-long domain or type stored", n)

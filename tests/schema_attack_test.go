@@ -16,15 +16,17 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// The writable-schema attack. Every package function runs with search_path = public,
-// pg_temp; a login role that may CREATE in public (the default on PostgreSQL 13 and 14, or
-// anywhere a DBA granted it) creates public.jsonb_build_object(text, boolean, text, text).
-// That overload matches the call jsonb_build_object('gated', true, 'reason', v_reason) of
-// an ordinary gated fn_iu_route_worker_run better than the built-in VARIADIC "any" one, so
-// the run would execute it as the package owner: it logs who it ran as and opens both
-// routing gates. The rule: the package refuses to install while such a role or such an
-// object exists (with the fix in the HINT), and its SECURITY DEFINER functions refuse to
-// run while an untrusted role can CREATE in public.
+// The writable-schema attack. A login role that may CREATE in public (the default on
+// PostgreSQL 13 and 14, or anywhere a DBA granted it) creates
+// public.jsonb_build_object(text, boolean, text, text). A function whose search_path held
+// public would resolve the call jsonb_build_object('gated', true, 'reason', v_reason) of an
+// ordinary gated fn_iu_route_worker_run to it (a better match than the built-in VARIADIC
+// "any" one) and run it as the package owner: it logs who it ran as and opens both routing
+// gates. The rules: the package refuses to install while such a role or such an object
+// exists (with the fix in the HINT: a plant made before the install would be in public
+// when callers reach the API there), and its functions never search public (search_path =
+// pg_catalog, pg_temp; everything of the package named with its schema), so a plant made
+// after the install is never run; the verification (W10) reports it.
 
 const attackOverload = `
 CREATE TABLE public.attack_log (ran_as text);
@@ -103,35 +105,37 @@ func attackScenario(t *testing.T, srv *pgtest.Server) {
 		t.Fatalf("with the threats removed the install must succeed: %v", err)
 	}
 
-	// Planted AFTER the install: CREATE is granted again and the overload planted; an
-	// ordinary run of an executor is refused before anything can resolve to it.
+	// Planted AFTER the install: CREATE is granted again and the overload planted. The
+	// package's SECURITY DEFINER functions search only pg_catalog (search_path =
+	// pg_catalog, pg_temp) and name everything of theirs with its schema, so nothing they
+	// call resolves to the plant: an ordinary run works and never runs it. The verification
+	// (W10, iu_core.fn_iu_search_path_threats) names the open schema and the plant.
 	mustExec(t, super, `CREATE ROLE `+pgx.Identifier{executor}.Sanitize()+` LOGIN PASSWORD 'pw' IN ROLE dot_executor`)
 	mustExec(t, super, `SELECT fn_iu_route_worker_register('w_attack')`)
 	mustExec(t, super, `GRANT CREATE ON SCHEMA public TO PUBLIC`)
 	mustExec(t, connURL(t, dbURL, attacker, "pw"), `DROP TABLE public.attack_log;`+attackOverload)
 	exe := connURL(t, dbURL, executor, "pw")
-	_, err = exe.Exec(c, `SELECT fn_iu_route_worker_run('w_attack')`)
+	for _, stmt := range []string{`SELECT fn_iu_route_worker_run('w_attack')`, `SELECT fn_queue_stale_check()`,
+		`SELECT fn_queue_heartbeat_tick('x', 'DOT')`} {
+		if _, err := exe.Exec(c, stmt); err != nil {
+			t.Fatalf("planted after the install, %s must still work (the package never searches public): %v", stmt, err)
+		}
+	}
 	var ranAs, gates string
 	_ = super.QueryRow(c, `SELECT coalesce(string_agg(ran_as, ','), '') FROM attack_log`).Scan(&ranAs)
 	_ = super.QueryRow(c, `SELECT string_agg(key || '=' || value, ',' ORDER BY key) FROM dot_config WHERE key LIKE 'iu_core.%'`).Scan(&gates)
 	if ranAs != "" || strings.Contains(gates, "true") {
-		t.Fatalf("planted after the install, the overload ran as %q (run err %v); gates %s", ranAs, err, gates)
+		t.Fatalf("planted after the install, the overload ran as %q; gates %s", ranAs, gates)
 	}
-	e = requirePgErr(t, err, "42501")
-	if !strings.Contains(e.Hint, "REVOKE CREATE ON SCHEMA public FROM PUBLIC;") {
-		t.Errorf("run refusal HINT must give the fix: %s", e.Hint)
+	var threats string
+	_ = super.QueryRow(c, `SELECT coalesce(string_agg(threat || ' ' || object, '; ' ORDER BY 1), '') FROM iu_core.fn_iu_search_path_threats()`).Scan(&threats)
+	for _, want := range []string{"create_on_schema schema public", "function public.jsonb_build_object(text,boolean,text,text)"} {
+		if !strings.Contains(threats, want) {
+			t.Errorf("the verification's threat scan must name %q: %s", want, threats)
+		}
 	}
-	// Every caller-facing SECURITY DEFINER function refuses the same way.
-	for _, stmt := range []string{`SELECT fn_queue_stale_check()`, `SELECT fn_queue_heartbeat_tick('x', 'DOT')`} {
-		_, err := exe.Exec(c, stmt)
-		requirePgErr(t, err, "42501")
-	}
-	// The fix in the HINT (and dropping what was planted) restores service.
 	mustExec(t, super, `REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
 	mustExec(t, super, `DROP FUNCTION public.jsonb_build_object(text, boolean, text, text)`)
-	if _, err := exe.Exec(c, `SELECT fn_iu_route_worker_run('w_attack')`); err != nil {
-		t.Fatalf("after the fix the run must work: %v", err)
-	}
 }
 
 // Rule: a writable public schema never hands out the package owner's rights — on the
@@ -286,5 +290,33 @@ func TestSchemaAttack_GateReadersResolveNothingInPublic(t *testing.T) {
 	}
 	if !master || worker {
 		t.Fatalf("after opening only the master gate: routes_enabled=%v route_worker_enabled=%v", master, worker)
+	}
+}
+
+// Rule: no function of the package searches a schema an untrusted role can write. Every
+// SECURITY DEFINER function, and every other one that pins a search_path, pins exactly
+// pg_catalog, pg_temp (pg_catalog is writable by superusers only, pg_temp is never searched
+// for functions or operators), and names everything of the package with its schema. A
+// function that runs in its caller's search_path pins none: it is inlined SQL that names
+// everything, pg_catalog included (fn_iu_payload_is_clean), or it is only ever called from
+// a pinned one.
+func TestSearchPath_NoFunctionSearchesAWritableSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	var bad []string
+	db.QueryRow(t, `
+		SELECT coalesce(array_agg(p.oid::regprocedure::text || ' ' || coalesce(array_to_string(p.proconfig, ' '), '(no SET)') ORDER BY 1), '{}')
+		  FROM pg_proc p
+		 WHERE p.pronamespace IN ('public'::regnamespace, 'iu_core'::regnamespace)
+		   AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
+		   AND (p.prosecdef OR EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search\_path=%'))
+		   AND NOT coalesce(p.proconfig @> ARRAY[$1::text], false)`, []any{pgtest.PinnedSearchPath}, &bad)
+	if len(bad) > 0 {
+		t.Fatalf("functions that search something else than %s:\n  %s", pgtest.PinnedSearchPath, strings.Join(bad, "\n  "))
+	}
+	var definers int
+	db.QueryRow(t, `SELECT count(*)::int FROM pg_proc WHERE prosecdef AND pronamespace IN ('public'::regnamespace, 'iu_core'::regnamespace)`, nil, &definers)
+	if definers < 30 {
+		t.Fatalf("only %d SECURITY DEFINER functions found: the premise (the package's definers) is gone", definers)
 	}
 }

@@ -82,7 +82,7 @@ func BenchmarkSearchPathGuardPerCall(b *testing.B) {
 	db.Exec(b, `SELECT fn_iu_route_worker_register('w_bench')`)
 	names := []string{"guard", "empty", "gated-run"}
 	sqls := map[string]string{
-		"guard":     loopCall(`fn_iu_require_trusted_search_path('x')`, 2000),
+		"guard":     loopCall(`iu_core.fn_iu_require_trusted_search_path('x')`, 2000),
 		"empty":     loopCall(`fn_bench_empty('x')`, 2000),
 		"gated-run": loopCall(`fn_iu_route_worker_run('w_bench')`, 500),
 	}

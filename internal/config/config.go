@@ -15,6 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// SearchPath is the search_path every runner connection pins: only schemas no untrusted
+// role can write.
+const SearchPath = "pg_catalog, pg_temp"
+
 // AppName is the application_name every runner connection carries by default.
 const AppName = "iu-runner"
 
@@ -216,6 +220,11 @@ func Apply(cc *pgx.ConnConfig, statementTimeout, connectTimeout time.Duration) {
 	if _, ok := cc.RuntimeParams["application_name"]; !ok {
 		cc.RuntimeParams["application_name"] = AppName
 	}
+	// Every statement the runner sends names the package (public.fn_..., public.v_...) and
+	// pg_catalog explicitly; the pinned search_path is the second wall: no search_path a
+	// database owner sets on the database or the role (ALTER ... SET search_path, a schema
+	// named after the login) can put a look-alike in front of what the runner calls.
+	cc.RuntimeParams["search_path"] = SearchPath
 	if statementTimeout > 0 && !hasStatementTimeout(cc) {
 		cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(statementTimeout.Milliseconds(), 10)
 	}

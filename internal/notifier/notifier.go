@@ -208,7 +208,7 @@ func (n *Notifier) checker(ctx context.Context, fail context.CancelCauseFunc, ac
 		}
 		want := strconv.FormatInt(n.seq.Add(1), 10)
 		cctx, cancel := context.WithTimeout(ctx, n.cfg.CheckTimeout)
-		_, err := n.pool.Exec(cctx, "SELECT pg_notify($1, $2)", n.ping, want)
+		_, err := n.pool.Exec(cctx, "SELECT pg_catalog.pg_notify($1, $2)", n.ping, want)
 		if err != nil {
 			cancel()
 			if ctx.Err() == nil {

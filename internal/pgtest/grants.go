@@ -15,8 +15,9 @@ var groupRoles = []string{"workflow_admin", "dot_executor"}
 
 // RequireGrants proves the grant rule for one family of functions: PUBLIC executes none of
 // them, each group role executes exactly its share, every SECURITY DEFINER one pins
-// search_path = public, pg_temp (or pg_catalog, pg_temp), and no function whose name matches one of the LIKE
-// patterns exists outside the matrix (a new function must be placed in it on purpose).
+// search_path = pg_catalog, pg_temp, and no function of the package (public or iu_core)
+// whose name matches one of the LIKE patterns exists outside the matrix (a new function
+// must be placed in it on purpose).
 func RequireGrants(t testing.TB, db *DB, matrix GrantMatrix, likePatterns ...string) {
 	t.Helper()
 	sigs := make([]string, 0, len(matrix))
@@ -50,7 +51,7 @@ func RequireGrants(t testing.TB, db *DB, matrix GrantMatrix, likePatterns ...str
 	}
 	var unknown []string
 	db.QueryRow(t, `SELECT coalesce(array_agg(p.oid::regprocedure::text ORDER BY 1), '{}') FROM pg_proc p
-	                 WHERE p.pronamespace = 'public'::regnamespace
+	                 WHERE p.pronamespace IN ('public'::regnamespace, 'iu_core'::regnamespace)
 	                   AND p.proname LIKE ANY ($2::text[])
 	                   AND p.oid <> ALL (ARRAY(SELECT s::regprocedure::oid FROM unnest($1::text[]) s))`,
 		[]any{sigs, likePatterns}, &unknown)
@@ -59,14 +60,16 @@ func RequireGrants(t testing.TB, db *DB, matrix GrantMatrix, likePatterns ...str
 	}
 }
 
+// PinnedSearchPath is the one search_path a package function may pin: schemas no untrusted
+// role can write (everything of the package is named with its schema).
+const PinnedSearchPath = "search_path=pg_catalog, pg_temp"
+
 // pinsSearchPath reports whether a function's SET clauses pin search_path exactly; other
 // settings (plan_cache_mode, say) may stand beside it.
 func pinsSearchPath(config []string) bool {
 	for _, c := range config {
 		if strings.HasPrefix(c, "search_path=") {
-			// public, pg_temp: the package's own path (its entry points guard it);
-			// pg_catalog, pg_temp: a definer that resolves nothing in public at all.
-			return c == "search_path=public, pg_temp" || c == "search_path=pg_catalog, pg_temp"
+			return c == PinnedSearchPath
 		}
 	}
 	return false
@@ -87,8 +90,8 @@ func ProducerInsertGrant(role string) string {
 // checks EXECUTE on every function of a domain's check when a statement starts, so without
 // it every INSERT of the producer is refused.
 func ProducerExecuteGrant(role string) string {
-	return `GRANT EXECUTE ON FUNCTION fn_iu_payload_is_clean(jsonb), fn_iu_event_outbox_package_only(text),
-	        fn_iu_event_outbox_refuse_payload(jsonb) TO ` + role
+	return `GRANT EXECUTE ON FUNCTION iu_core.fn_iu_payload_is_clean(jsonb), iu_core.fn_iu_event_outbox_package_only(text),
+	        iu_core.fn_iu_event_outbox_refuse_payload(jsonb) TO ` + role
 }
 
 // StripDomainsSQL is a DO block that turns every domain-typed column of table (a freshly

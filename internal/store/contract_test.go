@@ -223,11 +223,11 @@ func TestContract_SQLRenameIsCaught(t *testing.T) {
 	}
 	// the run's summary is built in one place for its idle path and its full pass: the
 	// counts as JSON text (fn_iu_route_worker_summary_counts), the rest in the summary
-	renameQuoted("fn_iu_route_worker_summary_counts(iu_route_run_tally,boolean,integer,integer,text,boolean)", "already_attempted", `"`)
+	renameQuoted("iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean)", "already_attempted", `"`)
 	if _, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict); err == nil || !strings.Contains(err.Error(), "already_attempted") {
 		t.Errorf("run with already_attempted renamed: err = %v", err)
 	}
-	rename("fn_iu_route_worker_summary(text,text,integer,iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)", "held_open_count")
+	rename("iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)", "held_open_count")
 	if _, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict); err == nil || !strings.Contains(err.Error(), "held_open_count") {
 		t.Errorf("run with held_open_count renamed: err = %v", err)
 	}

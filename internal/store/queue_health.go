@@ -60,7 +60,7 @@ type Querier interface {
 
 // LoadQueueHealth reads the whole view, in the view's row order.
 func LoadQueueHealth(ctx context.Context, q Querier) ([]QueueHealthRow, error) {
-	rows, err := q.Query(ctx, "SELECT * FROM v_queue_health")
+	rows, err := q.Query(ctx, "SELECT * FROM public.v_queue_health")
 	if err != nil {
 		return nil, fmt.Errorf("reading v_queue_health: %w", err)
 	}

@@ -43,7 +43,7 @@ func (s *Store) jsonCall(ctx context.Context, what, sql string, args ...any) (js
 // RunWorker runs one pass of a route worker.
 func (s *Store) RunWorker(ctx context.Context, worker string, batch int) (WorkerRun, error) {
 	raw, err := s.jsonCall(ctx, fmt.Sprintf("running fn_iu_route_worker_run(%q, %d)", worker, batch),
-		"SELECT fn_iu_route_worker_run($1::text, $2::int)::text", worker, batch)
+		"SELECT public.fn_iu_route_worker_run($1::pg_catalog.text, $2::pg_catalog.int4)::pg_catalog.text", worker, batch)
 	if err != nil {
 		return WorkerRun{}, err
 	}
@@ -52,7 +52,7 @@ func (s *Store) RunWorker(ctx context.Context, worker string, batch int) (Worker
 
 // StaleCheck runs fn_queue_stale_check().
 func (s *Store) StaleCheck(ctx context.Context) (StaleCheck, error) {
-	raw, err := s.jsonCall(ctx, "running fn_queue_stale_check()", "SELECT fn_queue_stale_check()::text")
+	raw, err := s.jsonCall(ctx, "running fn_queue_stale_check()", "SELECT public.fn_queue_stale_check()::pg_catalog.text")
 	if err != nil {
 		return StaleCheck{}, err
 	}
@@ -61,7 +61,7 @@ func (s *Store) StaleCheck(ctx context.Context) (StaleCheck, error) {
 
 // ReapLeases runs fn_job_reap_expired_leases().
 func (s *Store) ReapLeases(ctx context.Context) (Reap, error) {
-	raw, err := s.jsonCall(ctx, "running fn_job_reap_expired_leases()", "SELECT fn_job_reap_expired_leases()::text")
+	raw, err := s.jsonCall(ctx, "running fn_job_reap_expired_leases()", "SELECT public.fn_job_reap_expired_leases()::pg_catalog.text")
 	if err != nil {
 		return Reap{}, err
 	}
@@ -71,14 +71,14 @@ func (s *Store) ReapLeases(ctx context.Context) (Reap, error) {
 // PruneJobs runs fn_job_prune(): finished jobs past queue.job.retention_seconds, one
 // bounded batch.
 func (s *Store) PruneJobs(ctx context.Context) (json.RawMessage, error) {
-	return s.jsonCall(ctx, "running fn_job_prune()", "SELECT fn_job_prune()::text")
+	return s.jsonCall(ctx, "running fn_job_prune()", "SELECT public.fn_job_prune()::pg_catalog.text")
 }
 
 // MaintainPartitions runs fn_iu_partition_maintain(): history partitions of event_outbox
 // and iu_route_attempt created ahead of the txids in use, closes recorded. Idempotent; a
 // concurrent call returns {"busy": true}.
 func (s *Store) MaintainPartitions(ctx context.Context) (PartitionMaintenance, error) {
-	raw, err := s.jsonCall(ctx, "running fn_iu_partition_maintain()", "SELECT fn_iu_partition_maintain()::text")
+	raw, err := s.jsonCall(ctx, "running fn_iu_partition_maintain()", "SELECT public.fn_iu_partition_maintain()::pg_catalog.text")
 	if err != nil {
 		return PartitionMaintenance{}, err
 	}
@@ -94,7 +94,7 @@ func (s *Store) Heartbeat(ctx context.Context, executorID, kind, status string, 
 		return nil, fmt.Errorf("encoding heartbeat metadata: %w", err)
 	}
 	return s.jsonCall(ctx, fmt.Sprintf("writing heartbeat of %q via fn_queue_heartbeat_tick", executorID),
-		"SELECT fn_queue_heartbeat_tick($1::text, $2::text, $3::text, $4::text::jsonb)::text", executorID, kind, status, string(md))
+		"SELECT public.fn_queue_heartbeat_tick($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, $4::pg_catalog.text::pg_catalog.jsonb)::pg_catalog.text", executorID, kind, status, string(md))
 }
 
 // Ping checks the database answers.
@@ -113,7 +113,7 @@ func (s *Store) DatabaseName(ctx context.Context) (string, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var name string
-	if err := s.Pool.QueryRow(ctx, "SELECT current_database()").Scan(&name); err != nil {
+	if err := s.Pool.QueryRow(ctx, "SELECT pg_catalog.current_database()").Scan(&name); err != nil {
 		return "", fmt.Errorf("reading current_database(): %w", err)
 	}
 	return name, nil

@@ -1,80 +1,25 @@
 -- 008_route_worker_substrate.sql
 --
--- Adds the tables the route worker keeps its state in:
+-- The tables the route worker keeps its state in (a table migration: from the first release
+-- on it is never edited again):
 --   queue_heartbeat          executor liveness (the worker registers a PG_worker row and
---                            ticks it on every run). Created here, in its final shape, because
---                            the worker is its first writer; the heartbeat functions, the
---                            stale-check and v_queue_health come in 010 and later.
+--                            beats it on every run). Created here because the worker is its
+--                            first writer; the heartbeat functions, the stale-check and
+--                            v_queue_health come with queue health (010, 011).
 --   iu_route_worker_cursor   one row per named worker: its position in event_outbox and
 --                            its run counters. The position is a pair of snapshots, not a
---                            keyset on created_at (see 009 for why).
+--                            keyset on created_at (sql/functions/route_worker/README.md).
+--   iu_route_attempt_tally   running audit counts per worker and status
 --   iu_route_dead_letter     events the worker could not route or deliver, with the whole
 --                            event row so a replay needs nothing from event_outbox. The
 --                            worker's retry queue: resolved, never deleted.
+--   iu_core.iu_route_run_tally  what a run has done so far (a type the run's steps pass on)
 
 -- +goose Up
-
--- +goose StatementBegin
-CREATE FUNCTION fn_queue_executor_kinds()
-RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    -- The executor vocabulary (seven words), in one place: the table's CHECK and
-    -- every function that takes an executor kind read it from here.
-    SELECT ARRAY['DOT', 'Agent', 'Hermes', 'Codex', 'PG_worker', 'external_worker', 'future_Kestra_adapter']
-$$;
--- +goose StatementEnd
-
-REVOKE ALL ON FUNCTION fn_queue_executor_kinds() FROM PUBLIC;
-
--- +goose StatementBegin
-CREATE FUNCTION fn_queue_heartbeat_defaults(
-    p_executor_kind              text,
-    OUT expected_cadence_seconds integer,
-    OUT stale_threshold_seconds  integer
-)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    -- The cadence and stale threshold an executor gets when nobody registered its own, in
-    -- one place. A route worker (PG_worker) beats on every run; cron runs it every minute and
-    -- a batch may take a while under load, so it is stale after five missed minutes. Any other
-    -- executor first seen through the permissive tick is stale after three missed beats.
-    SELECT 60, CASE WHEN p_executor_kind = 'PG_worker' THEN 300 ELSE 180 END
-$$;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE FUNCTION fn_queue_actor(p_actor text DEFAULT NULL, p_caller text DEFAULT 'fn_queue_actor')
-RETURNS text
-LANGUAGE plpgsql STABLE
-SET search_path = public, pg_temp
-AS $$
-    -- Who the caller says is acting, for every *_by audit column of the package
-    -- (registered_by, last_beat_by, paused_by, reset_by, resolved_by): the explicit
-    -- argument, else the session's app.actor setting, else the login (session_user, not
-    -- current_user, which inside a SECURITY DEFINER function is the owner). Blank counts as
-    -- absent. A claim, not an identity: the *_session_user audit columns record the login
-    -- next to it. Bounded like a name (200 bytes) so an audit column cannot store data.
-DECLARE
-    v_actor text := coalesce(nullif(btrim(p_actor), ''), nullif(btrim(current_setting('app.actor', true)), ''),
-                             session_user::text);
-BEGIN
-    IF octet_length(v_actor) > 200 THEN
-        RAISE EXCEPTION '%: p_actor (or app.actor) is % bytes long, at most 200 allowed', p_caller, octet_length(v_actor)
-            USING ERRCODE = '22023', HINT = 'Name the actor, e.g. ''ops:alice'' or ''agent:codex-7''.';
-    END IF;
-    RETURN v_actor;
-END;
-$$;
--- +goose StatementEnd
-
-REVOKE ALL ON FUNCTION fn_queue_heartbeat_defaults(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_queue_actor(text, text) FROM PUBLIC;
-
-CREATE TABLE queue_heartbeat (
+CREATE TABLE public.queue_heartbeat (
     executor_id              text        PRIMARY KEY CHECK (executor_id <> ''),
     executor_kind            text        NOT NULL
-        CHECK (executor_kind = ANY (fn_queue_executor_kinds())),
+        CHECK (executor_kind = ANY (iu_core.fn_queue_executor_kinds())),
     domain_scope             text[]      NOT NULL DEFAULT '{}',
     status                   text        NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'warn', 'error')),
     last_beat_at             timestamptz NOT NULL DEFAULT now(),
@@ -91,17 +36,29 @@ CREATE TABLE queue_heartbeat (
     paused_at                timestamptz,
     paused_reason            text,
     paused_by                text,
+    -- The login (session_user) that paused it.
+    paused_session_user      text,
+    -- The actor of the last beat as the caller claims it (p_actor, app.actor or the login),
+    -- and the login that wrote it: what PostgreSQL authenticated.
+    last_beat_by             text,
+    last_beat_session_user   text,
+    -- The owning role (fn_queue_heartbeat_register p_owner_role): only its members' sessions
+    -- may beat the executor. NULL: any dot_executor.
+    owner_role               text,
     CONSTRAINT queue_heartbeat_payload_object CHECK (jsonb_typeof(last_beat_payload) = 'object'),
-    CONSTRAINT queue_heartbeat_payload_hygiene CHECK (fn_iu_payload_is_clean(last_beat_payload))
+    CONSTRAINT queue_heartbeat_payload_hygiene CHECK (iu_core.fn_iu_payload_is_clean(last_beat_payload))
 );
 
-COMMENT ON TABLE queue_heartbeat IS
+COMMENT ON TABLE public.queue_heartbeat IS
     'One row per executor. last_beat_at moves on every beat, work or no work, so "alive and idle" differs from "silently dead".';
-COMMENT ON COLUMN queue_heartbeat.executor_id IS 'Also called executor_name (by the cut-pipeline ping).';
-COMMENT ON COLUMN queue_heartbeat.last_beat_at IS 'Also called last_tick_at (by the cut-pipeline ping).';
-COMMENT ON COLUMN queue_heartbeat.last_beat_payload IS 'Also called metadata (by the cut-pipeline ping). Signal only: hygiene-checked at any depth.';
 
-CREATE TABLE iu_route_worker_cursor (
+COMMENT ON COLUMN public.queue_heartbeat.executor_id IS 'Also called executor_name (by the cut-pipeline ping).';
+
+COMMENT ON COLUMN public.queue_heartbeat.last_beat_at IS 'Also called last_tick_at (by the cut-pipeline ping).';
+
+COMMENT ON COLUMN public.queue_heartbeat.last_beat_payload IS 'Also called metadata (by the cut-pipeline ping). Signal only: hygiene-checked at any depth.';
+
+CREATE TABLE public.iu_route_worker_cursor (
     worker_name       text        PRIMARY KEY CHECK (worker_name <> ''),
     -- The key of the worker's transaction-scoped advisory lock (one run at a time): taking
     -- it writes nothing, where a row lock would assign a transaction id to every idle run.
@@ -135,13 +92,13 @@ CREATE TABLE iu_route_worker_cursor (
     reset_session_user text
 );
 
-COMMENT ON TABLE iu_route_worker_cursor IS
+COMMENT ON TABLE public.iu_route_worker_cursor IS
     'One row per route worker: its own position in event_outbox (snapshot pair + keyset) and run counters.';
 
 -- Running audit counters per (worker, status), moved in the transaction that writes the
 -- attempts (a run, a replay), so v_iu_route_attempt_summary reads a handful of rows
 -- instead of counting the whole audit log on every look.
-CREATE TABLE iu_route_attempt_tally (
+CREATE TABLE public.iu_route_attempt_tally (
     worker_name text        NOT NULL,
     status      text        NOT NULL,
     attempts    bigint      NOT NULL DEFAULT 0,   -- attempt rows written with this status
@@ -151,10 +108,10 @@ CREATE TABLE iu_route_attempt_tally (
     PRIMARY KEY (worker_name, status)
 );
 
-COMMENT ON TABLE iu_route_attempt_tally IS
+COMMENT ON TABLE public.iu_route_attempt_tally IS
     'Running counts of iu_route_attempt rows per worker and status (written with the attempts; read by v_iu_route_attempt_summary).';
 
-CREATE TABLE iu_route_dead_letter (
+CREATE TABLE public.iu_route_dead_letter (
     id               uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
     worker_name      text        NOT NULL,
     event_id         uuid        NOT NULL,
@@ -176,98 +133,56 @@ CREATE TABLE iu_route_dead_letter (
     CONSTRAINT iu_route_dead_letter_resolution_ck CHECK ((resolved_at IS NULL) = (resolution IS NULL))
 );
 
-COMMENT ON TABLE iu_route_dead_letter IS
+COMMENT ON TABLE public.iu_route_dead_letter IS
     'Route worker retry queue. Replay with fn_iu_route_dead_letter_replay; rows are resolved, never deleted.';
 
 -- Open dead letters by domain: v_queue_health aggregates them, so keep that an index scan.
-CREATE INDEX iu_route_dead_letter_open_idx ON iu_route_dead_letter (event_domain, last_failed_at)
+CREATE INDEX iu_route_dead_letter_open_idx ON public.iu_route_dead_letter (event_domain, last_failed_at)
     WHERE resolved_at IS NULL;
 
--- +goose StatementBegin
-CREATE FUNCTION fn_iu_route_dead_letter_no_delete()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RAISE EXCEPTION 'fn_iu_route_dead_letter_no_delete: dead letters are resolved, never deleted: % rejected', TG_OP
-        USING ERRCODE = 'IU001',
-              HINT = 'Replay it (fn_iu_route_dead_letter_replay) or resolve it by setting resolved_at, resolution and resolved_by.';
-END;
-$$;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE FUNCTION fn_iu_route_dead_letter_immutable()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    -- A dead letter is evidence: the event it kept (event_snapshot), its identity (id,
-    -- event_id, idempotency_key, worker, domain, type, stream, route_key) and when it first
-    -- failed never change, for the owner too. What may change is what a replay or an
-    -- operator records about it: the resolution (resolved_at, resolution, resolved_by) and
-    -- the failure counters a failed replay moves (failed_attempts, last_failed_at,
-    -- error_code, error_message). The login that resolved it is stamped here, so a spoofed
-    -- resolved_by (app.actor) is visible next to it.
-    IF (to_jsonb(NEW) - ARRAY['resolved_at', 'resolution', 'resolved_by', 'resolved_session_user',
-                              'failed_attempts', 'last_failed_at', 'error_code', 'error_message'])
-       IS DISTINCT FROM
-       (to_jsonb(OLD) - ARRAY['resolved_at', 'resolution', 'resolved_by', 'resolved_session_user',
-                              'failed_attempts', 'last_failed_at', 'error_code', 'error_message']) THEN
-        RAISE EXCEPTION 'fn_iu_route_dead_letter_immutable: only the resolution and failure counters of a dead letter may change'
-            USING ERRCODE = 'IU001',
-                  HINT = 'Resolve it (resolved_at, resolution, resolved_by) or replay it (fn_iu_route_dead_letter_replay); the event it kept stays as it was.';
-    END IF;
-    IF (NEW.resolved_at, NEW.resolution, NEW.resolved_by) IS DISTINCT FROM (OLD.resolved_at, OLD.resolution, OLD.resolved_by) THEN
-        NEW.resolved_session_user := session_user;
-    ELSE
-        NEW.resolved_session_user := OLD.resolved_session_user;
-    END IF;
-    RETURN NEW;
-END;
-$$;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE FUNCTION fn_iu_route_worker_cursor_stamp_reset()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    -- reset_by holds the actor a caller claims; the login that really reset the cursor is
-    -- stamped next to it. Fires only for updates that name reset_by (a reset), never for a
-    -- run's position updates.
-    NEW.reset_session_user := session_user;
-    RETURN NEW;
-END;
-$$;
--- +goose StatementEnd
-
 CREATE TRIGGER trg_iu_route_worker_cursor_stamp_reset
-    BEFORE UPDATE OF reset_by ON iu_route_worker_cursor
-    FOR EACH ROW EXECUTE FUNCTION fn_iu_route_worker_cursor_stamp_reset();
-CREATE TRIGGER trg_iu_route_dead_letter_immutable
-    BEFORE UPDATE ON iu_route_dead_letter
-    FOR EACH ROW EXECUTE FUNCTION fn_iu_route_dead_letter_immutable();
-CREATE TRIGGER trg_iu_route_dead_letter_no_delete
-    BEFORE DELETE ON iu_route_dead_letter
-    FOR EACH ROW EXECUTE FUNCTION fn_iu_route_dead_letter_no_delete();
-CREATE TRIGGER trg_iu_route_dead_letter_no_truncate
-    BEFORE TRUNCATE ON iu_route_dead_letter
-    FOR EACH STATEMENT EXECUTE FUNCTION fn_iu_route_dead_letter_no_delete();
+    BEFORE UPDATE OF reset_by ON public.iu_route_worker_cursor
+    FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_route_worker_cursor_stamp_reset();
 
-REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_no_delete() FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_iu_route_dead_letter_immutable() FROM PUBLIC;
-REVOKE ALL ON FUNCTION fn_iu_route_worker_cursor_stamp_reset() FROM PUBLIC;
+CREATE TRIGGER trg_iu_route_dead_letter_immutable
+    BEFORE UPDATE ON public.iu_route_dead_letter
+    FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_route_dead_letter_immutable();
+
+CREATE TRIGGER trg_iu_route_dead_letter_no_delete
+    BEFORE DELETE ON public.iu_route_dead_letter
+    FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_route_dead_letter_no_delete();
+
+CREATE TRIGGER trg_iu_route_dead_letter_no_truncate
+    BEFORE TRUNCATE ON public.iu_route_dead_letter
+    FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_route_dead_letter_no_delete();
+
+-- ---------------------------------------------------------------------------------------
+-- iu_route_run_tally: what a run has done so far, threaded through the page functions
+-- (each takes the tally and returns it with its page added), so the run itself is a short
+-- loop. deliver_* hold the current page's events bound for the delivery seam.
+-- ---------------------------------------------------------------------------------------
+CREATE TYPE iu_core.iu_route_run_tally AS (
+    claimed             integer,
+    attempts_written    integer,
+    dry_run             integer,
+    disabled            integer,
+    skipped             integer,
+    failed              integer,
+    sent                integer,
+    dead_lettered       integer,
+    already_attempted   integer,      -- re-scanned after a reset: the key exists, nothing written
+    last_txid           xid8,         -- the keyset position after the newest claimed row
+    last_id             uuid,
+    last_created_at     timestamptz,
+    deliver_ids         uuid[],
+    deliver_route_keys  text[],
+    deliver_route_kinds text[]
+);
+
 
 -- +goose Down
-DROP TABLE iu_route_dead_letter;
-DROP FUNCTION fn_iu_route_dead_letter_no_delete();
-DROP TABLE iu_route_attempt_tally;
-DROP FUNCTION fn_iu_route_dead_letter_immutable();
-DROP TABLE iu_route_worker_cursor;
-DROP FUNCTION fn_iu_route_worker_cursor_stamp_reset();
-DROP TABLE queue_heartbeat;
-DROP FUNCTION fn_queue_actor(text, text);
-DROP FUNCTION fn_queue_heartbeat_defaults(text);
-DROP FUNCTION fn_queue_executor_kinds();
+DROP TYPE iu_core.iu_route_run_tally;
+DROP TABLE public.iu_route_dead_letter;
+DROP TABLE public.iu_route_attempt_tally;
+DROP TABLE public.iu_route_worker_cursor;
+DROP TABLE public.queue_heartbeat;

@@ -132,7 +132,7 @@ func TestCutPing_SecurityDefinerWorkflowAdminOnly(t *testing.T) {
 	var secdef bool
 	var config []string
 	db.QueryRow(t, `SELECT prosecdef, proconfig FROM pg_proc WHERE oid = 'fn_cut_heartbeat_ping(text,text,text,jsonb)'::regprocedure`, nil, &secdef, &config)
-	if !secdef || len(config) != 1 || config[0] != "search_path=public, pg_temp" {
+	if !secdef || len(config) != 1 || config[0] != pgtest.PinnedSearchPath {
 		t.Fatalf("prosecdef %v proconfig %v", secdef, config)
 	}
 	admin := asRole(t, db, "workflow_admin")

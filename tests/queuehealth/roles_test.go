@@ -24,26 +24,26 @@ var queueFunctions = pgtest.GrantMatrix{
 	"fn_job_complete(uuid,text)":                                                    {"dot_executor"},
 	"fn_job_fail(uuid,text,text)":                                                   {"dot_executor"},
 	"fn_queue_notify_enabled()":                                                     {"workflow_admin", "dot_executor"},
-	"fn_queue_actor(text,text)":                                                     nil,
-	"fn_queue_heartbeat_refusal(text)":                                              nil, // the protected-executor refusal
-	"fn_queue_heartbeat_may_beat(text)":                                             nil, // the owning-role rule
-	"fn_queue_heartbeat_refuse_foreign(text,text,text)":                             nil,
-	"fn_queue_stale_alert_row()":                                                    nil,                // trigger: alert-state row per executor
-	"fn_queue_alert_emit(text,text,text,jsonb)":                                     nil,                // the stale-check's own writer
-	"fn_queue_heartbeat_is_stale(timestamptz,integer,integer,timestamptz)":          {"workflow_admin"}, // the assessment v_queue_health inlines
-	"fn_queue_heartbeat_gap_ratio(timestamptz,integer,timestamptz)":                 {"workflow_admin"},
-	"fn_queue_heartbeat_severity(numeric)":                                          {"workflow_admin"},
-	"fn_queue_heartbeat_defaults(text)":                                             nil, // 008: default cadence and threshold
-	"fn_queue_executor_kinds()":                                                     nil, // 008: the vocabulary
-	"fn_queue_heartbeat_floor_seconds()":                                            {"workflow_admin"},
-	"fn_queue_heartbeat_is_protected(text)":                                         nil,
-	"fn_queue_heartbeat_describe(queue_heartbeat)":                                  nil,
-	"fn_job_lease_row(text,uuid,text)":                                              nil,
-	"fn_job_dead_letter_insert(uuid)":                                               nil,
-	"fn_job_dead_letter_guard()":                                                    nil,
-	"fn_queue_wake_notify_event_outbox()":                                           nil,
-	"fn_queue_wake_notify_job_queue()":                                              nil,
-	"fn_queue_notify_bridge_sync()":                                                 nil, // trigger: adds/drops the bridge's triggers with the gate
+	"iu_core.fn_queue_actor(text,text)":                                                     nil,
+	"iu_core.fn_queue_heartbeat_refusal(text)":                                              nil, // the protected-executor refusal
+	"iu_core.fn_queue_heartbeat_may_beat(text)":                                             nil, // the owning-role rule
+	"iu_core.fn_queue_heartbeat_refuse_foreign(text,text,text)":                             nil,
+	"iu_core.fn_queue_stale_alert_row()":                                                    nil,                // trigger: alert-state row per executor
+	"iu_core.fn_queue_alert_emit(text,text,text,jsonb)":                                     nil,                // the stale-check's own writer
+	"iu_core.fn_queue_heartbeat_is_stale(timestamptz,integer,integer,timestamptz)":          {"workflow_admin"}, // the assessment v_queue_health inlines
+	"iu_core.fn_queue_heartbeat_gap_ratio(timestamptz,integer,timestamptz)":                 {"workflow_admin"},
+	"iu_core.fn_queue_heartbeat_severity(numeric)":                                          {"workflow_admin"},
+	"iu_core.fn_queue_heartbeat_defaults(text)":                                             nil, // 008: default cadence and threshold
+	"iu_core.fn_queue_executor_kinds()":                                                     nil, // 008: the vocabulary
+	"iu_core.fn_queue_heartbeat_floor_seconds()":                                            {"workflow_admin"},
+	"iu_core.fn_queue_heartbeat_is_protected(text)":                                         nil,
+	"iu_core.fn_queue_heartbeat_describe(queue_heartbeat)":                                  nil,
+	"iu_core.fn_job_lease_row(text,uuid,text)":                                              nil,
+	"iu_core.fn_job_dead_letter_insert(uuid)":                                               nil,
+	"iu_core.fn_job_dead_letter_guard()":                                                    nil,
+	"iu_core.fn_queue_wake_notify_event_outbox()":                                           nil,
+	"iu_core.fn_queue_wake_notify_job_queue()":                                              nil,
+	"iu_core.fn_queue_notify_bridge_sync()":                                                 nil, // trigger: adds/drops the bridge's triggers with the gate
 	"fn_job_complete(uuid,text,uuid)":                                               {"dot_executor"},
 	"fn_job_fail(uuid,text,text,uuid)":                                              {"dot_executor"},
 	"fn_job_extend_lease(uuid,text,uuid,integer)":                                   {"dot_executor"},
@@ -54,17 +54,17 @@ var queueFunctions = pgtest.GrantMatrix{
 	"fn_job_kind_pause(text,text,text)":                                             {"workflow_admin"},
 	"fn_job_kind_resume(text,text)":                                                 {"workflow_admin"},
 	"fn_job_dead_letter_replay_many(jsonb,integer)":                                 {"workflow_admin"},
-	"fn_job_require_process_after(text,timestamptz)":                                nil,
-	"fn_job_require_range(text,text,integer,integer,integer)":                       nil,
-	"fn_job_holds_lease(job_queue,text,uuid)":                                       nil,
-	"fn_job_retry_delay(integer)":                                                   nil,
-	"fn_job_error_text(text)":                                                       nil,
-	"fn_job_require_batch(text,text,uuid[],uuid[])":                                 nil,
-	"fn_job_complete_one(text,uuid,text,uuid)":                                      nil,
-	"fn_job_dead_letter_matches(job_dead_letter,text,text,timestamptz,timestamptz)": nil, // 016
-	"fn_queue_dead_letter_filter(text,jsonb,text)":                                  nil, // 016
-	"fn_job_new_id()":                                                               nil,
-	"fn_job_fail_one(text,uuid,text,text,uuid)":                                     nil,
+	"iu_core.fn_job_require_process_after(text,timestamptz)":                                nil,
+	"iu_core.fn_job_require_range(text,text,integer,integer,integer)":                       nil,
+	"iu_core.fn_job_holds_lease(job_queue,text,uuid)":                                       nil,
+	"iu_core.fn_job_retry_delay(integer)":                                                   nil,
+	"iu_core.fn_job_error_text(text)":                                                       nil,
+	"iu_core.fn_job_require_batch(text,text,uuid[],uuid[])":                                 nil,
+	"iu_core.fn_job_complete_one(text,uuid,text,uuid)":                                      nil,
+	"iu_core.fn_job_dead_letter_matches(job_dead_letter,text,text,timestamptz,timestamptz)": nil, // 016
+	"iu_core.fn_queue_dead_letter_filter(text,jsonb,text)":                                  nil, // 016
+	"iu_core.fn_job_new_id()":                                                               nil,
+	"iu_core.fn_job_fail_one(text,uuid,text,text,uuid)":                                     nil,
 }
 
 // Rule: PUBLIC executes none of them; each group role executes exactly its share; every

@@ -66,8 +66,8 @@ func TestHealthView_UsesTheOneFloorParser(t *testing.T) {
 	db := pgtest.NewDB(t)
 	var def string
 	db.QueryRow(t, `SELECT pg_get_viewdef('v_queue_health'::regclass)`, nil, &def)
-	if !strings.Contains(def, "fn_queue_heartbeat_floor_seconds()") || strings.Contains(def, "queue.heartbeat.stale_threshold_seconds") {
-		t.Fatalf("v_queue_health must call fn_queue_heartbeat_floor_seconds() and not read the key itself:\n%s", def)
+	if !strings.Contains(def, "iu_core.fn_queue_heartbeat_floor_seconds()") || strings.Contains(def, "queue.heartbeat.stale_threshold_seconds") {
+		t.Fatalf("v_queue_health must call iu_core.fn_queue_heartbeat_floor_seconds() and not read the key itself:\n%s", def)
 	}
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/iu-core/event-worker/internal/migrate"
 	"github.com/iu-core/event-worker/internal/pgtest"
+	sqlfiles "github.com/iu-core/event-worker/sql"
 )
 
 // width is the partition width the tests use (retention.partition_txids): small enough
@@ -37,9 +41,7 @@ func setupOn(t *testing.T, db *pgtest.DB) *pgtest.DB {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if _, err := m.Down(pgtest.Ctx(t)); err != nil {
-		t.Fatalf("017 down: %v", err)
-	}
+	downBeforeConversion(t, m)
 	db.Exec(t, fmt.Sprintf(`INSERT INTO dot_config (key, value) VALUES ('retention.partition_txids', '%d')`, width))
 	if _, err := m.Up(pgtest.Ctx(t)); err != nil {
 		t.Fatalf("017 up: %v", err)
@@ -73,8 +75,8 @@ func emit(t *testing.T, db *pgtest.DB, typ string, n int) string {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck
-	var partitioned bool                    // before migration 017 (the conversion tests) there is nothing to maintain
-	if err := tx.QueryRow(ctx, `SELECT to_regprocedure('fn_iu_partition_maintain()') IS NOT NULL`).Scan(&partitioned); err != nil {
+	var partitioned bool                    // before the partitioning (the conversion tests) there is nothing to maintain
+	if err := tx.QueryRow(ctx, `SELECT relkind = 'p' FROM pg_class WHERE oid = 'event_outbox'::regclass`).Scan(&partitioned); err != nil {
 		t.Fatal(err)
 	}
 	if partitioned {
@@ -243,4 +245,27 @@ func waitFor(t *testing.T, db *pgtest.DB, countSQL string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("waited 10 s for: %s", countSQL)
+}
+
+// downBeforeConversion rolls the migrations back to just before the partitioning
+// conversion (NNN_partitioned_history.sql): the unpartitioned install it converts.
+func downBeforeConversion(t *testing.T, m *migrate.Migrator) {
+	t.Helper()
+	entries, err := fs.ReadDir(sqlfiles.Migrations(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if num, ok := strings.CutSuffix(e.Name(), "_partitioned_history.sql"); ok {
+			v, err := strconv.ParseInt(num, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.DownTo(pgtest.Ctx(t), v-1); err != nil {
+				t.Fatalf("down to before the partitioning (%s): %v", e.Name(), err)
+			}
+			return
+		}
+	}
+	t.Fatal("no *_partitioned_history.sql migration")
 }

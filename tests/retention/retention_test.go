@@ -300,9 +300,7 @@ func conversionKeepsEveryRowAndCursor(t *testing.T, db *pgtest.DB) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if _, err := m.Down(pgtest.Ctx(t)); err != nil {
-		t.Fatalf("017 down: %v", err)
-	}
+	downBeforeConversion(t, m)
 	seed(t, db)
 	db.Exec(t, `SELECT fn_iu_route_worker_register('w2')`)
 	emit(t, db, "dry", 30)
@@ -355,9 +353,7 @@ func conversionKeepsEveryRowAndCursor(t *testing.T, db *pgtest.DB) {
 	requireExactlyOnce(t, db, "w2")
 
 	mid := fp(t, db)
-	if _, err := m.Down(pgtest.Ctx(t)); err != nil {
-		t.Fatalf("017 down with rows in later partitions: %v", err)
-	}
+	downBeforeConversion(t, m)
 	if relkind(t, db, "event_outbox") != "r" || relkind(t, db, "iu_route_attempt") != "r" {
 		t.Fatal("017 down: the tables are still partitioned")
 	}

@@ -121,7 +121,7 @@ func TestDeadLetter_DeleteIsRejected(t *testing.T) {
 func TestDeliver_FailsClosed(t *testing.T) {
 	t.Parallel()
 	db, _ := setup(t)
-	_, err := db.Pool.Exec(pgtest.Ctx(t), `SELECT fn_iu_route_deliver('{}'::jsonb, 'r_live', 'outbound', 'k')`)
+	_, err := db.Pool.Exec(pgtest.Ctx(t), `SELECT public.fn_iu_route_deliver('{}'::jsonb, 'r_live', 'outbound', 'k')`)
 	e := pgtest.RequireSQLState(t, err, "0A000")
 	if !strings.HasPrefix(e.Message, "fn_iu_route_deliver: ") {
 		t.Fatalf("message %q", e.Message)
@@ -146,7 +146,7 @@ func TestReplay_ReResolvesRouteAndResolvesOnSent(t *testing.T) {
 
 	db.Exec(t, `UPDATE iu_outbound_route SET enabled = true WHERE route_key = 'r_live'`)
 	db.Exec(t, `
-		CREATE OR REPLACE FUNCTION fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text)
+		CREATE OR REPLACE FUNCTION public.fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text)
 		RETURNS jsonb LANGUAGE plpgsql AS $$ BEGIN RETURN jsonb_build_object('delivered', p_idempotency_key); END $$;`)
 	m = replay(t, db.Pool, id)
 	if m["status"] != "sent" || m["resolved"] != true || m["resolution"] != "replayed_sent" || m["idempotency_key"] != key {

@@ -15,8 +15,8 @@ func probeQuiet(t testing.TB, q querier, worker string) bool {
 	t.Helper()
 	var quiet *bool
 	if err := q.QueryRow(pgtest.Ctx(t), `
-		SELECT p.quiet AND NOT EXISTS (SELECT 1 FROM fn_iu_route_worker_idle_rows(p.event_domain, p.done_snapshot, pg_current_snapshot()))
-		  FROM fn_iu_route_worker_idle_probe($1) p`, worker).Scan(&quiet); err != nil {
+		SELECT p.quiet AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_rows(p.event_domain, p.done_snapshot, pg_current_snapshot()))
+		  FROM iu_core.fn_iu_route_worker_idle_probe($1) p`, worker).Scan(&quiet); err != nil {
 		t.Fatalf("idle probe: %v", err)
 	}
 	return quiet != nil && *quiet
@@ -40,7 +40,7 @@ func claimHasRows(t testing.TB, q querier, worker string) bool {
 	var has bool
 	if err := q.QueryRow(pgtest.Ctx(t), `
 		SELECT EXISTS (SELECT 1 FROM iu_route_worker_cursor c,
-		                      fn_iu_route_worker_claim(c.event_domain, c.done_snapshot, pg_current_snapshot(), NULL, NULL, 1)
+		                      iu_core.fn_iu_route_worker_claim(c.event_domain, c.done_snapshot, pg_current_snapshot(), NULL, NULL, 1)
 		                WHERE c.worker_name = $1)`, worker).Scan(&has); err != nil {
 		t.Fatalf("claim: %v", err)
 	}
@@ -70,7 +70,7 @@ func TestIdlePath_SummaryIsTheFullPassSummary(t *testing.T) {
 
 	fast := run(t, db.Pool, b.worker, 100)
 	var full map[string]any
-	db.QueryRow(t, `SELECT fn_iu_route_worker_pass($1, 100)`, []any{b.worker}, &full)
+	db.QueryRow(t, `SELECT iu_core.fn_iu_route_worker_pass($1, 100)`, []any{b.worker}, &full)
 	delete(fast, "run_at")
 	delete(full, "run_at")
 	if len(fast) != len(full) {
@@ -283,7 +283,7 @@ func TestIdlePath_CostIsFlatOverHistoryPartitions(t *testing.T) {
 	ctx := pgtest.Ctx(t)
 	for _, stmt := range []string{
 		`SET plan_cache_mode = force_generic_plan`,
-		`PREPARE idle_rows(text, pg_snapshot, pg_snapshot) AS SELECT * FROM fn_iu_route_worker_idle_rows($1, $2, $3)`,
+		`PREPARE idle_rows(text, pg_snapshot, pg_snapshot) AS SELECT * FROM iu_core.fn_iu_route_worker_idle_rows($1, $2, $3)`,
 	} {
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			t.Fatal(err)
@@ -360,7 +360,7 @@ func TestIdlePath_NothingInProgressStartsNoLateCommitScan(t *testing.T) {
 	ctx := pgtest.Ctx(t)
 	for _, stmt := range []string{
 		`SET plan_cache_mode = force_generic_plan`,
-		`PREPARE idle_rows(text, pg_snapshot) AS SELECT * FROM fn_iu_route_worker_idle_rows($1, $2, pg_current_snapshot())`,
+		`PREPARE idle_rows(text, pg_snapshot) AS SELECT * FROM iu_core.fn_iu_route_worker_idle_rows($1, $2, pg_current_snapshot())`,
 	} {
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			t.Fatal(err)
@@ -407,8 +407,8 @@ func TestSummary_NullCountIsJSONNull(t *testing.T) {
 	t.Parallel()
 	db, _ := setup(t)
 	var counts map[string]any
-	db.QueryRow(t, `SELECT fn_iu_route_worker_summary_counts(
-	                    ROW(NULL, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_route_run_tally,
+	db.QueryRow(t, `SELECT iu_core.fn_iu_route_worker_summary_counts(
+	                    ROW(NULL, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_core.iu_route_run_tally,
 	                    NULL, 1, 1, NULL, true)`, nil, &counts)
 	if counts == nil {
 		t.Fatal("the counts vanished: NULL instead of a JSON object")

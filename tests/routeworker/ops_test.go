@@ -115,8 +115,8 @@ func TestGrants_ExecutorRunsAdminOperates(t *testing.T) {
 		`SELECT fn_iu_route_worker_reset_cursor('w')`,
 		`SELECT fn_iu_route_worker_health()`,
 		`SELECT fn_iu_route_dead_letter_replay(gen_random_uuid())`,
-		`SELECT fn_iu_route_deliver('{}', 'r', 'k', 'key')`,
-		`SELECT * FROM fn_iu_route_worker_claim('iu', NULL, pg_current_snapshot(), NULL, NULL, 1)`,
+		`SELECT public.fn_iu_route_deliver('{}', 'r', 'k', 'key')`,
+		`SELECT * FROM iu_core.fn_iu_route_worker_claim('iu', NULL, pg_current_snapshot(), NULL, NULL, 1)`,
 		`SELECT 1 FROM v_iu_route_worker_status`,
 		`SELECT 1 FROM v_iu_route_dead_letter_open`,
 		`SELECT 1 FROM v_iu_route_attempt_summary`,
@@ -141,7 +141,7 @@ func TestGrants_ExecutorRunsAdminOperates(t *testing.T) {
 		}
 	}
 	for _, call := range []string{
-		`SELECT fn_iu_route_deliver('{}', 'r', 'k', 'key')`,
+		`SELECT public.fn_iu_route_deliver('{}', 'r', 'k', 'key')`,
 		`SELECT 1 FROM iu_route_dead_letter`,
 	} {
 		_, err := ca.Exec(pgtest.Ctx(t), call)
@@ -170,63 +170,62 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_reset_cursor(text)":                                                                          {"workflow_admin"},
 	"fn_iu_route_dead_letter_replay(uuid)":                                                                           {"workflow_admin"},
 	"fn_iu_route_worker_health(text)":                                                                                {"workflow_admin"},
-	"fn_iu_route_worker_pending(text,pg_snapshot,pg_snapshot,xid8,uuid)":                                             {"workflow_admin"},
-	"fn_iu_route_worker_claim(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                                       nil,
-	"fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                            nil,
-	"fn_iu_route_worker_beat(text,text,jsonb)":                                                                       nil,
-	"fn_iu_route_worker_beat_due(text,text)":                                                                         nil,
-	"fn_iu_route_event(uuid)":                                                                                        nil, // the event of an id (the oldest row)
-	"fn_iu_route_worker_fail(iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                            nil,
-	"fn_iu_route_worker_decide_page(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer,boolean)": nil,
-	"fn_iu_route_worker_decide_each(iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":         nil,
-	"fn_iu_route_worker_deliver_page(iu_route_run_tally,text)":                                                       nil,
-	"fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_route_run_tally,jsonb)":               nil,
-	"fn_iu_route_worker_page(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                                        nil,
-	"fn_iu_route_decide(text,boolean,boolean)":                                                                       nil,
-	"fn_iu_route_idempotency_key(text,text,uuid)":                                                                    nil,
-	"fn_iu_route_worker_require_name(text,text)":                                                                     nil,
-	"fn_iu_route_worker_lock(text,text,boolean)":                                                                     nil,
-	"fn_iu_route_worker_lock_class()":                                                                                nil,
-	"fn_iu_route_worker_try_lock(integer)":                                                                           nil,
-	"fn_iu_route_worker_pass(text,integer)":                                                                          nil, // the run's full pass
-	"fn_iu_route_worker_idle_probe(text)":                                                                            nil, // the run's idle probe, unguarded: owner only
-	"fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                     nil, // the run's idle outbox question, unguarded: owner only
-	"fn_iu_route_worker_summary(text,text,integer,iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)":    nil,
-	"fn_iu_route_worker_summary_counts(iu_route_run_tally,boolean,integer,integer,text,boolean)":                     nil,
-	"fn_iu_route_run_tally_zero()":                                                                                   nil,
-	"fn_iu_route_attempt_tally_add(text,text,integer,integer)":                                                       nil,
-	"fn_iu_route_worker_not_registered(text,text)":                                                                   nil,
+	"iu_core.fn_iu_route_worker_pending(text,pg_snapshot,pg_snapshot,xid8,uuid)":                                             {"workflow_admin"},
+	"iu_core.fn_iu_route_worker_claim(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                                       nil,
+	"iu_core.fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                            nil,
+	"iu_core.fn_iu_route_worker_beat(text,text,jsonb)":                                                                       nil,
+	"iu_core.fn_iu_route_worker_beat_due(text,text)":                                                                         nil,
+	"iu_core.fn_iu_route_event(uuid)":                                                                                        nil, // the event of an id (the oldest row)
+	"iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                            nil,
+	"iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer,boolean)": nil,
+	"iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally,text,text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":         nil,
+	"iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally,text)":                                                       nil,
+	"iu_core.fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_core.iu_route_run_tally,jsonb)":               nil,
+	"iu_core.fn_iu_route_worker_page(text,pg_snapshot,pg_snapshot,xid8,uuid,integer)":                                        nil,
+	"iu_core.fn_iu_route_decide(text,boolean,boolean)":                                                                       nil,
+	"iu_core.fn_iu_route_idempotency_key(text,text,uuid)":                                                                    nil,
+	"iu_core.fn_iu_route_worker_require_name(text,text)":                                                                     nil,
+	"iu_core.fn_iu_route_worker_lock(text,text,boolean)":                                                                     nil,
+	"iu_core.fn_iu_route_worker_lock_class()":                                                                                nil,
+	"iu_core.fn_iu_route_worker_try_lock(integer)":                                                                           nil,
+	"iu_core.fn_iu_route_worker_pass(text,integer)":                                                                          nil, // the run's full pass
+	"iu_core.fn_iu_route_worker_idle_probe(text)":                                                                            nil, // the run's idle probe, unguarded: owner only
+	"iu_core.fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                     nil, // the run's idle outbox question, unguarded: owner only
+	"iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)":    nil,
+	"iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean)":                     nil,
+	"iu_core.fn_iu_route_run_tally_zero()":                                                                                   nil,
+	"iu_core.fn_iu_route_attempt_tally_add(text,text,integer,integer)":                                                       nil,
+	"iu_core.fn_iu_route_worker_not_registered(text,text)":                                                                   nil,
 	// v_iu_route_worker_status calls these, and a view's function calls are checked against its reader
-	"fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)":                               {"workflow_admin"},
-	"fn_iu_route_deliver(jsonb,text,text,text)":                                               nil,
-	"fn_iu_route_worker_snapshot()":                                                           nil,
-	"fn_iu_route_worker_cursor_check(iu_route_worker_cursor)":                                 nil, // the rule, unguarded: owner only
-	"fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor)":                                 nil, // half of the rule, unguarded: owner only
-	"fn_iu_route_worker_foreign_rows(text)":                                                   nil, // the probe, unguarded: owner only
-	"fn_iu_route_worker_foreign_txids(text)":                                                  {"workflow_admin"},
+	"iu_core.fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)":                               {"workflow_admin"},
+	"public.fn_iu_route_deliver(jsonb,text,text,text)":                                               nil,
+	"iu_core.fn_iu_route_worker_snapshot()":                                                           nil,
+	"iu_core.fn_iu_route_worker_cursor_check(iu_route_worker_cursor)":                                 nil, // the rule, unguarded: owner only
+	"iu_core.fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor)":                                 nil, // half of the rule, unguarded: owner only
+	"iu_core.fn_iu_route_worker_foreign_rows(text)":                                                   nil, // the probe, unguarded: owner only
+	"iu_core.fn_iu_route_worker_foreign_txids(text)":                                                  {"workflow_admin"},
 	"fn_iu_event_outbox_rebase_foreign_txids()":                                               {"workflow_admin"},                 // the IU002 fix
 	"fn_iu_route_worker_enabled()":                                                            {"dot_executor", "workflow_admin"}, // 005
-	"fn_iu_route_attempt_immutable()":                                                         nil,                                // 002 trigger
-	"fn_iu_route_dead_letter_immutable()":                                                     nil,                                // 008 trigger
-	"fn_iu_route_worker_cursor_stamp_reset()":                                                 nil,                                // 008 trigger
-	"fn_iu_route_dead_letter_no_delete()":                                                     nil,                                // 008 trigger
-	"fn_iu_route_dead_letter_matches(iu_route_dead_letter,text,text,timestamptz,timestamptz)": nil,                                // 016
+	"iu_core.fn_iu_route_attempt_immutable()":                                                         nil,                                // 002 trigger
+	"iu_core.fn_iu_route_dead_letter_immutable()":                                                     nil,                                // 008 trigger
+	"iu_core.fn_iu_route_worker_cursor_stamp_reset()":                                                 nil,                                // 008 trigger
+	"iu_core.fn_iu_route_dead_letter_no_delete()":                                                     nil,                                // 008 trigger
+	"iu_core.fn_iu_route_dead_letter_matches(iu_route_dead_letter,text,text,timestamptz,timestamptz)": nil,                                // 016
 	"fn_iu_route_dead_letter_replay_many(jsonb,integer)":                                      {"workflow_admin"},                 // 016
 	// 017: history partitions and retention
 	"fn_iu_partition_maintain()":                      {"dot_executor", "workflow_admin"}, // the runner keeps partitions ahead
 	"fn_iu_retention_run(boolean)":                    {"workflow_admin"},                 // drops history: operators only
-	"fn_iu_partition_guard(regclass,regclass)":        nil,
-	"fn_iu_partition_record_closes()":                 nil, // the closed rule
-	"fn_iu_partition_create(text,xid8,xid8)":          nil,
-	"fn_iu_retention_config(text,text,bigint,bigint)": nil,
-	"fn_iu_retention_partition_unrouted(xid8,xid8)":   nil,
-	"fn_iu_retention_ledger_immutable()":              nil, // trigger
+	"iu_core.fn_iu_partition_guard(regclass,regclass)":        nil,
+	"iu_core.fn_iu_partition_record_closes()":                 nil, // the closed rule
+	"iu_core.fn_iu_partition_create(text,xid8,xid8)":          nil,
+	"iu_core.fn_iu_retention_config(text,text,bigint,bigint)": nil,
+	"iu_core.fn_iu_retention_partition_unrouted(xid8,xid8)":   nil,
+	"iu_core.fn_iu_retention_ledger_immutable()":              nil, // trigger
 }
 
 // Rule: the grant matrix of the route worker's functions holds exactly, PUBLIC executes
-// none, every SECURITY DEFINER one pins search_path (public, pg_temp; or pg_catalog, pg_temp
-// for the gate readers, which resolve nothing in public), and no fn_iu_route_*
-// function exists outside the matrix.
+// none, every SECURITY DEFINER one pins search_path = pg_catalog, pg_temp, and no
+// fn_iu_route_* function exists outside the matrix.
 func TestGrants_RouteWorkerMatrixAndPinnedSearchPath(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -244,48 +243,3 @@ func TestGrants_RouteWorkerMatrixAndPinnedSearchPath(t *testing.T) {
 	}
 }
 
-// Rule: the writable-schema guard runs once per call of an entry point, and nothing that a
-// role may call skips it. Every fn_iu_route_* function that runs with the owner's rights
-// (SECURITY DEFINER) and that workflow_admin or dot_executor may execute calls
-// fn_iu_require_trusted_search_path; the unguarded internals the run inlines instead (the
-// cursor sanity rule, the foreign-row probe, the beat rule) are neither SECURITY DEFINER
-// nor executable by those roles, so they are only ever reached through a guarded entry
-// point. A definer pinned to search_path = pg_catalog, pg_temp (the gate readers) needs no
-// guard: public is not on its path (TestSchemaAttack_GateReadersResolveNothingInPublic).
-func TestGrants_EveryCallableDefinerGuards(t *testing.T) {
-	t.Parallel()
-	db := pgtest.NewDB(t)
-	var unguarded []string
-	db.QueryRow(t, `
-		SELECT coalesce(array_agg(p.oid::regprocedure::text ORDER BY 1), '{}')
-		  FROM pg_proc p
-		 WHERE p.pronamespace = 'public'::regnamespace
-		   AND p.proname LIKE 'fn\_iu\_route\_%'
-		   AND p.prosecdef
-		   AND (has_function_privilege('workflow_admin', p.oid, 'EXECUTE')
-		        OR has_function_privilege('dot_executor', p.oid, 'EXECUTE'))
-		   AND p.prosrc !~ '\mfn_iu_require_trusted_search_path\('
-		   -- a definer whose path leaves public out resolves nothing planted there
-		   AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)`, nil, &unguarded)
-	if len(unguarded) > 0 {
-		t.Errorf("callable SECURITY DEFINER functions without the guard: %v", unguarded)
-	}
-	for _, sig := range []string{
-		"fn_iu_route_worker_cursor_check(iu_route_worker_cursor)",
-		"fn_iu_route_worker_foreign_rows(text)",
-		"fn_iu_route_worker_beat_due(text,text)",
-		"fn_iu_route_worker_idle_probe(text)",
-		"fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)",
-		"fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor)",
-		"fn_iu_route_worker_pass(text,integer)",
-	} {
-		var secdef, admin, exec bool
-		db.QueryRow(t, `SELECT p.prosecdef, has_function_privilege('workflow_admin', p.oid, 'EXECUTE'),
-		                       has_function_privilege('dot_executor', p.oid, 'EXECUTE')
-		                  FROM pg_proc p WHERE p.oid = $1::regprocedure`, []any{sig}, &secdef, &admin, &exec)
-		if secdef || admin || exec {
-			t.Errorf("%s is unguarded, so it must be owner-only and run with its caller's rights: SECURITY DEFINER %v, workflow_admin %v, dot_executor %v",
-				sig, secdef, admin, exec)
-		}
-	}
-}

@@ -57,7 +57,7 @@ func TestCursor_RowsFromAnotherClusterAreReportedAndRebased(t *testing.T) {
 	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, txid)
 	            VALUES ('iu', 'dry', 's', '900000000')`)
 	db.Exec(t, `ALTER DOMAIN iu_txid ADD CONSTRAINT event_outbox_txid_is_inserter
-	            CHECK (VALUE = pg_catalog.pg_current_xact_id() OR fn_iu_event_outbox_package_only(NULL)) NOT VALID`)
+	            CHECK (VALUE = pg_catalog.pg_current_xact_id() OR iu_core.fn_iu_event_outbox_package_only(NULL)) NOT VALID`)
 	_, err := runErr(t, db.Pool, b.worker, 100)
 	e := pgtest.RequireSQLState(t, err, "IU002")
 	if !strings.HasPrefix(e.Message, "fn_iu_route_worker_run: ") || !strings.Contains(e.Message, "another cluster") ||

@@ -54,7 +54,7 @@ func TestRun_DualGateFailsClosedButTicksHeartbeat(t *testing.T) {
 			var beat1 time.Time
 			var reason string
 			var clean bool
-			db.QueryRow(t, `SELECT ticks_total, last_beat_at, last_beat_payload->>'reason', fn_iu_payload_is_clean(last_beat_payload)
+			db.QueryRow(t, `SELECT ticks_total, last_beat_at, last_beat_payload->>'reason', iu_core.fn_iu_payload_is_clean(last_beat_payload)
 			                  FROM queue_heartbeat WHERE executor_id = $1`, []any{b.worker}, &ticks1, &beat1, &reason, &clean)
 			if ticks1 != ticks0+1 || !beat1.After(beat0) || reason != tc.reason || !clean {
 				t.Fatalf("gated run must tick the heartbeat: ticks %d -> %d, last_beat_at %v -> %v, payload reason %q clean %v",
@@ -347,7 +347,7 @@ func TestRun_BeatsHeartbeatWhenDue(t *testing.T) {
 	}
 	read := func() beat {
 		var x beat
-		db.QueryRow(t, `SELECT ticks_total, last_beat_at, status, fn_iu_payload_is_clean(last_beat_payload),
+		db.QueryRow(t, `SELECT ticks_total, last_beat_at, status, iu_core.fn_iu_payload_is_clean(last_beat_payload),
 		                       (last_beat_payload->>'claimed')::int
 		                  FROM queue_heartbeat WHERE executor_id = $1`, []any{b.worker}, &x.ticks, &x.at, &x.status, &x.clean, &x.claimed)
 		return x
@@ -510,10 +510,10 @@ func TestRun_DeliverySeamSentAndNeverRedelivered(t *testing.T) {
 	db, b := setup(t)
 	db.Exec(t, `
 		CREATE TABLE test_deliveries (idempotency_key text NOT NULL, event_id text NOT NULL);
-		CREATE OR REPLACE FUNCTION fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text)
+		CREATE OR REPLACE FUNCTION public.fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text)
 		RETURNS jsonb LANGUAGE plpgsql AS $$
 		BEGIN
-			INSERT INTO test_deliveries VALUES (p_idempotency_key, p_event_snapshot->>'id');
+			INSERT INTO public.test_deliveries VALUES (p_idempotency_key, p_event_snapshot->>'id');
 			RETURN jsonb_build_object('delivered', true);
 		END $$;`)
 	ids := emit(t, db.Pool, "iu", typLive, 3)

@@ -150,7 +150,7 @@ func TestMirror_AdversarialInputsAgree(t *testing.T) {
 				key, enabled, dry = r.Key, r.Enabled, r.DryRun
 			}
 			var gotDecision, gotKey string
-			db.QueryRow(t, `SELECT fn_iu_route_decide($1, $2, $3), fn_iu_route_idempotency_key($4, $1, $5::uuid)`,
+			db.QueryRow(t, `SELECT iu_core.fn_iu_route_decide($1, $2, $3), iu_core.fn_iu_route_idempotency_key($4, $1, $5::uuid)`,
 				[]any{key, enabled, dry, w, evID}, &gotDecision, &gotKey)
 			wantDecision := string(want.Status)
 			if want.Status == decision.StatusSent { // the SQL hands it to the seam, which decides sent/failed

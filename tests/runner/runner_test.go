@@ -160,7 +160,7 @@ func TestMigrateSubcommand(t *testing.T) {
 		t.Fatalf("version on an empty db: %d %q %s", r.code, r.stdout, r.stderr)
 	}
 	r := runCLI(t, env, "migrate", "up", "--database-url", db.URL)
-	if r.code != 0 || !strings.Contains(r.stdout, "applied 001_event_outbox.sql") {
+	if r.code != 0 || !strings.Contains(r.stdout, "applied 001_iu_core_schema.sql") {
 		t.Fatalf("up: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	v := strings.TrimSpace(runCLI(t, env, "migrate", "version", "--database-url", db.URL).stdout)
@@ -266,7 +266,7 @@ func TestRunSIGTERMExitsZeroPromptly(t *testing.T) {
 // (enabled, dry_run = false), so a pass is in flight for 3 s with its attempts uncommitted.
 func slowDelivery(t *testing.T, db *pgtest.DB) {
 	t.Helper()
-	db.Exec(t, `CREATE OR REPLACE FUNCTION fn_iu_route_deliver(
+	db.Exec(t, `CREATE OR REPLACE FUNCTION public.fn_iu_route_deliver(
 	                p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text)
 	            RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 	            BEGIN

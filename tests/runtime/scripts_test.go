@@ -213,7 +213,7 @@ func TestVerify_EachCheckFailsWhenItsRuleBreaks(t *testing.T) {
 			`DO $$ DECLARE f record; BEGIN
 			   FOR f IN SELECT p.oid, pg_get_function_arguments(p.oid) AS args, pg_get_function_result(p.oid) AS res
 			              FROM pg_proc p WHERE p.proname = 'fn_iu_route_deliver' LOOP
-			     EXECUTE format('CREATE OR REPLACE FUNCTION fn_iu_route_deliver(%s) RETURNS %s LANGUAGE plpgsql AS $b$BEGIN RETURN %s; END$b$',
+			     EXECUTE format('CREATE OR REPLACE FUNCTION public.fn_iu_route_deliver(%s) RETURNS %s LANGUAGE plpgsql AS $b$BEGIN RETURN %s; END$b$',
 			                    f.args, f.res, CASE WHEN f.res = 'void' THEN '' ELSE 'NULL' END);
 			   END LOOP; END $$`, true, "returned instead of raising"},
 		{"W8", "two attempts with the same (idempotency_key, attempt_no) are duplicates",
@@ -223,11 +223,11 @@ func TestVerify_EachCheckFailsWhenItsRuleBreaks(t *testing.T) {
 			   (gen_random_uuid(), 'skipped', 'iu_wrk:x:none:dup', pg_current_xact_id())`,
 			true, "1 duplicated"},
 		{"W9", "PUBLIC may execute none of the package functions",
-			`GRANT EXECUTE ON FUNCTION fn_iu_route_worker_run(text, integer) TO PUBLIC`, true, "PUBLIC executes 1 function(s): fn_iu_route_worker_run"},
+			`GRANT EXECUTE ON FUNCTION fn_iu_route_worker_run(text, integer) TO PUBLIC`, true, "PUBLIC executes 1 function(s): public.fn_iu_route_worker_run"},
 		{"W9", "dot_executor must be able to run the worker",
 			`REVOKE EXECUTE ON FUNCTION fn_iu_route_worker_run(text, integer) FROM dot_executor`, true, "dot_executor lacks EXECUTE"},
 		{"W9", "executors reach the worker tables only through the functions",
-			`GRANT INSERT ON iu_route_attempt TO dot_executor`, true, "dot_executor can INSERT iu_route_attempt"},
+			`GRANT INSERT ON iu_route_attempt TO dot_executor`, true, "dot_executor can INSERT public.iu_route_attempt"},
 		{"W10", "an untrusted role that may CREATE in public could plant an overload run as the owner",
 			`GRANT CREATE ON SCHEMA public TO PUBLIC`, true, "create_on_schema schema public (holder PUBLIC), fix: REVOKE CREATE ON SCHEMA public FROM PUBLIC;"},
 		{"W10", "a function planted in public by an untrusted role stays dangerous after CREATE is revoked",

@@ -17,16 +17,19 @@
 -- Run it as the package owner (the role that ran the migrations) or a superuser.
 
 \set ON_ERROR_STOP on
+-- Everything of the package is named with its schema (public.x) and the path holds only
+-- pg_catalog: no search_path a database owner, role or session set can redirect this script.
+SET search_path = pg_catalog, pg_temp;
 
 -- Refuse early, with the fix, when the worker functions are not installed.
 DO $$
 BEGIN
-    IF to_regprocedure('fn_iu_route_worker_register(text,text)') IS NULL THEN
+    IF to_regprocedure('public.fn_iu_route_worker_register(text,text)') IS NULL THEN
         RAISE EXCEPTION '060_route_worker_activate: fn_iu_route_worker_register(text, text) is missing'
             USING ERRCODE = '42883',
                   HINT = 'Apply the migrations first (iu-runner migrate up, or goose -dir sql/iu-core postgres "$DATABASE_URL" up).';
     END IF;
-    IF to_regclass('dot_config') IS NULL THEN
+    IF to_regclass('public.dot_config') IS NULL THEN
         RAISE EXCEPTION '060_route_worker_activate: table dot_config is missing'
             USING ERRCODE = '42P01', HINT = 'Apply the migrations first.';
     END IF;
@@ -35,10 +38,10 @@ $$;
 
 BEGIN;
 
-SELECT fn_iu_route_worker_register('iu_outbound_default', 'iu') AS register_result
+SELECT public.fn_iu_route_worker_register('iu_outbound_default', 'iu') AS register_result
 \gset activate_
 
-INSERT INTO dot_config AS c (key, value, description)
+INSERT INTO public.dot_config AS c (key, value, description)
 VALUES ('iu_core.route_worker_enabled', 'false', 'Route worker kill-switch. Only ''true'' opens it.')
 ON CONFLICT (key) DO UPDATE SET value = 'false'
  WHERE c.value IS DISTINCT FROM 'false';
@@ -49,15 +52,15 @@ COMMIT;
 \x on
 SELECT cur.worker_name                                  AS worker,
        cur.event_domain                                 AS event_domain,
-       fn_iu_core_routes_enabled()                      AS master_gate_open,
-       fn_iu_route_worker_enabled()                     AS worker_gate_open,
-       (SELECT value FROM dot_config WHERE key = 'iu_core.routes_enabled')       AS master_gate_value,
-       (SELECT value FROM dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_gate_value,
-       EXISTS (SELECT 1 FROM queue_heartbeat h WHERE h.executor_id = cur.worker_name) AS heartbeat_registered,
+       public.fn_iu_core_routes_enabled()                      AS master_gate_open,
+       public.fn_iu_route_worker_enabled()                     AS worker_gate_open,
+       (SELECT value FROM public.dot_config WHERE key = 'iu_core.routes_enabled')       AS master_gate_value,
+       (SELECT value FROM public.dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_gate_value,
+       EXISTS (SELECT 1 FROM public.queue_heartbeat h WHERE h.executor_id = cur.worker_name) AS heartbeat_registered,
        cur.runs_total,
        cur.events_seen,
        cur.registered_at,
        :'activate_register_result'::jsonb               AS register_result
-  FROM iu_route_worker_cursor cur
+  FROM public.iu_route_worker_cursor cur
  WHERE cur.worker_name = 'iu_outbound_default';
 \x off

@@ -38,6 +38,9 @@
 \set ON_ERROR_STOP on
 
 BEGIN TRANSACTION READ ONLY;
+-- Everything of the package is named with its schema (public.x, iu_core.x) and the path holds
+-- only pg_catalog: no search_path a database owner, role or session set can redirect a check.
+SET LOCAL search_path = pg_catalog, pg_temp;
 
 -- W3, W7 and W10 need PL/pgSQL (dynamic SQL, catching an error). A DO block returns no rows, so
 -- it leaves its findings in transaction-local settings that the checks query reads.
@@ -60,11 +63,13 @@ BEGIN
     FOREACH v_fn IN ARRAY ARRAY['fn_iu_core_routes_enabled', 'fn_iu_route_worker_enabled'] LOOP
         SELECT p.prosrc, l.lanname INTO v_body, v_lang
           FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
-         WHERE p.oid = to_regprocedure(v_fn || '()');
+         WHERE p.oid = to_regprocedure('public.' || v_fn || '()');
         IF v_body IS NULL THEN
             v_bad := v_bad || (v_fn || ': missing');
             CONTINUE;
         END IF;
+        -- The header comment a body starts with goes first (line comments only).
+        v_body := regexp_replace(v_body, '^(\s*--[^\n]*\n)*', '');
         -- A PL/pgSQL reader is BEGIN RETURN (<one SELECT>); END: simulate that SELECT.
         IF v_lang = 'plpgsql' THEN
             v_body := substring(v_body FROM '(?is)^\s*BEGIN\s+RETURN\s*\((.*)\)\s*;\s*END\s*;?\s*$');
@@ -102,8 +107,8 @@ BEGIN
     -- The live reads, caught: a gate reader that raises (the writable-schema guard) is a
     -- finding, not the end of the report.
     BEGIN
-        PERFORM set_config('iu_verify.w3_master_reads', fn_iu_core_routes_enabled()::text, true);
-        PERFORM set_config('iu_verify.w3_worker_reads', fn_iu_route_worker_enabled()::text, true);
+        PERFORM set_config('iu_verify.w3_master_reads', public.fn_iu_core_routes_enabled()::text, true);
+        PERFORM set_config('iu_verify.w3_worker_reads', public.fn_iu_route_worker_enabled()::text, true);
     EXCEPTION WHEN OTHERS THEN
         v_bad := v_bad || ('live gate read raised: ' || SQLERRM);
     END;
@@ -115,7 +120,7 @@ BEGIN
                                    ORDER BY t.threat, t.object), ''),
                count(*)
           INTO v_msg, v_state
-          FROM fn_iu_search_path_threats() t;
+          FROM iu_core.fn_iu_search_path_threats() t;
     EXCEPTION WHEN OTHERS THEN
         v_msg := 'not evaluated: ' || SQLERRM;
         v_state := '-1';
@@ -138,7 +143,7 @@ BEGIN
         v_msg := 'fn_iu_route_deliver does not exist';
     ELSE
         BEGIN
-            EXECUTE format('SELECT %s(%s)', 'fn_iu_route_deliver', v_args);
+            EXECUTE format('SELECT %s(%s)', 'public.fn_iu_route_deliver', v_args);
             v_state := 'returned';
             v_msg := format('%s returned instead of raising', v_seam);
         EXCEPTION WHEN OTHERS THEN
@@ -157,54 +162,54 @@ WITH
 w1 AS (
     SELECT coalesce(string_agg(t, ', ' ORDER BY t) FILTER (WHERE to_regclass(t) IS NULL), '') AS missing_tables,
            EXISTS (SELECT 1 FROM pg_attribute a
-                    WHERE a.attrelid = to_regclass('event_outbox') AND a.attname = 'txid' AND NOT a.attisdropped) AS has_txid,
-           to_regclass('event_outbox_domain_txid_idx') IS NOT NULL AS has_claim_index
-      FROM unnest(ARRAY['event_outbox', 'event_type_registry', 'dot_config', 'iu_outbound_route',
-                        'iu_route_attempt', 'iu_route_worker_cursor', 'iu_route_dead_letter',
-                        'queue_heartbeat']) t
+                    WHERE a.attrelid = to_regclass('public.event_outbox') AND a.attname = 'txid' AND NOT a.attisdropped) AS has_txid,
+           to_regclass('public.event_outbox_domain_txid_idx') IS NOT NULL AS has_claim_index
+      FROM unnest(ARRAY['public.event_outbox', 'public.event_type_registry', 'public.dot_config', 'public.iu_outbound_route',
+                        'public.iu_route_attempt', 'public.iu_route_worker_cursor', 'public.iu_route_dead_letter',
+                        'public.queue_heartbeat']) t
 ),
 w2 AS (
     SELECT coalesce(string_agg(f, ', ' ORDER BY f) FILTER (WHERE to_regprocedure(f) IS NULL), '') AS missing_functions,
            NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.proname = 'fn_iu_route_deliver'
                                                  AND p.pronamespace = 'public'::regnamespace) AS deliver_missing
-      FROM unnest(ARRAY['fn_iu_route_worker_register(text,text)', 'fn_iu_route_worker_run(text,integer)',
-                        'fn_iu_route_dead_letter_replay(uuid)', 'fn_iu_route_worker_reset_cursor(text)',
-                        'fn_iu_route_worker_health(text)', 'fn_iu_core_routes_enabled()',
-                        'fn_iu_route_worker_enabled()']) f
+      FROM unnest(ARRAY['public.fn_iu_route_worker_register(text,text)', 'public.fn_iu_route_worker_run(text,integer)',
+                        'public.fn_iu_route_dead_letter_replay(uuid)', 'public.fn_iu_route_worker_reset_cursor(text)',
+                        'public.fn_iu_route_worker_health(text)', 'public.fn_iu_core_routes_enabled()',
+                        'public.fn_iu_route_worker_enabled()']) f
 ),
 w2v AS (
     SELECT coalesce(string_agg(v, ', ' ORDER BY v) FILTER (WHERE to_regclass(v) IS NULL), '') AS missing_views
-      FROM unnest(ARRAY['v_iu_route_worker_status', 'v_iu_route_dead_letter_open', 'v_iu_route_attempt_summary']) v
+      FROM unnest(ARRAY['public.v_iu_route_worker_status', 'public.v_iu_route_dead_letter_open', 'public.v_iu_route_attempt_summary']) v
 ),
 w3 AS (
     SELECT current_setting('iu_verify.w3_problems', true) AS problems,
-           (SELECT value FROM dot_config WHERE key = 'iu_core.routes_enabled')       AS master_value,
-           (SELECT value FROM dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_value,
+           (SELECT value FROM public.dot_config WHERE key = 'iu_core.routes_enabled')       AS master_value,
+           (SELECT value FROM public.dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_value,
            nullif(current_setting('iu_verify.w3_master_reads', true), '')::boolean AS master_reads,
            nullif(current_setting('iu_verify.w3_worker_reads', true), '')::boolean AS worker_reads,
            -- A run consults both gates on both of its paths: the full pass calls both
            -- readers, the idle probe applies the gate rule to both keys.
            coalesce((SELECT p.prosrc ~ '\mfn_iu_core_routes_enabled\M' AND p.prosrc ~ '\mfn_iu_route_worker_enabled\M'
-                       FROM pg_proc p WHERE p.oid = to_regprocedure('fn_iu_route_worker_pass(text,integer)')), false)
+                       FROM pg_proc p WHERE p.oid = to_regprocedure('iu_core.fn_iu_route_worker_pass(text,integer)')), false)
            AND coalesce((SELECT p.prosrc ~ '\mfn_iu_gate_open\M' AND p.prosrc ~ '''iu_core\.routes_enabled'''
                                 AND p.prosrc ~ '''iu_core\.route_worker_enabled'''
-                           FROM pg_proc p WHERE p.oid = to_regprocedure('fn_iu_route_worker_idle_probe(text)')), false) AS run_checks_both
+                           FROM pg_proc p WHERE p.oid = to_regprocedure('iu_core.fn_iu_route_worker_idle_probe(text)')), false) AS run_checks_both
 ),
 w4 AS (
     SELECT c.worker_name, c.event_domain, c.system_identifier,
            CASE WHEN has_function_privilege('pg_control_system()', 'EXECUTE')
                 THEN (SELECT s.system_identifier FROM pg_control_system() s) END AS this_cluster,
-           EXISTS (SELECT 1 FROM queue_heartbeat h WHERE h.executor_id = 'iu_outbound_default') AS has_heartbeat
+           EXISTS (SELECT 1 FROM public.queue_heartbeat h WHERE h.executor_id = 'iu_outbound_default') AS has_heartbeat
       FROM (SELECT 1) one
-      LEFT JOIN iu_route_worker_cursor c ON c.worker_name = 'iu_outbound_default'
+      LEFT JOIN public.iu_route_worker_cursor c ON c.worker_name = 'iu_outbound_default'
 ),
 -- W5: a unique, non-partial index (constraint or not) over exactly these columns.
 w5_want(rel, cols) AS (
-    VALUES ('iu_route_attempt',       ARRAY['idempotency_key', 'attempt_no', 'event_txid']),
-           ('iu_route_dead_letter',   ARRAY['idempotency_key']),
-           ('iu_outbound_route',      ARRAY['event_domain', 'event_type', 'event_stream']),
-           ('iu_outbound_route',      ARRAY['route_key']),
-           ('iu_route_worker_cursor', ARRAY['worker_name'])
+    VALUES ('public.iu_route_attempt',       ARRAY['idempotency_key', 'attempt_no', 'event_txid']),
+           ('public.iu_route_dead_letter',   ARRAY['idempotency_key']),
+           ('public.iu_outbound_route',      ARRAY['event_domain', 'event_type', 'event_stream']),
+           ('public.iu_outbound_route',      ARRAY['route_key']),
+           ('public.iu_route_worker_cursor', ARRAY['worker_name'])
 ),
 w5 AS (
     SELECT coalesce(string_agg(format('%s(%s)', w.rel, array_to_string(w.cols, ', ')), '; ')
@@ -221,8 +226,8 @@ w5 AS (
 ),
 -- W6: tgtype bits: 1 row, 2 before, 8 delete, 32 truncate; tgenabled O/A fire normally.
 w6_want(rel, kind) AS (
-    VALUES ('iu_route_dead_letter', 'delete'), ('iu_route_dead_letter', 'truncate'),
-           ('iu_route_attempt', 'delete'), ('iu_route_attempt', 'truncate')
+    VALUES ('public.iu_route_dead_letter', 'delete'), ('public.iu_route_dead_letter', 'truncate'),
+           ('public.iu_route_attempt', 'delete'), ('public.iu_route_attempt', 'truncate')
 ),
 w6 AS (
     SELECT coalesce(string_agg(format('%s %s', w.rel, w.kind), ', ')
@@ -240,30 +245,30 @@ w7 AS (
            current_setting('iu_verify.w7_message', true)  AS message
 ),
 w8 AS (
-    SELECT (SELECT count(*) FROM (SELECT 1 FROM iu_route_attempt
+    SELECT (SELECT count(*) FROM (SELECT 1 FROM public.iu_route_attempt
                                    GROUP BY idempotency_key, attempt_no HAVING count(*) > 1) d) AS dup_pairs,
-           (SELECT count(*) FROM iu_route_attempt) AS attempts
+           (SELECT count(*) FROM public.iu_route_attempt) AS attempts
 ),
--- W9: package functions = non-extension functions in public; PUBLIC's EXECUTE read from the
+-- W9: package functions = non-extension functions in public and iu_core; PUBLIC's EXECUTE read from the
 -- ACL (a NULL proacl means the default, which grants EXECUTE to PUBLIC).
 w9_public AS (
     SELECT coalesce(string_agg(p.oid::regprocedure::text, ', ' ORDER BY 1), '') AS public_exec,
            count(*) AS n
       FROM pg_proc p
-     WHERE p.pronamespace = 'public'::regnamespace
+     WHERE p.pronamespace IN ('public'::regnamespace, 'iu_core'::regnamespace)
        AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
        AND EXISTS (SELECT 1 FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
                     WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE')
 ),
 w9_want(role, kind, obj, priv) AS (
-    VALUES ('dot_executor',   'function', 'fn_iu_route_worker_run(text,integer)',   'EXECUTE'),
-           ('workflow_admin', 'function', 'fn_iu_route_worker_register(text,text)', 'EXECUTE'),
-           ('workflow_admin', 'function', 'fn_iu_route_worker_reset_cursor(text)',  'EXECUTE'),
-           ('workflow_admin', 'function', 'fn_iu_route_dead_letter_replay(uuid)',   'EXECUTE'),
-           ('workflow_admin', 'function', 'fn_iu_route_worker_health(text)',        'EXECUTE'),
-           ('workflow_admin', 'view',     'v_iu_route_worker_status',               'SELECT'),
-           ('workflow_admin', 'view',     'v_iu_route_dead_letter_open',            'SELECT'),
-           ('workflow_admin', 'view',     'v_iu_route_attempt_summary',             'SELECT')
+    VALUES ('dot_executor',   'function', 'public.fn_iu_route_worker_run(text,integer)',   'EXECUTE'),
+           ('workflow_admin', 'function', 'public.fn_iu_route_worker_register(text,text)', 'EXECUTE'),
+           ('workflow_admin', 'function', 'public.fn_iu_route_worker_reset_cursor(text)',  'EXECUTE'),
+           ('workflow_admin', 'function', 'public.fn_iu_route_dead_letter_replay(uuid)',   'EXECUTE'),
+           ('workflow_admin', 'function', 'public.fn_iu_route_worker_health(text)',        'EXECUTE'),
+           ('workflow_admin', 'view',     'public.v_iu_route_worker_status',               'SELECT'),
+           ('workflow_admin', 'view',     'public.v_iu_route_dead_letter_open',            'SELECT'),
+           ('workflow_admin', 'view',     'public.v_iu_route_attempt_summary',             'SELECT')
 ),
 w9_grants AS (
     SELECT coalesce(string_agg(format('%s lacks %s on %s', w.role, w.priv, w.obj), '; ')
@@ -278,7 +283,7 @@ w9_grants AS (
 w9_writes AS (
     SELECT coalesce(string_agg(format('%s can %s %s', r.role, pr.priv, t.rel), '; ' ORDER BY r.role, t.rel, pr.priv), '') AS direct
       FROM unnest(ARRAY['dot_executor', 'workflow_admin']) r(role)
-      CROSS JOIN unnest(ARRAY['iu_route_attempt', 'iu_route_dead_letter', 'iu_route_worker_cursor', 'dot_config']) t(rel)
+      CROSS JOIN unnest(ARRAY['public.iu_route_attempt', 'public.iu_route_dead_letter', 'public.iu_route_worker_cursor', 'public.dot_config']) t(rel)
       CROSS JOIN unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) pr(priv)
      WHERE EXISTS (SELECT 1 FROM pg_roles x WHERE x.rolname = r.role)
        AND to_regclass(t.rel) IS NOT NULL

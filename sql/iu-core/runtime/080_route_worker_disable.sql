@@ -12,10 +12,13 @@
 -- Idempotent. Run it as the package owner (the role that ran the migrations) or a superuser.
 
 \set ON_ERROR_STOP on
+-- Everything of the package is named with its schema (public.x) and the path holds only
+-- pg_catalog: no search_path a database owner, role or session set can redirect this script.
+SET search_path = pg_catalog, pg_temp;
 
 BEGIN;
 
-INSERT INTO dot_config AS c (key, value, description)
+INSERT INTO public.dot_config AS c (key, value, description)
 VALUES ('iu_core.route_worker_enabled', 'false', 'Route worker kill-switch. Only ''true'' opens it.')
 ON CONFLICT (key) DO UPDATE SET value = 'false'
  WHERE c.value IS DISTINCT FROM 'false';
@@ -24,12 +27,12 @@ COMMIT;
 
 \echo 'route worker disable: worker gate CLOSED'
 \x on
-SELECT fn_iu_route_worker_enabled()                                              AS worker_gate_open,
-       (SELECT value FROM dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_gate_value,
-       (SELECT updated_at FROM dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_gate_changed_at,
-       (SELECT updated_by FROM dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_gate_changed_by,
-       fn_iu_core_routes_enabled()                                               AS master_gate_open,
-       (SELECT count(*) FROM iu_route_worker_cursor)                             AS workers_registered;
+SELECT public.fn_iu_route_worker_enabled()                                              AS worker_gate_open,
+       (SELECT value FROM public.dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_gate_value,
+       (SELECT updated_at FROM public.dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_gate_changed_at,
+       (SELECT updated_by FROM public.dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_gate_changed_by,
+       public.fn_iu_core_routes_enabled()                                               AS master_gate_open,
+       (SELECT count(*) FROM public.iu_route_worker_cursor)                             AS workers_registered;
 \x off
 
 \echo 'route worker runs still in progress (finish their current batch, then stop):'
@@ -42,5 +45,5 @@ SELECT pid, usename, application_name, state, now() - xact_start AS running_for
 
 \echo 'workers (cursor and counters are kept):'
 SELECT worker_name, event_domain, runs_total, events_seen, attempts_written, dead_lettered, last_run_at
-  FROM iu_route_worker_cursor
+  FROM public.iu_route_worker_cursor
  ORDER BY worker_name;

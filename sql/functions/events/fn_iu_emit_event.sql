@@ -1,0 +1,89 @@
+CREATE OR REPLACE FUNCTION public.fn_iu_emit_event(
+    p_event_domain        text,
+    p_event_type          text,
+    p_event_stream        text,
+    p_delivery_lane       text  DEFAULT 'standard',
+    p_event_severity      text  DEFAULT 'info',
+    p_event_subject_table text  DEFAULT NULL,
+    p_event_subject_ref   text  DEFAULT NULL,
+    p_safe_payload        jsonb DEFAULT '{}'::jsonb
+)
+RETURNS uuid
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET iu.emit_event = 'on'
+AS $$
+    -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
+    -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
+    -- outside its list, a payload that is not a clean JSON object, an unregistered type;
+    -- (42501) the stale-check's own alert types. Algorithm: one INSERT ... SELECT from the
+    -- type's registration row (the registry holds only valid names, so a match proves
+    -- p_event_domain and p_event_type valid) whose WHERE holds the argument rules the
+    -- table's domains do not already test, or test only in a cheap comparison; no row
+    -- back means nothing was written, and only then does fn_iu_emit_event_refuse walk the
+    -- rules one by one to raise the right error (or the type is unregistered). Payload
+    -- hygiene is tested once, by the payload's domain: for a dirty payload its refusing
+    -- branch raises this function's own error (fn_iu_event_outbox_refuse_payload), told by
+    -- the setting iu.emit_event that this function's SET clause turns on for its own
+    -- execution. A blank subject, however long, is not an error: it is stored as NULL.
+DECLARE
+    -- Drawn here rather than by the column default and read back with RETURNING, which
+    -- costs the INSERT a projection and the call a result row.
+    v_id pg_catalog.uuid := pg_catalog.gen_random_uuid();
+BEGIN
+    -- Everything on the accepting path is qualified and exactly typed (see the header).
+    -- The row is produced only when the type is registered (the join) and every condition
+    -- holds. Each is written so that a NULL argument fails it (a NULL comparison is not
+    -- true), except the subjects' bounds, for which NULL is valid. What the WHERE leaves to the
+    -- table: a name's emptiness (iu_event_name; the registry and the stream's blank test
+    -- here are stricter) and the payload's hygiene (iu_safe_payload, see above). The lane,
+    -- severity and object tests repeat their domains' rules: one comparison each, cheaper
+    -- than a refusing branch in the domain that every direct INSERT would prepare too.
+    INSERT INTO public.event_outbox (id, event_domain, event_type, event_stream, delivery_lane, event_severity,
+                                     event_subject_table, event_subject_ref, safe_payload)
+    SELECT v_id, p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+           CASE WHEN iu_core.fn_iu_is_whitespace(p_event_subject_table)
+                THEN NULL ELSE p_event_subject_table END,
+           CASE WHEN iu_core.fn_iu_is_whitespace(p_event_subject_ref)
+                THEN NULL ELSE p_event_subject_ref END,
+           p_safe_payload
+      FROM public.event_type_registry r
+     WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
+       AND r.event_type OPERATOR(pg_catalog.=) p_event_type
+       AND NOT iu_core.fn_iu_is_whitespace(p_event_stream)
+       AND pg_catalog.octet_length(p_event_stream) OPERATOR(pg_catalog.<=) 200
+       AND p_event_type OPERATOR(pg_catalog.<>) ALL ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
+       AND p_delivery_lane OPERATOR(pg_catalog.=) ANY ('{immediate,standard,batch}'::pg_catalog.text[])
+       AND p_event_severity OPERATOR(pg_catalog.=) ANY ('{debug,info,warning,critical}'::pg_catalog.text[])
+       AND pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.=) 'object'::pg_catalog.text
+       AND (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.<=) 200
+            AND pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.<=) 1000) IS NOT FALSE;
+    IF NOT FOUND THEN
+        -- A subject over its bound that is blank is not an error: like every blank subject
+        -- it is stored as NULL. The statement above tests only the bounds (NULL passes), so
+        -- this rare case costs a second call here instead of two more tests per subject on
+        -- every emit. Qualified and exactly typed like the accepting path, which it rejoins.
+        IF (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.>) 200
+                AND iu_core.fn_iu_is_whitespace(p_event_subject_table))
+           OR (pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.>) 1000
+                AND iu_core.fn_iu_is_whitespace(p_event_subject_ref)) THEN
+            RETURN public.fn_iu_emit_event(
+                p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+                CASE WHEN iu_core.fn_iu_is_whitespace(p_event_subject_table) THEN NULL ELSE p_event_subject_table END,
+                CASE WHEN iu_core.fn_iu_is_whitespace(p_event_subject_ref) THEN NULL ELSE p_event_subject_ref END,
+                p_safe_payload);
+        END IF;
+        -- Nothing written: explain why. A broken argument rule raises in the refuse
+        -- function (guarded); otherwise the type is not registered.
+        PERFORM iu_core.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
+                                               p_event_severity, p_event_subject_table, p_event_subject_ref,
+                                               p_safe_payload);
+        RAISE EXCEPTION 'fn_iu_emit_event: event type %/% is not registered', p_event_domain, p_event_type
+            USING ERRCODE = '22023',
+                  HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
+                                p_event_domain, p_event_type);
+    END IF;
+    RETURN v_id;
+END;
+$$;

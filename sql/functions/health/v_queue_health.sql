@@ -1,0 +1,157 @@
+CREATE OR REPLACE VIEW public.v_queue_health AS
+WITH cfg AS MATERIALIZED (
+    -- The one floor parser (010), evaluated once per query (MATERIALIZED: not pulled up
+    -- into a call per heartbeat row).
+    SELECT iu_core.fn_queue_heartbeat_floor_seconds() AS floor_seconds
+)
+SELECT 'cursor'::text                                            AS source,
+       c.worker_name                                             AS subject,
+       c.event_domain                                            AS domain,
+       c.last_seen_at                                            AS last_seen_at,
+       floor(extract(epoch FROM (now() - c.last_seen_at)))::bigint AS age_seconds,
+       c.events_seen                                             AS events_seen,
+       c.attempts_written                                        AS attempts_written,
+       c.dead_lettered                                           AS dead_lettered,
+       CASE WHEN c.last_seen_at IS NULL THEN 'never_run'
+            WHEN c.backlog > 0 THEN 'backlog'
+            ELSE 'caught_up' END                                 AS status_hint,
+       c.backlog                                                 AS backlog,
+       CASE WHEN c.backlog > 0 THEN floor(extract(epoch FROM (now() - c.oldest_pending_created_at)))::bigint END
+                                                                 AS oldest_pending_age_seconds,
+       NULL::text                                                AS severity,
+       NULL::boolean                                             AS paused,
+       NULL::numeric                                             AS gap_ratio,
+       NULL::integer                                             AS stale_threshold_seconds,
+       NULL::text                                                AS executor_kind,
+       jsonb_build_object('runs_total', c.runs_total, 'last_event_id', c.last_event_id,
+                          'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary)
+                                                                 AS detail
+  FROM public.v_iu_route_worker_status c
+UNION ALL
+SELECT 'heartbeat'::text,
+       h.executor_id,
+       nullif(array_to_string(h.domain_scope, ','), ''),
+       h.last_beat_at,
+       g.age_seconds,
+       h.ticks_total,
+       NULL::bigint,
+       NULL::bigint,
+       CASE WHEN h.paused_at IS NOT NULL THEN 'paused'
+            WHEN iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now()) THEN 'stale'
+            ELSE 'fresh' END,
+       NULL::bigint,
+       NULL::bigint,
+       -- same rule as fn_queue_stale_check: decided on the reported (truncated) gap_ratio
+       CASE WHEN h.paused_at IS NULL
+             AND iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now())
+            THEN iu_core.fn_queue_heartbeat_severity(g.gap_ratio) END,
+       h.paused_at IS NOT NULL,
+       g.gap_ratio,
+       greatest(h.stale_threshold_seconds, cfg.floor_seconds),
+       h.executor_kind,
+       -- only rows that need explaining carry a detail document (cheap on 10,000 fresh rows)
+       CASE WHEN h.paused_at IS NOT NULL OR sa.alerted_at IS NOT NULL OR h.status <> 'ok' THEN
+            jsonb_build_object('status', h.status,
+                               'expected_cadence_seconds', h.expected_cadence_seconds,
+                               'own_stale_threshold_seconds', h.stale_threshold_seconds,
+                               'paused_at', h.paused_at, 'paused_reason', h.paused_reason, 'paused_by', h.paused_by,
+                               'silent_since', sa.silent_since, 'alerted_at', sa.alerted_at,
+                               'alerted_severity', sa.alerted_severity) END
+  FROM public.queue_heartbeat h
+  LEFT JOIN public.queue_stale_alert sa ON sa.executor_id = h.executor_id
+ CROSS JOIN cfg
+ CROSS JOIN LATERAL (
+       SELECT floor(extract(epoch FROM (now() - h.last_beat_at)))::bigint AS age_seconds,
+              iu_core.fn_queue_heartbeat_gap_ratio(h.last_beat_at, h.expected_cadence_seconds, now()) AS gap_ratio
+ ) g
+UNION ALL
+SELECT 'dead_letter_event'::text,
+       d.event_domain,
+       d.event_domain,
+       max(d.last_failed_at),
+       floor(extract(epoch FROM (now() - max(d.last_failed_at))))::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       count(*),
+       'open',
+       NULL::bigint,
+       floor(extract(epoch FROM (now() - min(d.last_failed_at))))::bigint,
+       NULL::text,
+       NULL::boolean,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       NULL::jsonb
+  FROM public.iu_route_dead_letter d
+ WHERE d.resolved_at IS NULL
+ GROUP BY d.event_domain
+UNION ALL
+SELECT 'dead_letter_job'::text,
+       x.job_kind,
+       -- one row per job kind (spec 8): domain is the kind's domain, or its distinct domains
+       -- sorted and comma separated when its open dead letters span several (the same
+       -- shape as a heartbeat row's domain_scope); detail.domains has the count per domain.
+       string_agg(x.event_domain, ',' ORDER BY x.event_domain),
+       max(x.newest),
+       floor(extract(epoch FROM (now() - max(x.newest))))::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       sum(x.n)::bigint,
+       'open',
+       NULL::bigint,
+       floor(extract(epoch FROM (now() - min(x.oldest))))::bigint,
+       NULL::text,
+       NULL::boolean,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       jsonb_build_object('domains', jsonb_object_agg(x.event_domain, x.n))
+  FROM (SELECT jd.job_kind, jd.event_domain, count(*) AS n,
+               max(jd.last_failed_at) AS newest, min(jd.last_failed_at) AS oldest
+          FROM public.job_dead_letter jd
+         WHERE jd.resolved_at IS NULL
+         GROUP BY jd.job_kind, jd.event_domain) x
+ GROUP BY x.job_kind
+UNION ALL
+SELECT 'backlog_job_queue'::text,
+       j.job_kind,
+       j.event_domain,
+       max(j.enqueued_at),
+       floor(extract(epoch FROM (now() - max(j.enqueued_at))))::bigint,
+       count(*),
+       NULL::bigint,
+       NULL::bigint,
+       'queued',
+       count(*),
+       floor(extract(epoch FROM (now() - min(j.enqueued_at))))::bigint,
+       NULL::text,
+       NULL::boolean,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       jsonb_build_object('due_now', count(*) FILTER (WHERE j.process_after <= now()))
+  FROM public.job_queue j
+ WHERE j.status = 'queued'
+ GROUP BY j.job_kind, j.event_domain
+UNION ALL
+SELECT 'job_kind_paused'::text,
+       p.job_kind,
+       NULL::text,
+       p.paused_at,
+       floor(extract(epoch FROM (now() - p.paused_at)))::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       'paused',
+       (SELECT count(*) FROM public.job_queue q WHERE q.status = 'queued' AND q.job_kind = p.job_kind),
+       NULL::bigint,
+       NULL::text,
+       true,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       jsonb_build_object('paused_reason', p.reason, 'paused_by', p.paused_by)
+  FROM public.job_kind_pause p;
+
+COMMENT ON VIEW public.v_queue_health IS
+    'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue and job_kind_paused rows. Watch status_hint stale / open and severity.';

@@ -1,0 +1,92 @@
+CREATE OR REPLACE FUNCTION public.fn_job_claim(p_worker text, p_job_kinds text[], p_limit integer DEFAULT 1, p_lease_seconds integer DEFAULT 60)
+RETURNS SETOF public.job_queue
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+-- Leases up to p_limit due queued jobs of the asked kinds (paused kinds skipped) to
+-- p_worker for p_lease_seconds, oldest due first, in one statement: FOR UPDATE SKIP
+-- LOCKED, so concurrent claimers take disjoint jobs without waiting for each other. Each
+-- claimed row gets attempt + 1 and a fresh lease_token, returned with the row.
+-- One kind (the common case) reads the due index in order and stops after p_limit rows.
+-- Several kinds read the index once per kind (up to p_limit each, in order) and keep the
+-- p_limit oldest; the extra rows it locked are released when the claim commits.
+DECLARE
+    v_kinds  text[];
+    -- Lease tokens are md5(secret || job_id): one draw of the strong generator per claim
+    -- (not per row) keeps every token unguessable and distinct per job and per claim.
+    v_secret text;
+BEGIN
+    v_secret := gen_random_uuid()::text;
+    IF p_job_kinds IS NULL OR cardinality(p_job_kinds) = 0 THEN
+        RAISE EXCEPTION 'fn_job_claim: p_job_kinds required (an array of job kinds)' USING ERRCODE = '22023';
+    END IF;
+    -- Every argument check in one statement (a claim is the hot path).
+    PERFORM iu_core.fn_iu_require_name('fn_job_claim', 'p_worker', p_worker),
+            iu_core.fn_job_require_range('fn_job_claim', 'the number of p_job_kinds', cardinality(p_job_kinds), 1, 100),
+            iu_core.fn_job_require_range('fn_job_claim', 'p_limit', p_limit, 1, 1000),
+            iu_core.fn_job_require_range('fn_job_claim', 'p_lease_seconds', p_lease_seconds, 1, 86400),
+            (SELECT count(iu_core.fn_iu_require_name('fn_job_claim', 'p_job_kinds', k)) FROM unnest(p_job_kinds) AS k);
+
+    IF cardinality(p_job_kinds) = 1 THEN
+        -- One kind: the pause check is part of the claim statement (evaluated once).
+        RETURN QUERY
+        WITH due AS (
+            SELECT j.job_id
+              FROM public.job_queue j
+             WHERE j.status = 'queued'
+               AND j.job_kind = p_job_kinds[1]
+               AND j.process_after <= now()
+               AND NOT EXISTS (SELECT 1 FROM public.job_kind_pause p WHERE p.job_kind = p_job_kinds[1])
+             ORDER BY j.process_after, j.job_id
+             LIMIT p_limit
+               FOR UPDATE SKIP LOCKED
+        )
+        UPDATE public.job_queue j
+           SET status           = 'running',
+               lease_owner      = p_worker,
+               lease_expires_at = now() + make_interval(secs => p_lease_seconds),
+               lease_token      = md5(v_secret || j.job_id::text)::uuid,
+               attempt          = j.attempt + 1,
+               updated_at       = now()
+          FROM due
+         WHERE j.job_id = due.job_id
+        RETURNING j.*;
+        RETURN;
+    END IF;
+
+    v_kinds := ARRAY(SELECT DISTINCT k FROM unnest(p_job_kinds) AS k
+                      WHERE NOT EXISTS (SELECT 1 FROM public.job_kind_pause p WHERE p.job_kind = k));
+    IF cardinality(v_kinds) = 0 THEN
+        RETURN;
+    END IF;
+
+    RETURN QUERY
+    WITH due AS (
+        SELECT c.job_id
+          FROM unnest(v_kinds) AS k(kind)
+         CROSS JOIN LATERAL (
+               SELECT j.job_id, j.process_after
+                 FROM public.job_queue j
+                WHERE j.status = 'queued'
+                  AND j.job_kind = k.kind
+                  AND j.process_after <= now()
+                ORDER BY j.process_after, j.job_id
+                LIMIT p_limit
+                  FOR UPDATE SKIP LOCKED
+         ) c
+         ORDER BY c.process_after, c.job_id
+         LIMIT p_limit
+    )
+    UPDATE public.job_queue j
+       SET status           = 'running',
+           lease_owner      = p_worker,
+           lease_expires_at = now() + make_interval(secs => p_lease_seconds),
+           lease_token      = md5(v_secret || j.job_id::text)::uuid,
+           attempt          = j.attempt + 1,
+           updated_at       = now()
+      FROM due
+     WHERE j.job_id = due.job_id
+    RETURNING j.*;
+END;
+$$;

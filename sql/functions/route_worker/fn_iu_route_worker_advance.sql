@@ -1,0 +1,48 @@
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_advance(
+    p_worker_name  text,
+    p_event_domain text,
+    p_done         pg_snapshot,
+    p_window       pg_snapshot,
+    p_after_txid   xid8,
+    p_after_id     uuid,
+    p_tally        iu_core.iu_route_run_tally,
+    p_summary      jsonb
+)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_advance: move the cursor and count the run, in the run's transaction
+    -- (so the position moves atomically with the attempts), then beat the heartbeat.
+    --   p_done     the new done snapshot, NULL when no window closed in this run
+    --   p_window, p_after_txid, p_after_id   the open window and the position in it (NULLs: none)
+    --   p_tally    what the run did;  p_summary  the run's JSON summary, kept for operators
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    UPDATE public.iu_route_worker_cursor cur
+       SET done_snapshot     = coalesce(p_done, cur.done_snapshot),
+           window_snapshot   = p_window,
+           window_txid       = p_after_txid,
+           window_event_id   = p_after_id,
+           system_identifier = coalesce(cur.system_identifier, (SELECT s.system_identifier FROM pg_control_system() s)),
+           last_created_at   = coalesce(p_tally.last_created_at, cur.last_created_at),
+           last_event_id     = coalesce(p_tally.last_id, cur.last_event_id),
+           events_seen       = cur.events_seen + p_tally.claimed,
+           attempts_written  = cur.attempts_written + p_tally.attempts_written,
+           dead_lettered     = cur.dead_lettered + p_tally.dead_lettered,
+           runs_total        = cur.runs_total + 1,
+           last_run_at       = now(),
+           last_run_summary  = p_summary
+     WHERE cur.worker_name = p_worker_name;
+
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(p_worker_name, x.status, x.n, 0)
+       FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
+                    ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
+      WHERE x.n > 0;
+
+    PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, p_event_domain,
+        jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
+                           'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
+                           'held_open_count', jsonb_array_length(p_summary->'held_open_by')));
+END;
+$$;

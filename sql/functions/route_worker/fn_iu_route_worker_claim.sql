@@ -1,0 +1,67 @@
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_claim(
+    p_event_domain text,
+    p_done         pg_snapshot,
+    p_window       pg_snapshot,
+    p_after_txid   xid8,
+    p_after_id     uuid,
+    p_limit        integer
+)
+RETURNS TABLE (id uuid, txid xid8, event_type text, event_stream text, created_at timestamptz)
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Internal: the claim. Inlinable SQL (no SECURITY DEFINER, no SET), so its body is planned
+    -- inside the caller's statement and EXPLAIN shows the two index range scans. It needs no
+    -- privileges of its own: nobody but the owner may execute it, and its only caller,
+    -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
+    -- ---------------------------------------------------------------------------------------
+    --
+    -- Each branch has exactly one lower bound per index column, so the btree starts AT the
+    -- keyset position (a second lower bound, e.g. txid >= xmax(done) next to a row
+    -- comparison, lets the scan start at the weaker one and wade through rows it skips).
+    -- The position row itself is excluded by a plain filter.
+    SELECT u.id, u.txid, u.event_type, u.event_stream, u.created_at
+      FROM (
+            -- (a) transactions in progress when done was taken, completed by the window:
+            --     one probe per such xid, on (event_domain, txid = x, id >= ...)
+            (SELECT e.id, e.txid, e.event_type, e.event_stream, e.created_at
+               FROM pg_snapshot_xip(coalesce(p_done, '1:1:'::pg_snapshot)) AS x(xip_txid)
+              CROSS JOIN LATERAL (
+                    SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
+                      FROM public.event_outbox o
+                     WHERE o.event_domain = p_event_domain
+                       AND o.txid = x.xip_txid
+                       AND o.id >= CASE WHEN x.xip_txid = p_after_txid THEN p_after_id
+                                        ELSE '00000000-0000-0000-0000-000000000000'::uuid END
+                       AND (x.xip_txid, o.id) IS DISTINCT FROM (p_after_txid, p_after_id)
+                     ORDER BY o.id
+                     LIMIT p_limit) e
+              WHERE pg_visible_in_snapshot(x.xip_txid, p_window)
+                AND (p_after_txid IS NULL OR x.xip_txid >= p_after_txid)
+              ORDER BY e.txid, e.id
+              LIMIT p_limit)
+            UNION ALL
+            -- (b) transactions that started after done and completed by the window:
+            --     one range, from max(xmax(done), position) up to xmax(window)
+            (SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
+               FROM public.event_outbox o
+              WHERE o.event_domain = p_event_domain
+                AND (o.txid, o.id) >= (
+                        CASE WHEN p_after_txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+                             THEN p_after_txid
+                             ELSE pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot)) END,
+                        CASE WHEN p_after_txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+                             THEN p_after_id
+                             ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
+                AND o.txid < pg_snapshot_xmax(p_window)
+                AND (o.txid, o.id) IS DISTINCT FROM (p_after_txid, p_after_id)
+                AND pg_visible_in_snapshot(o.txid, p_window)
+              ORDER BY o.txid, o.id
+              LIMIT p_limit)
+           ) u
+     ORDER BY u.txid, u.id
+     LIMIT p_limit
+$$;
+
+COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) IS
+    'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';

@@ -1,0 +1,46 @@
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_idle_rows(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot)
+RETURNS SETOF text
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_idle_rows(p_event_domain, p_done, p_now): the caught-up poll's second
+    -- question: a row of the domain that ends it. One row per kind found, none when the
+    -- domain holds nothing a window opened at p_now would claim and no row restored from
+    -- another cluster. It asks the claim's two questions without its order, keyset and limit,
+    -- and is allowed to be stricter than them, never quieter:
+    --   (a) late_commit: a transaction in p_done's in-progress list that has completed by
+    --       p_now and wrote a row (one index probe per such transaction)
+    --   (b) new: any row at or above p_done's xmax that the statement can see. That is every
+    --       row the claim's second range would return (committed before p_now: visible in it),
+    --       and also every committed row whose txid lies at or beyond this cluster's next
+    --       transaction id, i.e. fn_iu_route_worker_foreign_rows' question (rows restored
+    --       from another cluster), asked in the same index range instead of a second one.
+    --       Rows still being written by producers are not visible and do not count; the
+    --       caller's own rows do (the run asks only when its transaction has written nothing).
+    -- It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
+    -- return is found here (a test holds the two together). Every branch bounds txid by
+    -- values known when the statement starts, so the history partitions outside those bounds
+    -- are pruned before any scan is built and the cost stays flat however many partitions
+    -- history keeps. When p_done lists no transaction in progress, (a) has nothing to ask: its
+    -- upper bound is then 0, below every partition its lower bound keeps, so no scan is
+    -- started for it at all (xmin = xmax alone would still leave the partition holding that
+    -- one value).
+    -- Internal and unguarded: inlinable SQL, owner only, called by fn_iu_route_worker_run.
+    -- ---------------------------------------------------------------------------------------
+    SELECT 'late_commit'
+      FROM pg_snapshot_xip(p_done) AS x(xip_txid)
+     CROSS JOIN LATERAL (SELECT 1 FROM public.event_outbox o
+                          WHERE o.event_domain = p_event_domain
+                            AND o.txid = x.xip_txid
+                            AND o.txid >= pg_snapshot_xmin(p_done)
+                            AND o.txid < CASE WHEN pg_snapshot_xmin(p_done) < pg_snapshot_xmax(p_done)
+                                              THEN pg_snapshot_xmax(p_done) ELSE '0'::xid8 END
+                          LIMIT 1) e          -- LATERAL ... LIMIT 1: one probe, never a hash of the domain
+     WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
+    UNION ALL
+    SELECT 'new'
+      FROM (SELECT 1 FROM public.event_outbox o
+             WHERE o.event_domain = p_event_domain
+               AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+             LIMIT 1) b
+$$;

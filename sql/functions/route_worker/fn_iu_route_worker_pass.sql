@@ -1,0 +1,205 @@
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_pass(p_worker_name, p_batch_limit) -> jsonb summary: the full pass of
+    -- fn_iu_route_worker_run, for every run its idle path does not answer. Internal (nobody
+    -- but the owner may execute it); it runs inside the run, under its pinned search_path and
+    -- plan_cache_mode, after its guard and batch-limit check; it checks the worker name first.
+    --   1. the worker's advisory lock, without waiting: when another run holds it,
+    --      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
+    --      P0002 with the register call as HINT
+    --   2. the dual fail-closed gate (master AND worker): closed -> {"gated": true, "reason"},
+    --      nothing claimed, the cursor untouched, the heartbeat beaten (an invoked worker is alive)
+    --   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
+    --   4. pages until the batch is full or the windows are exhausted: decide_page (or
+    --      decide_each when the page statement fails), then deliver_page
+    --   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat;
+    --      otherwise fn_iu_route_worker_advance: the cursor, the counters, the heartbeat
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    c              public.iu_route_worker_cursor%ROWTYPE;
+    t              iu_core.iu_route_run_tally := iu_core.fn_iu_route_run_tally_zero();
+    v_routes_on    boolean;
+    v_worker_on    boolean;
+    v_reason       text;
+    v_problem      text;
+    v_foreign      boolean;
+    v_done         pg_snapshot;
+    v_done_moved   boolean := false;
+    v_window       pg_snapshot;
+    v_after_txid   xid8;
+    v_after_id     uuid;
+    v_opened_here  boolean := false;
+    v_before       integer;
+    v_page         integer;
+    v_page_limit   integer;
+    v_fallback_err text;
+    v_page_err     text;
+    v_guarded      boolean := false;   -- a key existed: pages of this run are written guarded
+    v_page_done    boolean;
+    v_opened       integer := 0;
+    v_closed       integer := 0;
+    v_state        text;
+    v_msg          text;
+    v_holders      jsonb;
+    v_summary      jsonb;
+BEGIN
+    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+    -- One run per worker at a time: a second run never waits, it reports busy.
+    IF NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
+        RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
+                                  'reason', 'another run of this worker is in progress',
+                                  'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
+                                  'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
+    END IF;
+    SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+
+    -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
+    v_routes_on := public.fn_iu_core_routes_enabled() IS TRUE;
+    v_worker_on := public.fn_iu_route_worker_enabled() IS TRUE;
+    IF NOT (v_routes_on AND v_worker_on) THEN
+        v_reason := CASE WHEN NOT v_routes_on AND NOT v_worker_on THEN 'master_and_worker_gates_closed'
+                         WHEN NOT v_routes_on THEN 'master_gate_closed'
+                         ELSE 'worker_gate_closed' END;
+        PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+                                        jsonb_build_object('gated', true, 'reason', v_reason));
+        RETURN jsonb_build_object('worker', p_worker_name, 'event_domain', c.event_domain,
+                                  'gated', true, 'busy', false, 'reason', v_reason,
+                                  'gates', jsonb_build_object('iu_core.routes_enabled', v_routes_on,
+                                                              'iu_core.route_worker_enabled', v_worker_on),
+                                  'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
+                                  'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
+    END IF;
+
+    -- Cursor sanity (the stored position must belong to this cluster) and rows restored
+    -- from another cluster, in one statement: both checks are inlined, unguarded internals
+    -- (this function passed the guard above).
+    SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(c) k LIMIT 1),
+           EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(c.event_domain))
+      INTO v_problem, v_foreign;
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_run: %', v_problem
+            USING ERRCODE = 'IU002',
+                  HINT = format('The cursor comes from another cluster (dump/restore?). Re-anchor it: SELECT fn_iu_route_worker_reset_cursor(%L); the re-scan writes no duplicate attempts (idempotency keys).', p_worker_name);
+    END IF;
+    -- Rows restored from another cluster would stay invisible to every window: refuse and say so.
+    IF v_foreign THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_run: event_outbox holds % rows whose transaction ids come from another cluster (dump/restore?)',
+            quote_literal(c.event_domain)
+            USING ERRCODE = 'IU002',
+                  HINT = 'Re-stamp them: SELECT fn_iu_event_outbox_rebase_foreign_txids(); they are routed as one new window (duplicate-free: idempotency keys). If the cursor is foreign too, also SELECT fn_iu_route_worker_reset_cursor(...).';
+    END IF;
+
+    v_done       := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
+    v_window     := c.window_snapshot;
+    v_after_txid := c.window_txid;
+    v_after_id   := c.window_event_id;
+
+    LOOP
+        IF v_window IS NULL THEN
+            -- A fresh window: everything committed as of this statement.
+            v_window      := iu_core.fn_iu_route_worker_snapshot();
+            v_opened_here := true;
+            v_opened      := v_opened + 1;
+            v_after_txid  := NULL;
+            v_after_id    := NULL;
+        END IF;
+        v_page_limit := p_batch_limit - t.claimed;
+        v_before     := t.claimed;
+
+        IF v_opened_here AND v_after_txid IS NULL
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, v_done, v_window, NULL, NULL, 1)) THEN
+            -- The first page of a window this run opened, and the window holds nothing (the
+            -- caught-up poll): one probe of the claim instead of the page statement and its
+            -- subtransaction. The empty window closes below, as a short page.
+            NULL;
+        ELSE
+            -- The common path: the whole page decided and audited in one statement (one
+            -- subtransaction), a plain INSERT. Should a key of the page exist already (a
+            -- re-scan after a cursor reset or a rebase), the page again with existing keys
+            -- skipped, and guarded for the rest of this run (a re-scan rarely ends after
+            -- one page). Should the page fail otherwise, the page again, one event per block.
+            v_page_err  := NULL;
+            v_page_done := false;
+            IF NOT v_guarded THEN
+                BEGIN
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                        v_after_txid, v_after_id, v_page_limit, false);
+                    v_page_done := true;
+                EXCEPTION
+                    WHEN unique_violation THEN
+                        v_guarded := true;
+                    WHEN OTHERS THEN
+                        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+                        v_page_err := v_state || ': ' || v_msg;
+                END;
+            END IF;
+            IF v_guarded AND NOT v_page_done THEN
+                BEGIN
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                        v_after_txid, v_after_id, v_page_limit, true);
+                EXCEPTION WHEN OTHERS THEN
+                    GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+                    v_page_err := v_state || ': ' || v_msg;
+                END;
+            END IF;
+            IF v_page_err IS NOT NULL THEN
+                v_fallback_err := v_page_err;
+                t := iu_core.fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
+                                                    v_after_txid, v_after_id, v_page_limit);
+            END IF;
+            IF cardinality(t.deliver_ids) > 0 THEN
+                t := iu_core.fn_iu_route_worker_deliver_page(t, p_worker_name);
+            END IF;
+        END IF;
+
+        v_page := t.claimed - v_before;
+        IF v_page > 0 THEN
+            v_after_txid := t.last_txid;
+            v_after_id   := t.last_id;
+        END IF;
+        IF v_page < v_page_limit THEN
+            -- A short page: the window is exhausted and becomes the done snapshot.
+            v_done       := v_window;
+            v_done_moved := true;
+            v_window     := NULL;
+            v_after_txid := NULL;
+            v_after_id   := NULL;
+            v_closed     := v_closed + 1;
+            -- Open one more window only if this run did not open the one just closed.
+            EXIT WHEN v_opened_here OR t.claimed >= p_batch_limit;
+        ELSE
+            EXIT; -- the batch is full; the window stays open at (v_after_txid, v_after_id)
+        END IF;
+    END LOOP;
+
+    -- Who the position waits on: the in-progress transactions of the done and window
+    -- snapshots stored after this run. An idle run stores nothing, so its position is
+    -- still the cursor's done snapshot.
+    v_holders := CASE WHEN t.claimed = 0 AND c.window_snapshot IS NULL
+                      THEN iu_core.fn_iu_route_worker_holders(c.done_snapshot, NULL)
+                      ELSE iu_core.fn_iu_route_worker_holders(v_done, v_window) END;
+    v_summary := iu_core.fn_iu_route_worker_summary(p_worker_name, c.event_domain, p_batch_limit, t,
+                                            v_window IS NOT NULL, v_opened, v_closed, v_fallback_err,
+                                            t.claimed = 0 AND c.window_snapshot IS NULL, v_holders);
+
+    IF t.claimed = 0 AND c.window_snapshot IS NULL THEN
+        -- Idle: nothing claimed and no window was open, so the position is unchanged (the
+        -- empty window just opened and closed adds nothing: the rows not visible in it are
+        -- exactly the rows not visible in done). Write nothing but a due heartbeat, so idle
+        -- polling neither consumes transaction ids nor leaves dead row versions behind.
+        IF EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, NULL)) THEN
+            PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, c.event_domain,
+                jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
+                                   'held_open_count', jsonb_array_length(v_holders)));
+        END IF;
+        RETURN v_summary;
+    END IF;
+    PERFORM iu_core.fn_iu_route_worker_advance(p_worker_name, c.event_domain,
+                                       CASE WHEN v_done_moved THEN v_done END,
+                                       v_window, v_after_txid, v_after_id, t, v_summary);
+    RETURN v_summary;
+END;
+$$;

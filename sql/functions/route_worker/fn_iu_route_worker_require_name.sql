@@ -1,0 +1,18 @@
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_require_name(p_caller text, p_worker_name text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_require_name: the worker-name rule of every function that takes one.
+    -- A worker name is a bounded, non-blank name (fn_iu_require_name) without ':' (it is part
+    -- of the idempotency key).
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    PERFORM iu_core.fn_iu_require_name(p_caller, 'p_worker_name', p_worker_name);
+    IF position(':' IN p_worker_name) > 0 THEN
+        RAISE EXCEPTION '%: p_worker_name % may not contain '':''', p_caller, quote_literal(p_worker_name)
+            USING ERRCODE = '22023',
+                  HINT = 'The worker name is part of idempotency keys (iu_wrk:{worker}:{route_key}:{event_id}).';
+    END IF;
+END;
+$$;

@@ -1,0 +1,63 @@
+CREATE OR REPLACE FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer DEFAULT 100)
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+-- The page statement's plan is the same for every call (two index range scans whose bounds
+-- are parameters); re-planning it per call (the custom plans "auto" keeps choosing) costs
+-- more than a batch of 100 takes to route. The setting holds for the helpers it calls.
+SET plan_cache_mode = force_generic_plan
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_run(p_worker_name, p_batch_limit DEFAULT 100) -> jsonb summary
+    -- One transactional pass of one worker, in the caller's transaction:
+    --   1. the batch limit (22023; the worker name is checked
+    --      by the full pass, since the idle probe finds no worker under a name that breaks it)
+    --   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
+    --      window, a sane cursor, no beat due), fn_iu_route_worker_idle_rows finds nothing to
+    --      claim and no foreign row, and the worker's lock is free, the run returns the idle summary without another
+    --      statement: nothing claimed, nothing written (no transaction id, no WAL, no dead
+    --      row version), the same summary the full pass gives an idle run
+    --   3. otherwise the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
+    --      pages of decisions and audit rows, the cursor, the counters and the heartbeat
+    -- The idle path is most of what a caught-up worker polling every second does, so it is
+    -- kept to two probe statements and expressions; every case it does not answer
+    -- exactly (a window open, a due heartbeat, a foreign cursor or rows, a closed gate, a busy
+    -- lock, an unregistered worker) goes to the full pass, which decides it as before.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_lock_id integer;
+    v_domain  text;
+    v_done    pg_snapshot;
+    v_waits   boolean;
+    v_quiet   boolean;
+    v_holders jsonb;
+BEGIN
+    -- The worker name is checked by the full pass: a name that breaks the name rule was
+    -- never registered, so the idle probe finds no worker for it and the full pass refuses
+    -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
+    -- order in which a call with both learns about them).
+    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
+        PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
+            coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+
+    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
+      INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
+      FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name) p;
+    -- Then the outbox, with the position as values (pruned when the statement starts);
+    -- the lock only when both are quiet.
+    IF v_quiet
+       AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()))
+       AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
+        -- The holders of the position it keeps, described only when one still runs.
+        v_holders := CASE WHEN v_waits THEN iu_core.fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
+        -- As the full pass reports an idle run: one empty window opened and closed.
+        RETURN iu_core.fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
+                                          iu_core.fn_iu_route_run_tally_zero(),
+                                          false, 1, 1, NULL, true, v_holders);
+    END IF;
+    RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
+END;
+$$;

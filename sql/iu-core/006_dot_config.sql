@@ -1,0 +1,30 @@
+-- 006_dot_config.sql
+--
+-- the operator configuration table and the fail-closed gate readers.
+--
+-- A gate is open only when its key holds exactly 'true'. A missing key, 'false', 'TRUE',
+-- ' true', NULL or anything else means off: the safe reading of a typo is "closed".
+--
+-- A table migration: from the first release on it is never edited again.
+
+-- +goose Up
+CREATE TABLE public.dot_config (
+    key         text        PRIMARY KEY,
+    value       text        NOT NULL,
+    description text        NOT NULL DEFAULT '',
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    updated_by  text        NOT NULL DEFAULT current_user
+);
+
+COMMENT ON TABLE public.dot_config IS 'Operator configuration. Gates are fail-closed: only the exact value ''true'' opens one.';
+
+CREATE TRIGGER trg_dot_config_touch
+    BEFORE UPDATE ON public.dot_config
+    FOR EACH ROW EXECUTE FUNCTION iu_core.fn_dot_config_touch();
+
+INSERT INTO public.dot_config (key, value, description) VALUES
+    ('iu_core.routes_enabled',       'false', 'Master gate of iu-core routing. Only ''true'' opens it.'),
+    ('iu_core.route_worker_enabled', 'false', 'Route worker kill-switch. Only ''true'' opens it.');
+
+-- +goose Down
+DROP TABLE public.dot_config;
