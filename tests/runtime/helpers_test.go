@@ -126,7 +126,7 @@ func checkByID(t testing.TB, checks []check, id string) check {
 func gateValue(t testing.TB, db *pgtest.DB, key string) (string, bool) {
 	t.Helper()
 	var v *string
-	db.QueryRow(t, `SELECT (SELECT value FROM dot_config WHERE key = $1)`, []any{key}, &v)
+	db.QueryRow(t, `SELECT (SELECT value FROM public.dot_config WHERE key = $1)`, []any{key}, &v)
 	if v == nil {
 		return "", false
 	}
