@@ -5,24 +5,27 @@ import (
 	"database/sql"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 
 	"github.com/iu-core/event-worker/internal/migrate"
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// objectCount counts what the package leaves in a database: relations, functions and
-// types in public, goose's own version table excluded.
+// objectCount counts what the package leaves in a database: its schema iu_core, and the
+// relations, functions and types in public, the version table excluded.
 func objectCount(t *testing.T, db *pgtest.DB) int {
 	t.Helper()
 	var n int
 	db.QueryRow(t, `
-		SELECT (SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace
-		           AND relname NOT LIKE 'goose_db_version%')
+		SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'iu_core')
+		     + (SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace
+		           AND relname NOT LIKE 'iu_core_db_version%')
 		     + (SELECT count(*) FROM pg_proc WHERE pronamespace = 'public'::regnamespace)
 		     + (SELECT count(*) FROM pg_type WHERE typnamespace = 'public'::regnamespace
 		           AND typrelid = 0 AND typelem = 0)`, nil, &n)
@@ -66,13 +69,17 @@ func TestMigrations_UpDownUp(t *testing.T) {
 	}
 }
 
-// Rule: the plain goose CLI code path (goose.Up / goose.Reset over the sql/iu-core
-// directory) migrates up, resets and migrates up again.
+// Rule: the plain goose code path (a Provider over the sql/iu-core directory with the
+// package's version table) migrates up, down to zero and up again.
 func TestMigrations_PlainGooseDirectory(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmptyDB(t)
 	sqldb := openSQL(t, db.URL)
-	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, osDir("../sql/iu-core"))
+	store, err := database.NewStore(database.DialectPostgres, migrate.VersionTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider("", sqldb, osDir("../sql/iu-core"), goose.WithStore(store))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +144,9 @@ func openSQL(t *testing.T, url string) *sql.DB {
 
 var _ = stdlib.GetDefaultDriver // registers the "pgx" database/sql driver
 
-// Rule: `goose -dir sql/iu-core postgres "$DSN" up`, then `reset`, then `up` again
-// works with the plain goose CLI. make test builds the CLI and sets GOOSE_BIN; a plain
+// Rule: `goose -table iu_core_db_version -dir sql/iu-core postgres "$DSN" up`, then
+// `reset`, then `up` again works with the plain goose CLI, and goose_db_version is never
+// created. make test builds the CLI and sets GOOSE_BIN; a plain
 // `go test` without it skips, but CI (CI set) must have it.
 func TestMigrations_PlainGooseCLI(t *testing.T) {
 	t.Parallel()
@@ -148,7 +156,7 @@ func TestMigrations_PlainGooseCLI(t *testing.T) {
 	}
 	db := pgtest.NewEmptyDB(t)
 	for _, cmd := range []string{"up", "reset", "up", "status"} {
-		out, err := exec.CommandContext(ctx(t), bin, "-dir", "../sql/iu-core", "postgres", db.URL, cmd).CombinedOutput()
+		out, err := exec.CommandContext(ctx(t), bin, "-table", migrate.VersionTable, "-dir", "../sql/iu-core", "postgres", db.URL, cmd).CombinedOutput()
 		if err != nil {
 			t.Fatalf("goose %s: %v\n%s", cmd, err, out)
 		}
@@ -157,6 +165,64 @@ func TestMigrations_PlainGooseCLI(t *testing.T) {
 	db.QueryRow(t, `SELECT count(*) FROM pg_proc WHERE proname = 'fn_iu_emit_event'`, nil, &n)
 	if n != 1 {
 		t.Fatal("goose CLI up did not leave fn_iu_emit_event behind")
+	}
+	db.QueryRow(t, `SELECT count(*) FROM pg_class WHERE relname = 'goose_db_version'`, nil, &n)
+	if n != 0 {
+		t.Fatal("the package's migrations created goose_db_version")
+	}
+}
+
+// Rule: the package keeps its own version history (iu_core_db_version) and never reads or
+// writes goose_db_version. A database whose own project migrates with goose, with a dense
+// history (1..53: every package version "applied" if the tables were shared, so up would
+// apply nothing) or a sparse one (2, 8, 9, 52, 53: "missing out-of-order migrations"),
+// installs the package in full, and its goose_db_version is byte for byte as it was.
+func TestMigrations_OwnVersionTableLeavesTheProjectsGooseHistory(t *testing.T) {
+	t.Parallel()
+	for name, versions := range map[string]string{"dense": "generate_series(1, 53)", "sparse": "unnest(ARRAY[2, 8, 9, 52, 53])"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.NewEmptyDB(t)
+			db.Exec(t, `CREATE TABLE goose_db_version (id serial PRIMARY KEY, version_id bigint NOT NULL,
+			                is_applied boolean NOT NULL, tstamp timestamp DEFAULT now());
+			            INSERT INTO goose_db_version (version_id, is_applied) VALUES (0, true);
+			            INSERT INTO goose_db_version (version_id, is_applied, tstamp)
+			            SELECT v, true, '2025-01-01'::timestamp + v * interval '1 day' FROM `+versions+` v`)
+			history := func() string {
+				var h string
+				db.QueryRow(t, `SELECT string_agg(format('%s/%s/%s/%s', id, version_id, is_applied, tstamp), ',' ORDER BY id) FROM goose_db_version`, nil, &h)
+				return h
+			}
+			before := history()
+			m, err := migrate.Open(db.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			res, err := m.Up(ctx(t))
+			if err != nil {
+				t.Fatalf("install beside the project's own goose history: %v", err)
+			}
+			files, _ := os.ReadDir("../sql/iu-core")
+			var want int
+			for _, f := range files {
+				if strings.HasSuffix(f.Name(), ".sql") {
+					want++
+				}
+			}
+			if len(res) != want {
+				t.Fatalf("applied %d migrations, want all %d", len(res), want)
+			}
+			if got := history(); got != before {
+				t.Fatalf("goose_db_version changed:\nbefore %s\nafter  %s", before, got)
+			}
+			if _, err := m.DownTo(ctx(t), 0); err != nil {
+				t.Fatalf("down to zero: %v", err)
+			}
+			if got := history(); got != before {
+				t.Fatalf("goose_db_version changed by the rollback")
+			}
+		})
 	}
 }
 

@@ -33,7 +33,7 @@ func dumpSchema(t *testing.T, db *pgtest.DB) []byte {
 	}
 	var out, stderr bytes.Buffer
 	cmd := exec.CommandContext(pgtest.Ctx(t), pgDump, "--schema-only", "--no-owner", "--no-tablespaces",
-		"--exclude-table=goose_db_version*", "--dbname="+db.URL)
+		"--exclude-table=iu_core_db_version*", "--dbname="+db.URL)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("pg_dump: %v: %s", err, stderr.String())

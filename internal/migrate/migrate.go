@@ -8,11 +8,23 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/iu-core/event-worker/internal/config"
 	sqlfiles "github.com/iu-core/event-worker/sql"
 )
+
+// VersionTable is the package's own goose version table. The package never reads or writes
+// goose_db_version, goose's default: a database whose own project migrates with goose keeps
+// its history to itself (sharing it made the package's migrations look applied, or
+// missing out of order). The plain goose CLI is pointed at it with -table.
+const VersionTable = "iu_core_db_version"
+
+// LockID is the session advisory lock the runner's migrations hold, its own rather than
+// goose's default, so the package's migrations never wait behind (or block) a database's
+// own goose runs. (The plain goose CLI takes no lock.)
+const LockID int64 = 7431926640052176237
 
 // Migrator runs the embedded migrations against one database.
 type Migrator struct {
@@ -40,12 +52,17 @@ func OpenConfig(cfg *pgx.ConnConfig) (*Migrator, error) {
 		cfg.RuntimeParams["application_name"] = "iu-runner-migrate"
 	}
 	db := stdlib.OpenDB(*cfg)
-	locker, err := lock.NewPostgresSessionLocker()
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(LockID))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("creating goose session locker: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlfiles.Migrations(), goose.WithSessionLocker(locker))
+	store, err := database.NewStore(database.DialectPostgres, VersionTable)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("creating goose version store: %w", err)
+	}
+	p, err := goose.NewProvider("", db, sqlfiles.Migrations(), goose.WithStore(store), goose.WithSessionLocker(locker))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("creating goose provider: %w", err)

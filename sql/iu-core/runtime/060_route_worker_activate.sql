@@ -27,7 +27,7 @@ BEGIN
     IF to_regprocedure('public.fn_iu_route_worker_register(text,text)') IS NULL THEN
         RAISE EXCEPTION '060_route_worker_activate: fn_iu_route_worker_register(text, text) is missing'
             USING ERRCODE = '42883',
-                  HINT = 'Apply the migrations first (iu-runner migrate up, or goose -dir sql/iu-core postgres "$DATABASE_URL" up).';
+                  HINT = 'Apply the migrations first (iu-runner migrate up, or goose -table iu_core_db_version -dir sql/iu-core postgres "$DATABASE_URL" up).';
     END IF;
     IF to_regclass('public.dot_config') IS NULL THEN
         RAISE EXCEPTION '060_route_worker_activate: table dot_config is missing'
