@@ -61,11 +61,11 @@ func (f *fakeDB) RunWorker(ctx context.Context, w string, batch int) (store.Work
 		}
 		n := min(batch, f.backlogs[w])
 		f.backlogs[w] -= n
-		return store.WorkerRun{Worker: w, Claimed: int64(n), AttemptsWritten: int64(n)}, nil
+		return store.WorkerRun{Worker: w, Claimed: int64(n), AttemptsWritten: int64(n), CaughtUp: n < batch}, nil
 	}
 	n := min(batch, f.backlog)
 	f.backlog -= n
-	return store.WorkerRun{Worker: w, Claimed: int64(n), AttemptsWritten: int64(n), ByStatus: map[string]int64{"dry_run": int64(n)}}, nil
+	return store.WorkerRun{Worker: w, Claimed: int64(n), AttemptsWritten: int64(n), CaughtUp: n < batch, ByStatus: map[string]int64{"dry_run": int64(n)}}, nil
 }
 func (f *fakeDB) StaleCheck(context.Context) (store.StaleCheck, error) {
 	f.stales.Add(1)

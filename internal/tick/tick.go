@@ -162,7 +162,9 @@ func runOne(ctx context.Context, db DB, r *WorkerResult, d Drain) error {
 		r.Gated, r.Reason, r.Stopped = true, run.Reason, StopGated
 	case run.Busy:
 		r.Busy, r.Reason, r.Stopped = true, run.Reason, StopBusy
-	case run.Claimed < int64(d.Batch):
+	case run.CaughtUp:
+		// The SQL decides: the run exhausted the worker's window (nothing left that it can
+		// see now). A short batch means the same today, but the rule is the SQL's to own.
 		r.Stopped = StopCaughtUp
 	}
 	return nil

@@ -39,7 +39,9 @@ func (f *fakeDB) RunWorker(_ context.Context, w string, batch int) (store.Worker
 	}
 	n := min(batch, f.backlog[w])
 	f.backlog[w] -= n
-	return store.WorkerRun{Worker: w, Claimed: int64(n), AttemptsWritten: int64(n), ByStatus: map[string]int64{"dry_run": int64(n)}}, nil
+	// As the SQL decides it: a run that found less than its batch exhausted its window.
+	return store.WorkerRun{Worker: w, Claimed: int64(n), AttemptsWritten: int64(n), CaughtUp: n < batch,
+		ByStatus: map[string]int64{"dry_run": int64(n)}}, nil
 }
 func (f *fakeDB) StaleCheck(context.Context) (store.StaleCheck, error) {
 	f.house++
