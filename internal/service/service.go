@@ -66,6 +66,8 @@ type Config struct {
 	ExecutorID   string
 	ExecutorKind string
 	HTTPAddr     string
+	// HTTP bounds the metrics port's connections (zero fields: DefaultHTTPLimits).
+	HTTP HTTPLimits
 }
 
 // Service is one running loop. Build it with New, wire the notifier's hooks to Wake and
@@ -83,6 +85,7 @@ type Service struct {
 	draining atomic.Bool
 	stopped  atomic.Bool
 	addr     atomic.Value // string: the bound HTTP address
+	http     atomic.Pointer[limitListener]
 
 	// loop goroutine only
 	cadenceWarned bool
@@ -102,6 +105,7 @@ func New(cfg Config, db DB, listener Listener, log *slog.Logger, m *metrics.Metr
 	if cfg.PassBudget <= 0 {
 		cfg.PassBudget = 10 * time.Second
 	}
+	cfg.HTTP = cfg.HTTP.withDefaults()
 	return &Service{cfg: cfg, db: db, listener: listener, log: log, m: m,
 		wake: make(chan string, 1), kick: make(chan struct{}, 1)}
 }
@@ -133,10 +137,12 @@ func (s *Service) Addr() string { a, _ := s.addr.Load().(string); return a }
 // Run serves HTTP and loops until ctx is cancelled, then drains and returns. The error is
 // non-nil only when the service could not start (e.g. the HTTP address is taken).
 func (s *Service) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	tcp, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listening on --http-addr %s: %w", s.cfg.HTTPAddr, err)
 	}
+	ln := newLimitListener(tcp, s.cfg.HTTP.MaxConns)
+	s.http.Store(ln)
 	s.addr.Store(ln.Addr().String())
 	srv := s.httpServer()
 	var wg sync.WaitGroup
@@ -485,10 +491,15 @@ func CadenceTooLong(interval time.Duration, smallestThresholdSeconds float64) bo
 }
 
 // httpServer is the server of /metrics, /healthz and /readyz. The port is open to whoever
-// can reach it: header reads and idle keep-alive connections are bounded, so a stranger
-// cannot hold connections open for free.
+// can reach it, so every phase of a connection is bounded: the headers, the whole request
+// (a body trickled a byte at a time is cut off, including the discard of a body the GET
+// handlers never read), the response and the keep-alive wait; the listener caps how many
+// connections are served at once (Run), so a flood waits in the kernel's queue instead of
+// costing the runner goroutines and the file descriptors its database pool needs.
 func (s *Service) httpServer() *http.Server {
-	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
+	l := s.cfg.HTTP
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout,
+		WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout, MaxHeaderBytes: 16 << 10}
 }
 
 // Handler serves /metrics, /healthz and /readyz.
