@@ -20,8 +20,7 @@
 // Every subcommand takes --help, and the connection flags of package config
 // (--database-url or --database-url-file over DATABASE_URL or DATABASE_URL_FILE over PG*;
 // a password given with --database-url is warned about at start; --connect-timeout; for
-// tick, run and health
-// also --statement-timeout, --call-timeout and --max-conns).
+// tick, run and health also --statement-timeout, --call-timeout and --max-conns).
 // Logs are JSON (log/slog) on stderr, one object per line, errors included: a failure is
 // {"level":"ERROR","msg":"iu-runner <cmd>: error","error":"...","exit_code":1} (plus
 // sqlstate and hint from PostgreSQL), a usage error is "iu-runner <cmd>: usage error" with
