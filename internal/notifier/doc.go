@@ -22,8 +22,10 @@
 // proves the whole path — server up, listener session alive, notifications delivered.
 // A missed round trip, or any error while waiting, closes the connection. RoundTrips
 // counts the answered ones (tests wait on it instead of sleeping). Reconnects back off
-// from MinBackoff to MaxBackoff, doubling, each wait spread by ±20% so runners that lost
-// the server together do not reconnect in step.
+// from MinBackoff to MaxBackoff (250ms to 30s), doubling, each wait spread by ±20% so
+// runners that lost the server together do not reconnect in step; each attempt is logged
+// at debug level only (the service summarises an outage). RetryNow ends a wait at once:
+// the service calls it when the database answers again after an outage.
 //
 // # State diagram
 //
@@ -36,7 +38,7 @@
 //	           ┌──────────────┐  conn error, backend killed,    │         │
 //	           │   BACKOFF    │ ◄── round trip missed ──────────┘         │
 //	           │ listener_up=0│  (warn "falling back to polling")         │ ctx cancelled
-//	           │ 100ms → 5s±20│                                           ▼
+//	           │250ms→30s ±20%│  (RetryNow: at once)                      ▼
 //	           └──────────────┘                                 STOPPED (conn closed)
 //
 // While the state is BACKOFF or CONNECTING, Up() is false, iu_runner_listener_up is 0 and

@@ -29,8 +29,8 @@ type Config struct {
 	Channels      []string      // e.g. queue_wake_iu
 	CheckInterval time.Duration // NOTIFY round-trip period (default 15s)
 	CheckTimeout  time.Duration // how long a round trip may take (default 5s)
-	MinBackoff    time.Duration // first reconnect delay (default 100ms)
-	MaxBackoff    time.Duration // reconnect delay cap (default 5s)
+	MinBackoff    time.Duration // first reconnect delay (default 250ms)
+	MaxBackoff    time.Duration // reconnect delay cap (default 30s; RetryNow cuts a wait short)
 }
 
 // Hooks let the caller observe the listener (metrics, loop re-evaluation). Any may be nil.
@@ -49,7 +49,8 @@ type Notifier struct {
 	ping  string
 	up    atomic.Bool
 	seq   atomic.Int64
-	acked atomic.Int64 // NOTIFY round trips answered on the listener
+	acked atomic.Int64  // NOTIFY round trips answered on the listener
+	retry chan struct{} // RetryNow: end the reconnect wait
 }
 
 // New prepares a notifier; nothing connects until Run.
@@ -61,14 +62,25 @@ func New(pool *pgxpool.Pool, cfg Config, log *slog.Logger, hooks Hooks) *Notifie
 		cfg.CheckTimeout = 5 * time.Second
 	}
 	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = 100 * time.Millisecond
+		cfg.MinBackoff = 250 * time.Millisecond
 	}
 	if cfg.MaxBackoff < cfg.MinBackoff {
-		cfg.MaxBackoff = 5 * time.Second
+		cfg.MaxBackoff = max(30*time.Second, cfg.MinBackoff)
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return &Notifier{pool: pool, cfg: cfg, log: log, hooks: hooks, ping: "iu_runner_ping_" + hex.EncodeToString(b[:])}
+	return &Notifier{pool: pool, cfg: cfg, log: log, hooks: hooks, ping: "iu_runner_ping_" + hex.EncodeToString(b[:]),
+		retry: make(chan struct{}, 1)}
+}
+
+// RetryNow ends a reconnect wait at once: the service calls it when the database answers
+// again after an outage, so the listener does not sit out the rest of a backoff that grew
+// to MaxBackoff while the database was away. It does nothing while the listener is up.
+func (n *Notifier) RetryNow() {
+	select {
+	case n.retry <- struct{}{}:
+	default:
+	}
 }
 
 // Up reports whether the listener is connected and passed its last round trip.
@@ -113,12 +125,15 @@ func (n *Notifier) Run(ctx context.Context) {
 		n.setUp(false, err)
 		wait := jitter(backoff) // ±20%: runners that lost the server together do not reconnect in step
 		n.log.Debug("LISTEN reconnect scheduled", "in", wait.String(), "error", errString(err))
+		// A RetryNow that came while the last attempt was failing is kept, not dropped:
+		// at worst it costs one early attempt.
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 		case <-t.C:
+		case <-n.retry:
 		}
+		t.Stop()
 		backoff = min(backoff*2, n.cfg.MaxBackoff)
 	}
 	n.setUp(false, ctx.Err())

@@ -201,3 +201,35 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Rule: RetryNow ends a reconnect wait at once. After an outage the reconnect backoff may
+// have grown to its 30 s cap; when the service sees the database answer again it calls
+// RetryNow, and the listener is back without sitting out the rest of the wait.
+func TestRetryNowEndsTheReconnectWait(t *testing.T) {
+	db := pgtest.NewDB(t)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config.Apply(cfg.ConnConfig, 30*time.Second, 5*time.Second)
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var reconnects atomic.Int64
+	// a backoff far longer than the test: only RetryNow can bring the listener back in time
+	n := New(pool, Config{Channels: []string{"queue_wake_iu"}, MinBackoff: time.Hour, MaxBackoff: time.Hour},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks{Reconnect: func() { reconnects.Add(1) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "listener up", n.Up)
+	db.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	             WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
+	eventually(t, "listener down", func() bool { return !n.Up() })
+	n.RetryNow()
+	eventually(t, "reconnected after RetryNow, inside an hour's backoff", func() bool { return n.Up() && reconnects.Load() == 1 })
+}

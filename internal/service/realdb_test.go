@@ -51,16 +51,17 @@ func realStore(pool *pgxpool.Pool) *store.Store {
 type running struct {
 	*Service
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when Run returned
+	err    error         // what Run returned
 }
 
 func (r *running) stop(t *testing.T) {
 	t.Helper()
 	r.cancel()
 	select {
-	case err := <-r.done:
-		if err != nil {
-			t.Fatal(err)
+	case <-r.done:
+		if r.err != nil {
+			t.Fatal(r.err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the service did not stop within 30s")
@@ -71,13 +72,14 @@ func (r *running) stop(t *testing.T) {
 func startService(t *testing.T, s *Service) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{Service: s, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- s.Run(ctx) }()
+	r := &running{Service: s, cancel: cancel, done: make(chan struct{})}
+	go func() { r.err = s.Run(ctx); close(r.done) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
 		case <-r.done:
 		case <-time.After(30 * time.Second):
+			t.Error("the service did not stop within 30s")
 		}
 	})
 	eventually(t, "serving HTTP", func() bool { return s.Addr() != "" })
