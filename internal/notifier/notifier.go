@@ -38,6 +38,7 @@ type Hooks struct {
 	Wake      func(source string) // a notification or a re-established LISTEN
 	State     func(up bool)       // the listener went up or down
 	Reconnect func()              // a connection was established after a loss
+	Notified  func(n int)         // n wake-up notifications arrived (one call per drained burst)
 }
 
 // Notifier owns the LISTEN connection. Create it with New and start Run in a goroutine.
@@ -47,8 +48,10 @@ type Notifier struct {
 	log   *slog.Logger
 	hooks Hooks
 	ping  string
+	drain string // the channel of the burst drain's markers (private, like ping)
 	up    atomic.Bool
 	seq   atomic.Int64
+	marks atomic.Int64  // drain markers sent
 	acked atomic.Int64  // NOTIFY round trips answered on the listener
 	retry chan struct{} // RetryNow: end the reconnect wait
 }
@@ -69,7 +72,8 @@ func New(pool *pgxpool.Pool, cfg Config, log *slog.Logger, hooks Hooks) *Notifie
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return &Notifier{pool: pool, cfg: cfg, log: log, hooks: hooks, ping: "iu_runner_ping_" + hex.EncodeToString(b[:]),
+	id := hex.EncodeToString(b[:])
+	return &Notifier{pool: pool, cfg: cfg, log: log, hooks: hooks, ping: "iu_runner_ping_" + id, drain: "iu_runner_drain_" + id,
 		retry: make(chan struct{}, 1)}
 }
 
@@ -151,7 +155,7 @@ func (n *Notifier) session(ctx context.Context, reconnect bool) (connected bool,
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	for _, ch := range append([]string{n.ping}, n.cfg.Channels...) {
+	for _, ch := range append([]string{n.ping, n.drain}, n.cfg.Channels...) {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return false, fmt.Errorf("LISTEN %s: %w", ch, err)
 		}
@@ -184,14 +188,72 @@ func (n *Notifier) session(ctx context.Context, reconnect bool) (connected bool,
 			}
 			return true, fmt.Errorf("waiting for notifications: %w", err)
 		}
-		if nt.Channel == n.ping {
-			select {
-			case acks <- nt.Payload:
-			default:
-			}
+		switch nt.Channel {
+		case n.ping:
+			ack(acks, nt.Payload)
+			continue
+		case n.drain: // the marker of a drain that gave up waiting for it: nothing to do
 			continue
 		}
-		n.wake(SourceNotify)
+		more, err := n.drainBurst(sctx, conn, acks)
+		if err != nil {
+			if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
+				return true, cause
+			}
+			return true, err
+		}
+		if n.hooks.Notified != nil {
+			n.hooks.Notified(1 + more)
+		}
+		n.wake(SourceNotify) // one wake-up for the whole burst
+	}
+}
+
+// drainBurst reads every notification already queued behind the one just received, so a
+// burst becomes one wake-up instead of one per notification (each of which found the loop
+// idle again after a short pass: 20,000 NOTIFYs made 2,740 passes). It sends a marker on
+// its private drain channel through the LISTEN session itself, then reads up to the
+// marker. PostgreSQL delivers notifications in the order of its queue, and the marker
+// enters the queue after the notification that started the drain arrived, so everything
+// committed before it (a whole burst, however large) is read first: no timer, no guess.
+// It returns how many wake-up notifications it read; round-trip answers read meanwhile go
+// to the checker as usual. The drain costs one round trip on the listener per burst.
+func (n *Notifier) drainBurst(ctx context.Context, conn *pgx.Conn, acks chan<- string) (int, error) {
+	marker := strconv.FormatInt(n.marks.Add(1), 10)
+	dctx, cancel := context.WithTimeout(ctx, n.cfg.CheckTimeout)
+	defer cancel()
+	// One simple-protocol statement that starts with LISTEN (a no-op: the session listens
+	// there already), so the listener's last query in pg_stat_activity still reads
+	// LISTEN ... and `query LIKE 'LISTEN%'` keeps finding the session. The marker is a
+	// number and the channel our own identifier: nothing is interpolated from outside.
+	ch := pgx.Identifier{n.drain}.Sanitize()
+	if _, err := conn.Exec(dctx, "LISTEN "+ch+"; NOTIFY "+ch+", '"+marker+"'"); err != nil {
+		return 0, fmt.Errorf("draining a burst of notifications: sending the marker: %w", err)
+	}
+	more := 0
+	for {
+		nt, err := conn.WaitForNotification(dctx)
+		if err != nil {
+			return more, fmt.Errorf("draining a burst of notifications: waiting for the marker: %w", err)
+		}
+		switch {
+		case nt.Channel == n.ping:
+			ack(acks, nt.Payload)
+		case nt.Channel == n.drain:
+			if nt.Payload == marker {
+				return more, nil
+			}
+		default:
+			more++
+		}
+	}
+}
+
+// ack hands a round-trip answer to the checker (which waits for at most one).
+func ack(acks chan<- string, payload string) {
+	select {
+	case acks <- payload:
+	default:
 	}
 }
 

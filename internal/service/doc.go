@@ -43,6 +43,11 @@
 //	                 ▼
 //	              STOPPED (exit 0)
 //
+// Wake-ups coalesce: one pending wake-up is enough, so any number of them arriving while
+// a pass runs costs one more pass, and the notifier turns a burst of NOTIFYs into one
+// wake-up (it drains the burst first; see package notifier). iu_runner_notifications_total
+// against iu_runner_wakeups_total{source="notify"} shows the coalescing.
+//
 // A pass serves the workers round-robin (tick.RoundRobin): one batch of each in turn, so a
 // worker with a long backlog never starves the others. A pass is bounded (--pass-budget):
 // a long backlog is drained in consecutive passes, so the heartbeat and the stale-check

@@ -745,3 +745,51 @@ func TestRunWithoutNotificationsStillRoutes(t *testing.T) {
 		})
 	}
 }
+
+// Rule: a burst of NOTIFYs on the wake-up channel (any login may send them) costs at most
+// one extra pass, however many notifications it holds: 20,000 notifications committed at
+// once (the security review's figure: they made 2,740 passes) make one pass, and the fence
+// event sent after them at most one more: at most 2 beyond the baseline (a pass started by
+// a reconnection of the listener, which a loaded machine may cause, is not counted). The
+// runner's own counters say both that
+// the whole burst arrived (iu_runner_notifications_total) and how many passes it made
+// (fn_iu_route_worker_run calls: one per pass with a single caught-up worker); nothing is
+// timed: the poll and the housekeeping are an hour away, and the count is read once the
+// fence is routed.
+func TestNotifyBurstCoalescesIntoOnePass(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, true)
+	p := startRun(t, db, "--poll-interval", "1h", "--stale-check-interval", "1h", "--reap-interval", "1h")
+	p.waitMetric(t, "iu_runner_listener_up ", 10*time.Second, func(v float64) bool { return v == 1 })
+	runs := func() float64 {
+		v, _ := p.metric(`iu_runner_worker_runs_total{outcome="ok",worker="` + worker + `"}`)
+		return v
+	}
+	// settled: both start-up wake-ups (the loop's own and the first LISTEN's) have made
+	// their pass, and nothing else wakes the loop for an hour
+	p.waitMetric(t, `iu_runner_wakeups_total{source="startup"}`, 10*time.Second, func(v float64) bool { return v == 2 })
+	waitFor(t, 10*time.Second, "both start-up passes done", func() (bool, string) {
+		n := runs()
+		return n >= 2, fmt.Sprintf("runs %v", n)
+	})
+	base, before := runs(), attempts(t, db)
+	reconnectsBase, _ := p.metric(`iu_runner_wakeups_total{source="reconnect"}`)
+	received, _ := p.metric("iu_runner_notifications_total ")
+
+	const burst = 20000
+	db.Exec(t, `SELECT pg_notify('queue_wake_iu', 'flood ' || g) FROM generate_series(1, $1) g`, burst)
+	p.waitMetric(t, "iu_runner_notifications_total ", 30*time.Second, func(v float64) bool { return v >= received+burst })
+	emit(t, db, 1) // the fence: routed by a pass that started after the burst was drained
+	waitFor(t, 10*time.Second, "the fence event routed", func() (bool, string) {
+		n := attempts(t, db)
+		return n == before+1, fmt.Sprintf("attempts %d", n)
+	})
+	reconnects, _ := p.metric(`iu_runner_wakeups_total{source="reconnect"}`)
+	passes := runs() - base - (reconnects - reconnectsBase)
+	notify, _ := p.metric(`iu_runner_wakeups_total{source="notify"}`)
+	t.Logf("%d notifications: %v passes (the fence's included), %v notify wake-ups", burst, passes, notify)
+	if passes > 2 {
+		t.Fatalf("%d NOTIFYs in one burst and one fence event made %v passes: want at most 2 (one for the burst, one for the fence)", burst, passes)
+	}
+	p.stop(t, 10*time.Second)
+}
