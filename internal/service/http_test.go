@@ -137,3 +137,55 @@ func TestLimitListenerCloseAndRelease(t *testing.T) {
 		t.Fatal("Close did not end an Accept waiting for a slot")
 	}
 }
+
+// pingCounter is the runner's real store, counting the /readyz pings that reach it.
+type pingCounter struct {
+	DB
+	pings atomic.Int64
+}
+
+func (p *pingCounter) Ping(ctx context.Context) error {
+	p.pings.Add(1)
+	return p.DB.Ping(ctx)
+}
+
+// Rule: /readyz cannot be used to hold the runner's database pool: concurrent requests
+// share one ping, and a result answers for a second. 64 simultaneous /readyz requests (the
+// connection cap) all answer 200 with at most one ping per second of the flood, where each
+// used to take a pool connection (4 by default) for up to 2 s while the worker passes
+// waited for one.
+func TestReadyzFloodSharesOnePing(t *testing.T) {
+	db := pgtest.NewDB(t)
+	store := &pingCounter{DB: realStore(runnerPool(t, db.URL, 5*time.Second))}
+	r := startService(t, New(cfg(), store, nil, quiet(), metrics.New()))
+	const requests = 64
+	start := time.Now()
+	var wg sync.WaitGroup
+	codes := make(chan int, requests)
+	for range requests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := http.Client{Timeout: 10 * time.Second}
+			resp, err := client.Get("http://" + r.Addr() + "/readyz")
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	elapsed := time.Since(start)
+	for c := range codes {
+		if c != http.StatusOK {
+			t.Fatalf("a /readyz answered %d", c)
+		}
+	}
+	limit := 1 + int64(elapsed/readyFor)
+	if n := store.pings.Load(); n > limit {
+		t.Fatalf("%d concurrent /readyz requests made %d database pings in %s, want at most %d", requests, n, elapsed.Round(time.Millisecond), limit)
+	}
+}

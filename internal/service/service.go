@@ -98,6 +98,7 @@ type Service struct {
 	addr     atomic.Value // string: the bound HTTP address
 	http     atomic.Pointer[limitListener]
 	out      *outage // the database outage in progress, if any (loop and /readyz)
+	ready    readiness
 
 	// loop goroutine only
 	cadenceWarned bool
@@ -587,23 +588,26 @@ func (s *Service) Handler() http.Handler {
 			http.Error(w, "draining: stop signal received", http.StatusServiceUnavailable)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout+time.Second)
 		defer cancel()
-		if err := s.db.Ping(ctx); err != nil {
-			// The reason (user, host, authentication failure...) goes to the log only: the
-			// port tells a stranger nothing about the database. During an outage it is one
-			// more failure of the outage's summary, not a line per probe.
-			if Unavailable(err) {
-				s.out.failed("readyz", err)
-			} else {
-				s.log.Warn("readyz: database unreachable", "error", err)
-			}
+		if err := s.ready.check(ctx, s.db.Ping, s.readyFailed); err != nil {
 			http.Error(w, "not ready: database unreachable", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok: database reachable")
 	})
 	return mux
+}
+
+// readyFailed logs a failed /readyz ping. The reason (user, host, authentication
+// failure...) goes to the log only: the port tells a stranger nothing about the database.
+// During an outage it is one more failure of the outage's summary, not a line per probe.
+func (s *Service) readyFailed(err error) {
+	if Unavailable(err) {
+		s.out.failed("readyz", err)
+		return
+	}
+	s.log.Warn("readyz: database unreachable", "error", err)
 }
 
 // aliveErr says why the loop is not alive (nil when it is). The loop reports progress at
