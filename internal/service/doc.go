@@ -102,5 +102,11 @@
 //	          --stale-check-interval); 503 when it has stalled or stopped
 //	/readyz   200 when the database answers SELECT 1 within 2s; 503 when it does not, and
 //	          from the stop signal on (draining). The body is a short status; the database
-//	          error itself is logged, never sent to the client.
+//	          error itself is logged, never sent to the client. Concurrent requests share
+//	          one ping and a result answers for a second, so /readyz never holds more than
+//	          one of the pool's connections, however often it is asked.
+//
+// The port is open to whoever can reach it, so every phase of a connection is bounded
+// (HTTPLimits: headers 5s, the whole request 10s, the response 10s, keep-alive idle 30s)
+// and at most 64 connections are served at once; more wait in the kernel's accept queue.
 package service
