@@ -166,7 +166,7 @@ func TestWorkloadShape(t *testing.T) {
 	}
 	gated := false
 	for _, c := range dep.Spec.Template.Spec.InitContainers {
-		gated = gated || reflect.DeepEqual(c.Args, []string{"migrate", "check"})
+		gated = gated || len(c.Args) >= 2 && reflect.DeepEqual(c.Args[:2], []string{"migrate", "check"})
 	}
 	if !gated {
 		t.Error("no init container runs `migrate check`: new code could start on an old schema")
@@ -177,7 +177,7 @@ func TestWorkloadShape(t *testing.T) {
 	if job.Spec.TTLSecondsAfterFinished == nil {
 		t.Error("the migrate Job sets no ttlSecondsAfterFinished: finished Jobs pile up")
 	}
-	if !reflect.DeepEqual(job.Spec.Template.Spec.Containers[0].Args, []string{"migrate", "up"}) {
+	if a := job.Spec.Template.Spec.Containers[0].Args; len(a) < 2 || !reflect.DeepEqual(a[:2], []string{"migrate", "up"}) {
 		t.Errorf("the migrate Job runs %v", job.Spec.Template.Spec.Containers[0].Args)
 	}
 }
@@ -228,5 +228,69 @@ func TestPrometheusRuleMatchesRulesFile(t *testing.T) {
 	}
 	if !reflect.DeepEqual(pr.Spec.Groups, want) {
 		t.Fatalf("%s differs from %s: run `cd deploy/check && go test -run PrometheusRule -update`", prPath, rulesPath)
+	}
+}
+
+// Rule: no pod takes its connection string from the environment: every container that
+// runs iu-runner reads it with --database-url-file from a read-only mount of a secret
+// volume whose files other users cannot read (defaultMode without other bits, at most
+// 0440), made readable to the runner by the pod's fsGroup, as iu-runner's own rule for
+// such files wants (root-owned, group read at most). A connection string in an
+// environment variable is visible to every process of the container and to a crash dump.
+func TestConnectionStringsAreSecretFiles(t *testing.T) {
+	for _, p := range PodTemplates(manifests(t)) {
+		secrets := map[string]*corev1.SecretVolumeSource{}
+		for _, v := range p.Spec.Volumes {
+			if v.Secret != nil {
+				secrets[v.Name] = v.Secret
+			}
+		}
+		sc := p.Spec.SecurityContext
+		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+			for _, e := range c.EnvFrom {
+				if e.SecretRef != nil {
+					t.Errorf("%s container %s takes secret %s as environment variables", p.Where, c.Name, e.SecretRef.Name)
+				}
+			}
+			for _, e := range c.Env {
+				if e.Name == "DATABASE_URL" || e.Name == "PGPASSWORD" {
+					t.Errorf("%s container %s sets %s in its environment", p.Where, c.Name, e.Name)
+				}
+			}
+			file := ""
+			for i, a := range c.Args {
+				if v, ok := strings.CutPrefix(a, "--database-url-file="); ok {
+					file = v
+				} else if a == "--database-url-file" && i+1 < len(c.Args) {
+					file = c.Args[i+1]
+				}
+			}
+			if file == "" {
+				t.Errorf("%s container %s: no --database-url-file", p.Where, c.Name)
+				continue
+			}
+			var mounted *corev1.SecretVolumeSource
+			for _, m := range c.VolumeMounts {
+				if strings.HasPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/") && secrets[m.Name] != nil {
+					if !m.ReadOnly {
+						t.Errorf("%s container %s mounts %s writable", p.Where, c.Name, m.MountPath)
+					}
+					mounted = secrets[m.Name]
+				}
+			}
+			switch {
+			case mounted == nil:
+				t.Errorf("%s container %s: --database-url-file %s is not on a secret volume", p.Where, c.Name, file)
+			case mounted.DefaultMode == nil || *mounted.DefaultMode&0o337 != 0:
+				mode := "unset (0644)"
+				if mounted.DefaultMode != nil {
+					mode = fmt.Sprintf("%04o", *mounted.DefaultMode)
+				}
+				t.Errorf("%s container %s: secret %s has defaultMode %s; want at most 0440 (iu-runner refuses files other users may read)",
+					p.Where, c.Name, mounted.SecretName, mode)
+			case sc == nil || sc.FSGroup == nil || sc.RunAsGroup == nil || *sc.FSGroup != *sc.RunAsGroup:
+				t.Errorf("%s: no fsGroup equal to runAsGroup: the root-owned secret files are unreadable for the runner", p.Where)
+			}
+		}
 	}
 }

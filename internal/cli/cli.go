@@ -56,7 +56,8 @@ Commands:
   version                          print the build: module version, VCS revision, Go version
   help [command]                   this text, or a command's flags
 
-Database: --database-url, else DATABASE_URL, else the libpq PG* variables.
+Database: --database-url or --database-url-file, else DATABASE_URL or DATABASE_URL_FILE,
+else the libpq PG* variables (PGPASSFILE for the password).
 Exit codes: 0 ok (gated no-op included), 1 failure, 2 usage error, 3 health problem
 (health) or migrations pending (migrate status, migrate check).
 Run 'iu-runner help <command>' or 'iu-runner <command> --help' for a command's flags.
@@ -184,6 +185,7 @@ func (c *common) logger(env Env) (*slog.Logger, error) {
 // connect opens the pool and proves the database answers within the connect timeout. The
 // store it returns bounds every call with the call timeout (config.DB.CallDeadline).
 func (c *common) connect(ctx context.Context, env Env, log *slog.Logger) (*pgxpool.Pool, *store.Store, error) {
+	c.warnPassword(log)
 	cfg, src, err := c.db.PoolConfig(env.Getenv)
 	if err != nil {
 		return nil, nil, err
@@ -204,6 +206,17 @@ func (c *common) connect(ctx context.Context, env Env, log *slog.Logger) (*pgxpo
 	}
 	st.CallTimeout = call
 	return pool, st, nil
+}
+
+// warnPassword warns once at start when --database-url carries a password: any local user
+// reads it in ps or /proc/<pid>/cmdline while the runner runs. The line names the safer
+// sources and never the password.
+func (c *common) warnPassword(log *slog.Logger) {
+	if c.db.PasswordOnCommandLine() {
+		log.Warn("--database-url carries a password, which every local user can read in ps while iu-runner runs: "+
+			"put the connection string in a file (--database-url-file, DATABASE_URL_FILE) or the password in PGPASSFILE",
+			"source", string(config.SourceFlag), "database_url", config.RedactDSN(c.db.URL))
+	}
 }
 
 func unwrapPing(err error) error {

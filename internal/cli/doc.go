@@ -18,8 +18,9 @@
 //	   migrate status and migrate check: migrations are pending (a deploy can gate on it)
 //
 // Every subcommand takes --help, and the connection flags of package config
-// (--database-url over DATABASE_URL over PG*; --connect-timeout; for tick, run and health
-// also --statement-timeout, --call-timeout and --max-conns).
+// (--database-url or --database-url-file over DATABASE_URL or DATABASE_URL_FILE over PG*;
+// a password given with --database-url is warned about at start; --connect-timeout; for
+// tick, run and health also --statement-timeout, --call-timeout and --max-conns).
 // Logs are JSON (log/slog) on stderr, one object per line, errors included: a failure is
 // {"level":"ERROR","msg":"iu-runner <cmd>: error","error":"...","exit_code":1} (plus
 // sqlstate and hint from PostgreSQL), a usage error is "iu-runner <cmd>: usage error" with

@@ -50,10 +50,15 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	if err := c.db.Validate(); err != nil {
 		return usageErr(env, "migrate", "%v", err)
 	}
-	if _, err := c.logger(env); err != nil {
+	log, err := c.logger(env)
+	if err != nil {
 		return usageErr(env, "migrate", "%v", err)
 	}
-	dsn, src := c.db.DSN(env.Getenv)
+	c.warnPassword(log)
+	dsn, src, err := c.db.DSN(env.Getenv)
+	if err != nil {
+		return fail(env, "migrate", err)
+	}
 	cc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return fail(env, "migrate", fmt.Errorf("parsing database settings from %s: %w", src, config.RedactErr(err, dsn)))

@@ -101,6 +101,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 				Wake:      func(src string) { svc.Wake(src) },
 				State:     func(up bool) { svc.ListenerChanged(up) },
 				Reconnect: func() { m.ListenerReconnects.Inc() },
+				Notified:  func(k int) { m.Notifications.Add(float64(k)) },
 			})
 		listener = n
 	}

@@ -26,9 +26,17 @@ const AppName = "iu-runner"
 type Source string
 
 const (
-	SourceFlag        Source = "flag --database-url"
-	SourceDatabaseURL Source = "env DATABASE_URL"
-	SourceLibpqEnv    Source = "env PG* (libpq)"
+	SourceFlag            Source = "flag --database-url"
+	SourceFlagFile        Source = "flag --database-url-file"
+	SourceDatabaseURL     Source = "env DATABASE_URL"
+	SourceDatabaseURLFile Source = "env DATABASE_URL_FILE"
+	SourceLibpqEnv        Source = "env PG* (libpq)"
+)
+
+// The environment variables of the precedence rule (the PG* ones are read by pgx).
+const (
+	EnvDatabaseURL     = "DATABASE_URL"
+	EnvDatabaseURLFile = "DATABASE_URL_FILE"
 )
 
 // DefaultCallTimeout is the client-side deadline of one database call when no
@@ -42,6 +50,7 @@ const callSlack = 5 * time.Second
 // DB holds the connection flags shared by every subcommand.
 type DB struct {
 	URL              string        // --database-url (empty: not given)
+	URLFile          string        // --database-url-file (empty: not given)
 	StatementTimeout time.Duration // --statement-timeout
 	// StatementTimeoutSet reports that --statement-timeout was given on the command line:
 	// it then wins over a statement_timeout in the connection string; the default does not.
@@ -54,7 +63,8 @@ type DB struct {
 
 // Register adds the connection flags to fs: the ones every subcommand uses.
 func (d *DB) Register(fs *flag.FlagSet) {
-	fs.StringVar(&d.URL, "database-url", "", "PostgreSQL URL or key=value DSN (default: $DATABASE_URL, else libpq PG* variables)")
+	fs.StringVar(&d.URL, "database-url", "", "PostgreSQL URL or key=value DSN (default: $DATABASE_URL, else libpq PG* variables); a password here is visible to every local user in ps: prefer --database-url-file or PGPASSFILE")
+	fs.StringVar(&d.URLFile, "database-url-file", "", "file holding the connection string (default: $DATABASE_URL_FILE); mode 0600, or 0640 owned by root; surrounding whitespace trimmed")
 	fs.DurationVar(&d.ConnectTimeout, "connect-timeout", 10*time.Second, "connect timeout when the URL sets none")
 }
 
@@ -80,6 +90,9 @@ func (d *DB) Parsed(fs *flag.FlagSet) {
 
 // Validate checks the flag values.
 func (d *DB) Validate() error {
+	if strings.TrimSpace(d.URL) != "" && strings.TrimSpace(d.URLFile) != "" {
+		return errors.New("give --database-url or --database-url-file, not both")
+	}
 	if d.StatementTimeout < 0 {
 		return errors.New("--statement-timeout must not be negative")
 	}
@@ -173,26 +186,63 @@ func parsePGDuration(v string) (time.Duration, bool) {
 	return time.Duration(n * float64(u)), true
 }
 
-// Resolve applies the precedence rule: flag, then DATABASE_URL, then libpq PG* variables
-// (an empty string, which pgx.ParseConfig completes from PG*). getenv is os.Getenv in the
-// binary and a map in tests.
-func Resolve(flagURL string, getenv func(string) string) (string, Source) {
-	if strings.TrimSpace(flagURL) != "" {
-		return flagURL, SourceFlag
+// Resolve applies the precedence rule. The first level that is set wins:
+//
+//  1. the flags: --database-url, or --database-url-file (giving both is refused by Validate);
+//  2. the environment: DATABASE_URL, or DATABASE_URL_FILE (setting both is refused: which one
+//     was meant cannot be guessed);
+//  3. the libpq PG* variables (an empty string, which pgx.ParseConfig completes from PG*,
+//     PGPASSWORD and PGPASSFILE included).
+//
+// A file variant stands at its level next to its value variant: a --database-url-file
+// beats DATABASE_URL, and DATABASE_URL_FILE beats the PG* variables. At every level the
+// PG* variables still complete what the connection string leaves out (a URL without a
+// password takes it from PGPASSFILE). Blank values count as unset. getenv is os.Getenv in
+// the binary and a map in tests; files are read with ReadSecretFile.
+func Resolve(flagURL, flagFile string, getenv func(string) string) (string, Source, error) {
+	set := func(v string) bool { return strings.TrimSpace(v) != "" }
+	switch {
+	case set(flagURL) && set(flagFile):
+		return "", SourceFlag, errors.New("give --database-url or --database-url-file, not both")
+	case set(flagURL):
+		return flagURL, SourceFlag, nil
+	case set(flagFile):
+		dsn, err := ReadSecretFile(flagFile)
+		return dsn, SourceFlagFile, err
 	}
-	if u := getenv("DATABASE_URL"); strings.TrimSpace(u) != "" {
-		return u, SourceDatabaseURL
+	u, f := getenv(EnvDatabaseURL), getenv(EnvDatabaseURLFile)
+	switch {
+	case set(u) && set(f):
+		return "", SourceDatabaseURL, errors.New("both DATABASE_URL and DATABASE_URL_FILE are set: unset one")
+	case set(u):
+		return u, SourceDatabaseURL, nil
+	case set(f):
+		dsn, err := ReadSecretFile(f)
+		return dsn, SourceDatabaseURLFile, err
 	}
-	return "", SourceLibpqEnv
+	return "", SourceLibpqEnv, nil
 }
 
 // DSN returns the resolved connection string and its source.
-func (d *DB) DSN(getenv func(string) string) (string, Source) { return Resolve(d.URL, getenv) }
+func (d *DB) DSN(getenv func(string) string) (string, Source, error) {
+	return Resolve(d.URL, d.URLFile, getenv)
+}
+
+// PasswordOnCommandLine reports that the connection string came from --database-url and
+// carries a password (or an sslpassword): every local user can read it in ps or
+// /proc/<pid>/cmdline for as long as the runner runs. The runner then warns at start; it
+// never logs the password.
+func (d *DB) PasswordOnCommandLine() bool {
+	return strings.TrimSpace(d.URL) != "" && len(passwords(d.URL)) > 0
+}
 
 // PoolConfig builds the pool configuration for the resolved database with the runner's
 // per-connection settings applied.
 func (d *DB) PoolConfig(getenv func(string) string) (*pgxpool.Config, Source, error) {
-	dsn, src := d.DSN(getenv)
+	dsn, src, err := d.DSN(getenv)
+	if err != nil {
+		return nil, src, err
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, src, fmt.Errorf("parsing database settings from %s: %w", src, RedactErr(err, dsn))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,27 +16,56 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-// Rule: --database-url wins over DATABASE_URL, which wins over the libpq PG* variables.
+// Rule: the first level that is set wins: the flags (--database-url or
+// --database-url-file), then the environment (DATABASE_URL or DATABASE_URL_FILE), then the
+// libpq PG* variables; a file variant stands at its level next to its value variant, and
+// two sources at one level are refused rather than guessed between.
 func TestResolvePrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	flagFile, envFile := file("flag", "postgres://flagfile/db\n"), file("env", "postgres://envfile/db\n")
+	all := map[string]string{"DATABASE_URL": "postgres://env/db", "DATABASE_URL_FILE": envFile, "PGHOST": "pg"}
 	cases := []struct {
-		name string
-		flag string
-		env  map[string]string
-		want string
-		src  Source
+		name           string
+		flag, flagFile string
+		env            map[string]string
+		want           string
+		src            Source
+		err            string
 	}{
-		{"flag beats DATABASE_URL", "postgres://flag/db", map[string]string{"DATABASE_URL": "postgres://env/db"}, "postgres://flag/db", SourceFlag},
-		{"DATABASE_URL beats PG*", "", map[string]string{"DATABASE_URL": "postgres://env/db", "PGHOST": "pg"}, "postgres://env/db", SourceDatabaseURL},
-		{"PG* when nothing else", "", map[string]string{"PGHOST": "pg"}, "", SourceLibpqEnv},
-		{"blank values count as unset", "  ", map[string]string{"DATABASE_URL": " "}, "", SourceLibpqEnv},
+		{"flag beats DATABASE_URL", "postgres://flag/db", "", map[string]string{"DATABASE_URL": "postgres://env/db"}, "postgres://flag/db", SourceFlag, ""},
+		{"flag file beats DATABASE_URL", "", flagFile, map[string]string{"DATABASE_URL": "postgres://env/db", "PGHOST": "pg"}, "postgres://flagfile/db", SourceFlagFile, ""},
+		{"flag file beats DATABASE_URL_FILE", "", flagFile, map[string]string{"DATABASE_URL_FILE": envFile}, "postgres://flagfile/db", SourceFlagFile, ""},
+		{"DATABASE_URL beats PG*", "", "", map[string]string{"DATABASE_URL": "postgres://env/db", "PGHOST": "pg"}, "postgres://env/db", SourceDatabaseURL, ""},
+		{"DATABASE_URL_FILE beats PG*", "", "", map[string]string{"DATABASE_URL_FILE": envFile, "PGHOST": "pg"}, "postgres://envfile/db", SourceDatabaseURLFile, ""},
+		{"PG* when nothing else", "", "", map[string]string{"PGHOST": "pg"}, "", SourceLibpqEnv, ""},
+		{"blank values count as unset", "  ", " ", map[string]string{"DATABASE_URL": " ", "DATABASE_URL_FILE": " "}, "", SourceLibpqEnv, ""},
+		{"both flags: refused", "postgres://flag/db", flagFile, all, "", SourceFlag, "not both"},
+		{"both environment variables: refused", "", "", all, "", SourceDatabaseURL, "both DATABASE_URL and DATABASE_URL_FILE"},
+		{"a flag settles it before the environment is read", "postgres://flag/db", "", all, "postgres://flag/db", SourceFlag, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, src := Resolve(c.flag, env(c.env))
-			if got != c.want || src != c.src {
-				t.Fatalf("Resolve = %q, %s; want %q, %s", got, src, c.want, c.src)
+			got, src, err := Resolve(c.flag, c.flagFile, env(c.env))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("Resolve = %q, %s, %v; want an error saying %q", got, src, err, c.err)
+				}
+				return
+			}
+			if err != nil || got != c.want || src != c.src {
+				t.Fatalf("Resolve = %q, %s, %v; want %q, %s", got, src, err, c.want, c.src)
 			}
 		})
+	}
+	if err := (&DB{URL: "postgres://flag/db", URLFile: flagFile, ConnectTimeout: time.Second}).Validate(); err == nil {
+		t.Fatal("Validate accepts --database-url with --database-url-file")
 	}
 }
 

@@ -8,6 +8,7 @@
 //	iu_runner_worker_runs_total{worker,outcome}     fn_iu_route_worker_run calls: ok, gated, busy, error
 //	iu_runner_run_duration_seconds{worker}          duration of one fn_iu_route_worker_run call
 //	iu_runner_wakeups_total{source}                 why the loop woke: notify, poll, full_batch, reconnect, retry, startup
+//	iu_runner_notifications_total                   NOTIFYs received on queue_wake_*: a burst drains into one notify wake-up
 //	iu_runner_db_errors_total{op}                   failed database calls by operation
 //	iu_runner_listener_up                           1 while the LISTEN connection is healthy, 0 while polling only
 //	iu_runner_listener_reconnects_total             LISTEN connection (re)establishments after a loss

@@ -23,6 +23,7 @@ type Metrics struct {
 	WorkerRuns         *prometheus.CounterVec
 	RunDuration        *prometheus.HistogramVec
 	Wakeups            *prometheus.CounterVec
+	Notifications      prometheus.Counter
 	DBErrors           *prometheus.CounterVec
 	ListenerUp         prometheus.Gauge
 	ListenerReconnects prometheus.Counter
@@ -156,6 +157,10 @@ func New() *Metrics {
 		Wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "iu_runner_wakeups_total", Help: "Loop wake-ups by source (notify, poll, full_batch, reconnect, retry, startup).",
 		}, []string{"source"}),
+		Notifications: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "iu_runner_notifications_total",
+			Help: "NOTIFY messages received on the queue_wake_* channels; a burst is drained and becomes one wake-up (iu_runner_wakeups_total{source=\"notify\"}).",
+		}),
 		DBErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "iu_runner_db_errors_total", Help: "Failed database calls by operation.",
 		}, []string{"op"}),
@@ -184,7 +189,7 @@ func New() *Metrics {
 		}, []string{"version", "revision", "goversion", "modified"}),
 		health: &healthCollector{},
 	}
-	r.MustRegister(m.EventsRouted, m.DeadLetters, m.WorkerRuns, m.RunDuration, m.Wakeups, m.DBErrors,
+	r.MustRegister(m.EventsRouted, m.DeadLetters, m.WorkerRuns, m.RunDuration, m.Wakeups, m.Notifications, m.DBErrors,
 		m.ListenerUp, m.ListenerReconnects, m.Draining, m.LastPass, m.Mode,
 		m.StaleCheckTooLong, m.BuildInfo, m.health,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -29,8 +29,8 @@ type Config struct {
 	Channels      []string      // e.g. queue_wake_iu
 	CheckInterval time.Duration // NOTIFY round-trip period (default 15s)
 	CheckTimeout  time.Duration // how long a round trip may take (default 5s)
-	MinBackoff    time.Duration // first reconnect delay (default 100ms)
-	MaxBackoff    time.Duration // reconnect delay cap (default 5s)
+	MinBackoff    time.Duration // first reconnect delay (default 250ms)
+	MaxBackoff    time.Duration // reconnect delay cap (default 30s; RetryNow cuts a wait short)
 }
 
 // Hooks let the caller observe the listener (metrics, loop re-evaluation). Any may be nil.
@@ -38,6 +38,7 @@ type Hooks struct {
 	Wake      func(source string) // a notification or a re-established LISTEN
 	State     func(up bool)       // the listener went up or down
 	Reconnect func()              // a connection was established after a loss
+	Notified  func(n int)         // n wake-up notifications arrived (one call per drained burst)
 }
 
 // Notifier owns the LISTEN connection. Create it with New and start Run in a goroutine.
@@ -47,9 +48,12 @@ type Notifier struct {
 	log   *slog.Logger
 	hooks Hooks
 	ping  string
+	drain string // the channel of the burst drain's markers (private, like ping)
 	up    atomic.Bool
 	seq   atomic.Int64
-	acked atomic.Int64 // NOTIFY round trips answered on the listener
+	marks atomic.Int64  // drain markers sent
+	acked atomic.Int64  // NOTIFY round trips answered on the listener
+	retry chan struct{} // RetryNow: end the reconnect wait
 }
 
 // New prepares a notifier; nothing connects until Run.
@@ -61,14 +65,26 @@ func New(pool *pgxpool.Pool, cfg Config, log *slog.Logger, hooks Hooks) *Notifie
 		cfg.CheckTimeout = 5 * time.Second
 	}
 	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = 100 * time.Millisecond
+		cfg.MinBackoff = 250 * time.Millisecond
 	}
 	if cfg.MaxBackoff < cfg.MinBackoff {
-		cfg.MaxBackoff = 5 * time.Second
+		cfg.MaxBackoff = max(30*time.Second, cfg.MinBackoff)
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return &Notifier{pool: pool, cfg: cfg, log: log, hooks: hooks, ping: "iu_runner_ping_" + hex.EncodeToString(b[:])}
+	id := hex.EncodeToString(b[:])
+	return &Notifier{pool: pool, cfg: cfg, log: log, hooks: hooks, ping: "iu_runner_ping_" + id, drain: "iu_runner_drain_" + id,
+		retry: make(chan struct{}, 1)}
+}
+
+// RetryNow ends a reconnect wait at once: the service calls it when the database answers
+// again after an outage, so the listener does not sit out the rest of a backoff that grew
+// to MaxBackoff while the database was away. It does nothing while the listener is up.
+func (n *Notifier) RetryNow() {
+	select {
+	case n.retry <- struct{}{}:
+	default:
+	}
 }
 
 // Up reports whether the listener is connected and passed its last round trip.
@@ -113,12 +129,15 @@ func (n *Notifier) Run(ctx context.Context) {
 		n.setUp(false, err)
 		wait := jitter(backoff) // ±20%: runners that lost the server together do not reconnect in step
 		n.log.Debug("LISTEN reconnect scheduled", "in", wait.String(), "error", errString(err))
+		// A RetryNow that came while the last attempt was failing is kept, not dropped:
+		// at worst it costs one early attempt.
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 		case <-t.C:
+		case <-n.retry:
 		}
+		t.Stop()
 		backoff = min(backoff*2, n.cfg.MaxBackoff)
 	}
 	n.setUp(false, ctx.Err())
@@ -136,7 +155,7 @@ func (n *Notifier) session(ctx context.Context, reconnect bool) (connected bool,
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	for _, ch := range append([]string{n.ping}, n.cfg.Channels...) {
+	for _, ch := range append([]string{n.ping, n.drain}, n.cfg.Channels...) {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return false, fmt.Errorf("LISTEN %s: %w", ch, err)
 		}
@@ -169,14 +188,72 @@ func (n *Notifier) session(ctx context.Context, reconnect bool) (connected bool,
 			}
 			return true, fmt.Errorf("waiting for notifications: %w", err)
 		}
-		if nt.Channel == n.ping {
-			select {
-			case acks <- nt.Payload:
-			default:
-			}
+		switch nt.Channel {
+		case n.ping:
+			ack(acks, nt.Payload)
+			continue
+		case n.drain: // the marker of a drain that gave up waiting for it: nothing to do
 			continue
 		}
-		n.wake(SourceNotify)
+		more, err := n.drainBurst(sctx, conn, acks)
+		if err != nil {
+			if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
+				return true, cause
+			}
+			return true, err
+		}
+		if n.hooks.Notified != nil {
+			n.hooks.Notified(1 + more)
+		}
+		n.wake(SourceNotify) // one wake-up for the whole burst
+	}
+}
+
+// drainBurst reads every notification already queued behind the one just received, so a
+// burst becomes one wake-up instead of one per notification (each of which found the loop
+// idle again after a short pass: 20,000 NOTIFYs made 2,740 passes). It sends a marker on
+// its private drain channel through the LISTEN session itself, then reads up to the
+// marker. PostgreSQL delivers notifications in the order of its queue, and the marker
+// enters the queue after the notification that started the drain arrived, so everything
+// committed before it (a whole burst, however large) is read first: no timer, no guess.
+// It returns how many wake-up notifications it read; round-trip answers read meanwhile go
+// to the checker as usual. The drain costs one round trip on the listener per burst.
+func (n *Notifier) drainBurst(ctx context.Context, conn *pgx.Conn, acks chan<- string) (int, error) {
+	marker := strconv.FormatInt(n.marks.Add(1), 10)
+	dctx, cancel := context.WithTimeout(ctx, n.cfg.CheckTimeout)
+	defer cancel()
+	// One simple-protocol statement that starts with LISTEN (a no-op: the session listens
+	// there already), so the listener's last query in pg_stat_activity still reads
+	// LISTEN ... and `query LIKE 'LISTEN%'` keeps finding the session. The marker is a
+	// number and the channel our own identifier: nothing is interpolated from outside.
+	ch := pgx.Identifier{n.drain}.Sanitize()
+	if _, err := conn.Exec(dctx, "LISTEN "+ch+"; NOTIFY "+ch+", '"+marker+"'"); err != nil {
+		return 0, fmt.Errorf("draining a burst of notifications: sending the marker: %w", err)
+	}
+	more := 0
+	for {
+		nt, err := conn.WaitForNotification(dctx)
+		if err != nil {
+			return more, fmt.Errorf("draining a burst of notifications: waiting for the marker: %w", err)
+		}
+		switch {
+		case nt.Channel == n.ping:
+			ack(acks, nt.Payload)
+		case nt.Channel == n.drain:
+			if nt.Payload == marker {
+				return more, nil
+			}
+		default:
+			more++
+		}
+	}
+}
+
+// ack hands a round-trip answer to the checker (which waits for at most one).
+func ack(acks chan<- string, payload string) {
+	select {
+	case acks <- payload:
+	default:
 	}
 }
 

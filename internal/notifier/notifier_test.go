@@ -201,3 +201,78 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Rule: RetryNow ends a reconnect wait at once. After an outage the reconnect backoff may
+// have grown to its 30 s cap; when the service sees the database answer again it calls
+// RetryNow, and the listener is back without sitting out the rest of the wait.
+func TestRetryNowEndsTheReconnectWait(t *testing.T) {
+	db := pgtest.NewDB(t)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config.Apply(cfg.ConnConfig, 30*time.Second, 5*time.Second)
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var reconnects atomic.Int64
+	// a backoff far longer than the test: only RetryNow can bring the listener back in time
+	n := New(pool, Config{Channels: []string{"queue_wake_iu"}, MinBackoff: time.Hour, MaxBackoff: time.Hour},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks{Reconnect: func() { reconnects.Add(1) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "listener up", n.Up)
+	db.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	             WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)
+	eventually(t, "listener down", func() bool { return !n.Up() })
+	n.RetryNow()
+	eventually(t, "reconnected after RetryNow, inside an hour's backoff", func() bool { return n.Up() && reconnects.Load() == 1 })
+}
+
+// Rule: a burst of notifications is one wake-up: 5,000 NOTIFYs committed at once are all
+// read (the Notified hook counts 5,000) and wake the caller exactly once, because the
+// notifier drains what is queued behind the first one (up to its own marker) before it
+// wakes; a later notification is a wake-up of its own.
+func TestBurstIsOneWakeUp(t *testing.T) {
+	db := pgtest.NewDB(t)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config.Apply(cfg.ConnConfig, 30*time.Second, 5*time.Second)
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var wakes, notified atomic.Int64
+	n := New(pool, Config{Channels: []string{"queue_wake_iu"}},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks{
+			Wake: func(src string) {
+				if src == SourceNotify {
+					wakes.Add(1)
+				}
+			},
+			Notified: func(k int) { notified.Add(int64(k)) },
+		})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "listener up", n.Up)
+
+	const burst = 5000
+	db.Exec(t, `SELECT pg_notify('queue_wake_iu', 'flood ' || g) FROM generate_series(1, $1) g`, burst)
+	eventually(t, "the whole burst read", func() bool { return notified.Load() == burst })
+	if w := wakes.Load(); w != 1 {
+		t.Fatalf("a burst of %d notifications woke the caller %d times, want once", burst, w)
+	}
+	db.Exec(t, `SELECT pg_notify('queue_wake_iu', 'later')`)
+	eventually(t, "a later notification wakes again", func() bool { return wakes.Load() == 2 && notified.Load() == burst+1 })
+}

@@ -31,6 +31,8 @@ type Server struct {
 
 	stop    func(context.Context) error
 	restart func(context.Context) error // nil unless Kind == KindLocal
+	halt    func(context.Context) error // nil unless Kind == KindLocal
+	resume  func(context.Context) error // nil unless Kind == KindLocal
 }
 
 // Stop stops what Start started (nothing for KindEnv).
@@ -50,6 +52,24 @@ func (s *Server) Restart(ctx context.Context) error {
 		return fmt.Errorf("pgserver: restart is only supported for a %s server, this one is %s", KindLocal, s.Kind)
 	}
 	return s.restart(ctx)
+}
+
+// Halt stops a local server (fast shutdown) and keeps its data: clients see the database
+// go away (their connections end, new ones are refused) until Resume starts it again. For
+// tests of what a client does during an outage.
+func (s *Server) Halt(ctx context.Context) error {
+	if s.halt == nil {
+		return fmt.Errorf("pgserver: halt is only supported for a %s server, this one is %s", KindLocal, s.Kind)
+	}
+	return s.halt(ctx)
+}
+
+// Resume starts a server that Halt stopped.
+func (s *Server) Resume(ctx context.Context) error {
+	if s.resume == nil {
+		return fmt.Errorf("pgserver: resume is only supported for a %s server, this one is %s", KindLocal, s.Kind)
+	}
+	return s.resume(ctx)
 }
 
 // DBURL returns AdminURL pointed at another database.
@@ -223,6 +243,8 @@ func StartLocalWith(ctx context.Context, bindir string, lo LocalOptions) (*Serve
 			}
 			return start(ctx)
 		},
+		halt:   func(ctx context.Context) error { return stop(ctx, "fast") },
+		resume: start,
 	}, nil
 }
 

@@ -24,7 +24,7 @@
 //	          │ route_worker_│                                                        │
 //	          │ run          │                                                        │
 //	          └──────┬───────┘                                                        │
-//	                 │ caught up / gated / busy / error (error → retry 200ms…poll±20%)│
+//	                 │ caught up / gated / busy / error (error → retry 250ms…30s ±20%)│
 //	                 ▼                                                                │
 //	          ┌──────────────┐ heartbeat fn_queue_heartbeat_tick (≤ every min(poll,10s))│
 //	          │ HOUSEKEEPING │ stale-check + v_queue_health gauges (--stale-check-    │
@@ -42,6 +42,11 @@
 //	                 │         second SIGINT/SIGTERM ends the process at once
 //	                 ▼
 //	              STOPPED (exit 0)
+//
+// Wake-ups coalesce: one pending wake-up is enough, so any number of them arriving while
+// a pass runs costs one more pass, and the notifier turns a burst of NOTIFYs into one
+// wake-up (it drains the burst first; see package notifier). iu_runner_notifications_total
+// against iu_runner_wakeups_total{source="notify"} shows the coalescing.
 //
 // A pass serves the workers round-robin (tick.RoundRobin): one batch of each in turn, so a
 // worker with a long backlog never starves the others. A pass is bounded (--pass-budget):
@@ -66,12 +71,28 @@
 //
 // Every database call is its own transaction, bounded by a client-side deadline (the call
 // timeout: statement timeout + 5s), so a half-open connection fails the call instead of
-// hanging the loop. A failed call (the server restarted, a backend was terminated, a
-// statement timed out) is counted in iu_runner_db_errors_total, logged, and retried after
-// a short backoff (200ms doubling, capped at the poll interval, each wait ±20%);
-// the pool replaces broken connections on its own, the notifier re-LISTENs on its own and
-// its reconnection is itself a wake-up. NOTIFY is only a hint: a missed one delays work
-// by at most one poll interval (hybrid) and never loses it.
+// hanging the loop. A failed pass is counted in iu_runner_db_errors_total and retried on
+// an exponential backoff: 250ms, doubling to 30s, each wait spread ±20% so a fleet that
+// lost the database together does not retry in step (Config.RetryMin, RetryMax). While a
+// retry is pending the poll does not start passes of its own (a wake-up still does: the
+// listener's reconnection means the database is back).
+//
+// A failure that says the database did not answer (Unavailable: no connection, a broken or
+// timed-out one, a server shutting down, starting up or full) opens an outage. During an
+// outage the loop calls the database only on the retry backoff (the pass, then the
+// heartbeat when due, which reports the failing passes if it gets through); the
+// stale-check, the health gauges, the reaper and partition maintenance wait for the
+// database. The log carries the first failure in full, then at most one summary line per
+// backoff step ("database still unreachable", with failures and suppressed: how many
+// failures it did not log; /readyz's failures included), and one INFO line when a call
+// succeeds again ("database reachable again", with the outage's length and its failure
+// count); the listener is then told to reconnect at once instead of sitting out its own
+// backoff. An error the server answered with (a SQL error, a statement timeout) is no
+// outage: it is logged as it comes ("pass failed; retrying", "database call failed"), still
+// on the retry backoff. The pool replaces broken connections on its own, the notifier
+// re-LISTENs on its own (250ms doubling to 30s) and its reconnection is itself a wake-up.
+// NOTIFY is only a hint: a missed one delays work by at most one poll interval (hybrid)
+// and never loses it.
 //
 // # Endpoints
 //
@@ -81,5 +102,11 @@
 //	          --stale-check-interval); 503 when it has stalled or stopped
 //	/readyz   200 when the database answers SELECT 1 within 2s; 503 when it does not, and
 //	          from the stop signal on (draining). The body is a short status; the database
-//	          error itself is logged, never sent to the client.
+//	          error itself is logged, never sent to the client. Concurrent requests share
+//	          one ping and a result answers for a second, so /readyz never holds more than
+//	          one of the pool's connections, however often it is asked.
+//
+// The port is open to whoever can reach it, so every phase of a connection is bounded
+// (HTTPLimits: headers 5s, the whole request 10s, the response 10s, keep-alive idle 30s)
+// and at most 64 connections are served at once; more wait in the kernel's accept queue.
 package service

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iu-core/event-worker/internal/metrics"
 )
@@ -49,11 +50,20 @@ func TestReadyzHidesTheDatabaseErrorAndLogsIt(t *testing.T) {
 	}
 }
 
-// Rule: the HTTP server bounds header reads and idle keep-alive connections.
+// Rule: the HTTP server bounds every phase of a connection by default: header reads, the
+// whole request, the response and idle keep-alive connections, and caps the connections.
 func TestHTTPServerHasTimeouts(t *testing.T) {
 	s := New(cfg(), &fakeDB{}, nil, quiet(), metrics.New())
 	srv := s.httpServer()
-	if srv.ReadHeaderTimeout <= 0 || srv.IdleTimeout <= 0 {
-		t.Fatalf("ReadHeaderTimeout %v, IdleTimeout %v: both must be set", srv.ReadHeaderTimeout, srv.IdleTimeout)
+	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 {
+		t.Fatalf("ReadHeaderTimeout %v, ReadTimeout %v, WriteTimeout %v, IdleTimeout %v: all must be set",
+			srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout)
+	}
+	// /readyz may wait 2 s for the database: the response deadline must leave it that long
+	if srv.WriteTimeout <= 2*time.Second {
+		t.Fatalf("WriteTimeout %v cuts off a /readyz that waits its full 2s for the database", srv.WriteTimeout)
+	}
+	if s.cfg.HTTP.MaxConns <= 0 {
+		t.Fatalf("no connection cap (MaxConns %d)", s.cfg.HTTP.MaxConns)
 	}
 }

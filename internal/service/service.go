@@ -66,7 +66,20 @@ type Config struct {
 	ExecutorID   string
 	ExecutorKind string
 	HTTPAddr     string
+	// HTTP bounds the metrics port's connections (zero fields: DefaultHTTPLimits).
+	HTTP HTTPLimits
+	// RetryMin and RetryMax bound the backoff after a failed pass (zero: DefaultRetryMin
+	// and DefaultRetryMax): the first retry waits RetryMin, each further one twice as long
+	// up to RetryMax, each wait spread ±20%.
+	RetryMin, RetryMax time.Duration
 }
+
+// The retry backoff after a failed pass: 250 ms doubling to 30 s. During an outage that is
+// 8 attempts in the first 30 s and then two a minute, instead of one per poll interval.
+const (
+	DefaultRetryMin = 250 * time.Millisecond
+	DefaultRetryMax = 30 * time.Second
+)
 
 // Service is one running loop. Build it with New, wire the notifier's hooks to Wake and
 // ListenerChanged, then call Run.
@@ -83,6 +96,9 @@ type Service struct {
 	draining atomic.Bool
 	stopped  atomic.Bool
 	addr     atomic.Value // string: the bound HTTP address
+	http     atomic.Pointer[limitListener]
+	out      *outage // the database outage in progress, if any (loop and /readyz)
+	ready    readiness
 
 	// loop goroutine only
 	cadenceWarned bool
@@ -102,8 +118,15 @@ func New(cfg Config, db DB, listener Listener, log *slog.Logger, m *metrics.Metr
 	if cfg.PassBudget <= 0 {
 		cfg.PassBudget = 10 * time.Second
 	}
+	cfg.HTTP = cfg.HTTP.withDefaults()
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = DefaultRetryMin
+	}
+	if cfg.RetryMax < cfg.RetryMin {
+		cfg.RetryMax = max(DefaultRetryMax, cfg.RetryMin)
+	}
 	return &Service{cfg: cfg, db: db, listener: listener, log: log, m: m,
-		wake: make(chan string, 1), kick: make(chan struct{}, 1)}
+		wake: make(chan string, 1), kick: make(chan struct{}, 1), out: newOutage(log, cfg.RetryMin, cfg.RetryMax)}
 }
 
 // Wake asks for a pass (the notifier's Wake hook).
@@ -133,10 +156,12 @@ func (s *Service) Addr() string { a, _ := s.addr.Load().(string); return a }
 // Run serves HTTP and loops until ctx is cancelled, then drains and returns. The error is
 // non-nil only when the service could not start (e.g. the HTTP address is taken).
 func (s *Service) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	tcp, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listening on --http-addr %s: %w", s.cfg.HTTPAddr, err)
 	}
+	ln := newLimitListener(tcp, s.cfg.HTTP.MaxConns)
+	s.http.Store(ln)
 	s.addr.Store(ln.Addr().String())
 	srv := s.httpServer()
 	var wg sync.WaitGroup
@@ -206,41 +231,62 @@ func (s *Service) loop(stop, work context.Context) {
 	source := SourceStartup
 	for {
 		s.alive.Store(time.Now().UnixNano())
+		afterPass := false
 		if source != sourceHousekeep {
+			afterPass = true
 			s.m.Wakeups.WithLabelValues(source).Inc()
 			more, err := s.pass(stop, work)
 			if err != nil && stop.Err() == nil {
-				retry = min(max(2*retry, 200*time.Millisecond), s.cfg.PollInterval)
+				retry = min(max(2*retry, s.cfg.RetryMin), s.cfg.RetryMax)
 				in := Jitter(retry, 5) // ±20%: a fleet that failed together does not retry in step
 				retryAt = time.Now().Add(in)
 				s.lastErr = err
 				s.failedPasses++
-				s.log.Warn("pass failed; retrying", "in", in.String(), "error", err)
+				if Unavailable(err) {
+					s.out.failed("worker_run", err, "retry_in", in.String())
+				} else {
+					s.databaseAnswered()
+					s.log.Warn("pass failed; retrying", "in", in.String(), "error", err)
+				}
 			} else {
 				retry, retryAt = 0, time.Time{}
 				if err == nil {
 					s.lastErr, s.failedPasses = nil, 0
+					s.databaseAnswered()
 				}
 			}
 			nextPoll = time.Now().Add(s.jitter(s.cfg.PollInterval))
 			if more && err == nil && stop.Err() == nil {
 				source = SourceFullBatch // pass budget spent with work left: go on at once
-				s.housekeeping(work, &nextStale, &nextReap)
+				s.housekeeping(work, true, &nextStale, &nextReap)
 				continue
 			}
 		}
 		if stop.Err() != nil {
 			return
 		}
-		s.housekeeping(work, &nextStale, &nextReap)
+		s.housekeeping(work, afterPass, &nextStale, &nextReap)
 
-		pollActive := s.cfg.Mode != ModeNotify || s.listener == nil || !s.listener.Up()
-		deadline := minTime(nextStale, nextReap)
-		if pollActive {
-			deadline = minTime(deadline, nextPoll)
+		// While the database is unreachable, only the retry timer (and a wake-up, such as
+		// the listener's reconnection) starts database work: the poll and the housekeeping
+		// timers would only add attempts and log lines to the backoff.
+		outage := s.out.active()
+		if outage && retryAt.IsZero() { // opened by the heartbeat or /readyz: find out on the backoff
+			retry = max(retry, s.cfg.RetryMin)
+			retryAt = time.Now().Add(Jitter(retry, 5))
 		}
-		if !retryAt.IsZero() {
-			deadline = minTime(deadline, retryAt)
+		pollActive := retryAt.IsZero() && (s.cfg.Mode != ModeNotify || s.listener == nil || !s.listener.Up())
+		var deadline time.Time
+		switch {
+		case outage:
+			deadline = retryAt
+		case !retryAt.IsZero(): // a pass failed, but the database answers: housekeeping keeps its cadence
+			deadline = minTime(retryAt, minTime(nextStale, nextReap))
+		default:
+			deadline = minTime(nextStale, nextReap)
+			if pollActive {
+				deadline = minTime(deadline, nextPoll)
+			}
 		}
 		t := time.NewTimer(time.Until(deadline))
 		select {
@@ -257,13 +303,24 @@ func (s *Service) loop(stop, work context.Context) {
 				source = SourceRetry
 			case pollActive && !n.Before(nextPoll):
 				source = SourcePoll
-			case s.cfg.Mode == ModeNotify && !n.Before(nextStale):
+			case retryAt.IsZero() && s.cfg.Mode == ModeNotify && !n.Before(nextStale):
 				source = SourcePoll // notify mode's safety pass: a lost NOTIFY waits one stale-check at most
 			default:
 				source = sourceHousekeep
 			}
 		}
 		t.Stop()
+	}
+}
+
+// databaseAnswered closes an outage, if one is open: the INFO line with its length, and
+// the listener, if it is still waiting out its own reconnect backoff, is told to try now.
+func (s *Service) databaseAnswered() {
+	if !s.out.recovered() || s.listener == nil || s.listener.Up() {
+		return
+	}
+	if r, ok := s.listener.(interface{ RetryNow() }); ok {
+		r.RetryNow()
 	}
 }
 
@@ -358,8 +415,13 @@ func (s *Service) beatStatus() string {
 const maxErrLen = 200
 
 // housekeeping beats the heartbeat (at most every BeatInterval) and runs the stale-check,
-// the health gauges and the lease reaper when they are due.
-func (s *Service) housekeeping(ctx context.Context, nextStale, nextReap *time.Time) {
+// the health gauges and the lease reaper when they are due. During an outage only the
+// heartbeat is tried, and only right after a pass (so on the retry backoff): it reports the
+// failing passes if the database lets it; the rest waits until the database answers.
+func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, nextReap *time.Time) {
+	if s.out.active() && !afterPass {
+		return
+	}
 	if s.cfg.ExecutorID != "" && (s.lastBeat.IsZero() || time.Since(s.lastBeat) >= s.BeatInterval()) {
 		s.lastBeat = time.Now()
 		// keys must pass the payload-hygiene check (no body, content, raw, token, ...)
@@ -378,7 +440,12 @@ func (s *Service) housekeeping(ctx context.Context, nextStale, nextReap *time.Ti
 		}
 		if _, err := s.db.Heartbeat(ctx, s.cfg.ExecutorID, s.cfg.ExecutorKind, s.beatStatus(), md); err != nil {
 			s.dbError("heartbeat", err)
+		} else {
+			s.databaseAnswered()
 		}
+	}
+	if s.out.active() {
+		return
 	}
 	now := time.Now()
 	if !now.Before(*nextStale) {
@@ -388,23 +455,25 @@ func (s *Service) housekeeping(ctx context.Context, nextStale, nextReap *time.Ti
 		} else {
 			s.log.Debug("stale-check", "result", res.Raw)
 		}
-		if p, ok := s.db.(tick.Partitioner); ok {
+		if p, ok := s.db.(tick.Partitioner); ok && !s.out.active() {
 			if res, err := p.MaintainPartitions(ctx); err != nil {
 				s.dbError("partitions", err)
 			} else {
 				s.logMaintenance(res)
 			}
 		}
-		s.refreshHealth(ctx)
+		if !s.out.active() {
+			s.refreshHealth(ctx)
+		}
 	}
-	if !now.Before(*nextReap) {
+	if !now.Before(*nextReap) && !s.out.active() {
 		*nextReap = now.Add(s.cfg.ReapInterval)
 		if res, err := s.db.ReapLeases(ctx); err != nil {
 			s.dbError("reap", err)
 		} else {
 			s.log.Debug("lease reaper", "result", res.Raw)
 		}
-		if p, ok := s.db.(tick.Pruner); ok {
+		if p, ok := s.db.(tick.Pruner); ok && !s.out.active() {
 			if raw, err := p.PruneJobs(ctx); err != nil {
 				s.dbError("prune", err)
 			} else {
@@ -414,11 +483,18 @@ func (s *Service) housekeeping(ctx context.Context, nextStale, nextReap *time.Ti
 	}
 }
 
+// dbError counts a failed housekeeping call and logs it: through the outage (first
+// failure, then summaries) when the database is unreachable, at once otherwise.
 func (s *Service) dbError(op string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
 	s.m.DBErrors.WithLabelValues(op).Inc()
+	if Unavailable(err) {
+		s.out.failed(op, err)
+		return
+	}
+	s.databaseAnswered()
 	s.log.Warn("database call failed", "op", op, "error", err)
 }
 
@@ -485,10 +561,15 @@ func CadenceTooLong(interval time.Duration, smallestThresholdSeconds float64) bo
 }
 
 // httpServer is the server of /metrics, /healthz and /readyz. The port is open to whoever
-// can reach it: header reads and idle keep-alive connections are bounded, so a stranger
-// cannot hold connections open for free.
+// can reach it, so every phase of a connection is bounded: the headers, the whole request
+// (a body trickled a byte at a time is cut off, including the discard of a body the GET
+// handlers never read), the response and the keep-alive wait; the listener caps how many
+// connections are served at once (Run), so a flood waits in the kernel's queue instead of
+// costing the runner goroutines and the file descriptors its database pool needs.
 func (s *Service) httpServer() *http.Server {
-	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second}
+	l := s.cfg.HTTP
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout,
+		WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout, MaxHeaderBytes: 16 << 10}
 }
 
 // Handler serves /metrics, /healthz and /readyz.
@@ -507,18 +588,26 @@ func (s *Service) Handler() http.Handler {
 			http.Error(w, "draining: stop signal received", http.StatusServiceUnavailable)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout+time.Second)
 		defer cancel()
-		if err := s.db.Ping(ctx); err != nil {
-			// The reason (user, host, authentication failure...) goes to the log only: the
-			// port tells a stranger nothing about the database.
-			s.log.Warn("readyz: database unreachable", "error", err)
+		if err := s.ready.check(ctx, s.db.Ping, s.readyFailed); err != nil {
 			http.Error(w, "not ready: database unreachable", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok: database reachable")
 	})
 	return mux
+}
+
+// readyFailed logs a failed /readyz ping. The reason (user, host, authentication
+// failure...) goes to the log only: the port tells a stranger nothing about the database.
+// During an outage it is one more failure of the outage's summary, not a line per probe.
+func (s *Service) readyFailed(err error) {
+	if Unavailable(err) {
+		s.out.failed("readyz", err)
+		return
+	}
+	s.log.Warn("readyz: database unreachable", "error", err)
 }
 
 // aliveErr says why the loop is not alive (nil when it is). The loop reports progress at
@@ -536,6 +625,8 @@ func (s *Service) aliveErr() error {
 		call = 60 * time.Second
 	}
 	window := 2*s.cfg.StaleCheckInterval + s.cfg.PassBudget + call + 10*time.Second
+	// during an outage the loop goes round once per retry, up to RetryMax (+20% jitter)
+	window = max(window, s.cfg.RetryMax*6/5+call+10*time.Second)
 	if age := time.Since(time.Unix(0, last)); age > window {
 		return fmt.Errorf("loop stalled: no progress for %s (limit %s)", age.Round(time.Second), window)
 	}

@@ -261,7 +261,8 @@ func TestHeartbeatCadenceAndStatus(t *testing.T) {
 	// status: a failing pass is warn with the error, three in a row error, then ok
 	db = &fakeDB{}
 	c = cfg()
-	c.PollInterval = 20 * time.Millisecond // beats at most every 20ms; retries 16..24ms apart
+	c.PollInterval = 20 * time.Millisecond // beats at most every 20ms
+	c.RetryMin, c.RetryMax = 10*time.Millisecond, 20*time.Millisecond
 	s = New(c, db, nil, quiet(), metrics.New())
 	db.fail.Store(6)
 	ctx, cancel = context.WithCancel(context.Background())
