@@ -9,6 +9,8 @@
 --
 --   rows         psql variable, or the setting fixture.rows: how many event_outbox rows
 --                (default 93001, the seed's "93k+ rows"; at least 1000)
+--   outbox_ddl   psql variable, optional: a file with another CREATE TABLE event_outbox
+--                (the base variants, variants/base_*.sql)
 --   fixture.now  optional setting: the moment the snapshot of production is taken
 --                (default now(), truncated to the minute). Every age below is relative to it,
 --                so heartbeats and the cursor are as stale as the seeds say on any day.
@@ -138,7 +140,12 @@ CREATE TABLE event_type_registry (
 -- seeds check the top level only").
 -- No txid column: the first generation keyed its consumer on (created_at, id).
 -- The PRIMARY KEY and the indexes are built after the bulk load below (same end state).
+-- A base variant (variants/base_*.sql, psql -v outbox_ddl=FILE) replaces this one statement
+-- with its own CREATE TABLE event_outbox (another column order, a dropped column...).
 -- ---------------------------------------------------------------------------------------
+\if :{?outbox_ddl}
+\i :outbox_ddl
+\else
 CREATE TABLE event_outbox (
     id                  uuid        NOT NULL DEFAULT gen_random_uuid(),
     event_domain        text        NOT NULL,
@@ -156,6 +163,7 @@ CREATE TABLE event_outbox (
     CONSTRAINT event_outbox_safe_payload_hygiene CHECK (
         NOT safe_payload ?| ARRAY['body','content','raw','vector','embedding','secret','token','password','ssn','personal_data'])
 );
+\endif
 
 COMMENT ON TABLE event_outbox IS 'Shared append-only event log (iu-core). No delivery state: consumers track their own position.';
 
