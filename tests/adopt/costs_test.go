@@ -42,7 +42,7 @@ var costCases = []costCase{
 	{name: "  then SET DEFAULT pg_current_xact_id()",
 		setup: []string{`ALTER TABLE event_outbox ADD COLUMN txid xid8 NOT NULL DEFAULT '1'`},
 		step:  `ALTER TABLE event_outbox ALTER COLUMN txid SET DEFAULT pg_current_xact_id()`},
-	{name: "ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id() (volatile)",
+	{name: "ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id() (STABLE: evaluated once)",
 		step: `ALTER TABLE event_outbox ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id()`},
 	{name: "ADD COLUMN uuid DEFAULT gen_random_uuid() (volatile)", step: `ALTER TABLE event_outbox ADD COLUMN trace_id uuid DEFAULT gen_random_uuid()`},
 	{name: "ADD COLUMN of a domain without constraints, DEFAULT '1'",
@@ -73,6 +73,22 @@ var costCases = []costCase{
 			`CREATE DOMAIN x_severity AS text`, `CREATE DOMAIN x_payload AS jsonb`},
 		step: `DROP FUNCTION fn_iu_route_worker_health(text);
 		       DROP VIEW v_iu_route_worker_status, v_event_outbox_daily;
+		       ALTER TABLE event_outbox ALTER COLUMN event_domain TYPE x_name, ALTER COLUMN event_stream TYPE x_name,
+		             ALTER COLUMN event_type TYPE x_type, ALTER COLUMN delivery_lane TYPE x_lane,
+		             ALTER COLUMN event_severity TYPE x_severity, ALTER COLUMN safe_payload TYPE x_payload;
+		       CREATE VIEW v_event_outbox_daily AS SELECT date_trunc('day', e.created_at) AS day, e.event_domain, e.event_type,
+		              e.event_severity, count(*) AS events, max(e.created_at) AS last_created_at FROM event_outbox e GROUP BY 1, 2, 3, 4;
+		       ALTER DOMAIN x_name ADD CONSTRAINT x_name_ck CHECK (VALUE <> '') NOT VALID;
+		       ALTER DOMAIN x_lane ADD CONSTRAINT x_lane_ck CHECK (VALUE IN ('immediate', 'standard', 'batch')) NOT VALID;
+		       ALTER DOMAIN x_severity ADD CONSTRAINT x_sev_ck CHECK (VALUE IN ('debug', 'info', 'warning', 'critical')) NOT VALID;
+		       ALTER DOMAIN x_payload ADD CONSTRAINT x_payload_ck CHECK (jsonb_typeof(VALUE) = 'object') NOT VALID`},
+	{name: "adoption's column step with the legacy CHECKs dropped first (the domain rules replace them)",
+		setup: []string{`CREATE DOMAIN x_name AS text`, `CREATE DOMAIN x_type AS x_name`, `CREATE DOMAIN x_lane AS text`,
+			`CREATE DOMAIN x_severity AS text`, `CREATE DOMAIN x_payload AS jsonb`},
+		step: `DROP FUNCTION fn_iu_route_worker_health(text);
+		       DROP VIEW v_iu_route_worker_status, v_event_outbox_daily;
+		       ALTER TABLE event_outbox DROP CONSTRAINT event_outbox_delivery_lane_check,
+		             DROP CONSTRAINT event_outbox_event_severity_check, DROP CONSTRAINT event_outbox_safe_payload_hygiene;
 		       ALTER TABLE event_outbox ALTER COLUMN event_domain TYPE x_name, ALTER COLUMN event_stream TYPE x_name,
 		             ALTER COLUMN event_type TYPE x_type, ALTER COLUMN delivery_lane TYPE x_lane,
 		             ALTER COLUMN event_severity TYPE x_severity, ALTER COLUMN safe_payload TYPE x_payload;
