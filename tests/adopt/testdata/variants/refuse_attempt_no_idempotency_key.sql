@@ -1,0 +1,13 @@
+-- variant: refuse_attempt_no_idempotency_key
+-- models:  an iu_route_attempt from before its idempotency key: the "migration 002" table
+--          of a database where the key column (and so UNIQUE (idempotency_key, attempt_no))
+--          was never added; its audit rows say which event and status, nothing more.
+-- adoption: REFUSE.
+-- why:     the route-worker seed reuses iu_route_attempt "unchanged" because "it already has
+--          ... idempotency_key, UNIQUE (idempotency_key, attempt_no)": that key is the
+--          second idempotency layer (spec §4.2: "even after a cursor reset no duplicate
+--          attempt is written"). Without it the existing audit rows cannot be tied to a
+--          worker and a route (the key is iu_wrk:{worker}:{route}:{event_id}) except by
+--          guessing, and a re-scan would write duplicates. Refuse, naming the missing column.
+-- check:   SELECT NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'iu_route_attempt'::regclass AND attname = 'idempotency_key' AND NOT attisdropped)
+ALTER TABLE iu_route_attempt DROP COLUMN idempotency_key;
