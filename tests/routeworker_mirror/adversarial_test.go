@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/iu-core/event-worker/internal/decision"
+	"github.com/iu-core/event-worker/tests/routeworker_mirror/decision"
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
@@ -62,7 +62,7 @@ func sqlRefused(ctx context.Context, t *testing.T, db *pgtest.DB, code, stmt str
 
 // The decision contract has one authority in SQL (fn_iu_route_decide, fn_iu_route_idempotency_key,
 // the name rules of register/run and the route_key CHECK) and one mirror in Go
-// (internal/decision). On adversarial inputs they agree: every worker name the SQL refuses
+// (tests/routeworker_mirror/decision). On adversarial inputs they agree: every worker name the SQL refuses
 // (22023) Go refuses too and vice versa; every route key the iu_outbound_route CHECK refuses
 // (23514) Go refuses too and vice versa; for every accepted worker and route key, and every
 // route state (absent = NULL route fields, disabled, dry-run, live), the SQL decision and key

@@ -1,5 +1,5 @@
 // Package routeworkermirror drives the SQL route worker (fn_iu_route_worker_run) and the
-// pure Go mirror of its decision contract (internal/decision) with the same generated
+// pure Go mirror of its decision contract (tests/routeworker_mirror/decision) with the same generated
 // cases and requires the same answers.
 package routeworkermirror
 

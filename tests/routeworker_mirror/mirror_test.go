@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iu-core/event-worker/internal/decision"
+	"github.com/iu-core/event-worker/tests/routeworker_mirror/decision"
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
