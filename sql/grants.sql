@@ -68,7 +68,7 @@ GRANT SELECT ON public.v_queue_health                                           
 
 -- Internals that views call. A view checks EXECUTE on what it calls against its reader, and
 -- an inlined SQL function needs it too; the reader still cannot name them (no USAGE on iu_core).
-GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid)  TO workflow_admin;
+GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window)                        TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor)        TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text)                                  TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds()                                      TO workflow_admin;

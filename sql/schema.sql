@@ -40,6 +40,17 @@ CREATE TYPE iu_core.iu_route_run_tally AS (
 );
 
 --
+-- Name: iu_route_window; Type: TYPE; Schema: iu_core; Owner: -
+--
+
+CREATE TYPE iu_core.iu_route_window AS (
+	done_snapshot pg_snapshot,
+	window_snapshot pg_snapshot,
+	after_txid xid8,
+	after_id uuid
+);
+
+--
 -- Name: iu_delivery_lane; Type: DOMAIN; Schema: public; Owner: -
 --
 
@@ -972,10 +983,10 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_beat_due(p_worker_name text, p_reason
 $$;
 
 --
--- Name: fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: iu_core; Owner: -
+-- Name: fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS TABLE(id uuid, txid xid8, event_type text, event_stream text, created_at timestamp with time zone)
+CREATE FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer) RETURNS TABLE(id uuid, txid xid8, event_type text, event_stream text, created_at timestamp with time zone)
     LANGUAGE sql STABLE
     AS $$
     -- ---------------------------------------------------------------------------------------
@@ -994,19 +1005,19 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_done pg_
             -- (a) transactions in progress when done was taken, completed by the window:
             --     one probe per such xid, on (event_domain, txid = x, id >= ...)
             (SELECT e.id, e.txid, e.event_type, e.event_stream, e.created_at
-               FROM pg_snapshot_xip(coalesce(p_done, '1:1:'::pg_snapshot)) AS x(xip_txid)
+               FROM pg_snapshot_xip(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) AS x(xip_txid)
               CROSS JOIN LATERAL (
                     SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
                       FROM public.event_outbox o
                      WHERE o.event_domain = p_event_domain
                        AND o.txid = x.xip_txid
-                       AND o.id >= CASE WHEN x.xip_txid = p_after_txid THEN p_after_id
+                       AND o.id >= CASE WHEN x.xip_txid = (p_pos).after_txid THEN (p_pos).after_id
                                         ELSE '00000000-0000-0000-0000-000000000000'::uuid END
-                       AND (x.xip_txid, o.id) IS DISTINCT FROM (p_after_txid, p_after_id)
+                       AND (x.xip_txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
                      ORDER BY o.id
                      LIMIT p_limit) e
-              WHERE pg_visible_in_snapshot(x.xip_txid, p_window)
-                AND (p_after_txid IS NULL OR x.xip_txid >= p_after_txid)
+              WHERE pg_visible_in_snapshot(x.xip_txid, (p_pos).window_snapshot)
+                AND ((p_pos).after_txid IS NULL OR x.xip_txid >= (p_pos).after_txid)
               ORDER BY e.txid, e.id
               LIMIT p_limit)
             UNION ALL
@@ -1016,15 +1027,15 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_done pg_
                FROM public.event_outbox o
               WHERE o.event_domain = p_event_domain
                 AND (o.txid, o.id) >= (
-                        CASE WHEN p_after_txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-                             THEN p_after_txid
-                             ELSE pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot)) END,
-                        CASE WHEN p_after_txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-                             THEN p_after_id
+                        CASE WHEN (p_pos).after_txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                             THEN (p_pos).after_txid
+                             ELSE pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) END,
+                        CASE WHEN (p_pos).after_txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                             THEN (p_pos).after_id
                              ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
-                AND o.txid < pg_snapshot_xmax(p_window)
-                AND (o.txid, o.id) IS DISTINCT FROM (p_after_txid, p_after_id)
-                AND pg_visible_in_snapshot(o.txid, p_window)
+                AND o.txid < pg_snapshot_xmax((p_pos).window_snapshot)
+                AND (o.txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
+                AND pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
               ORDER BY o.txid, o.id
               LIMIT p_limit)
            ) u
@@ -1033,10 +1044,10 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_done pg_
 $$;
 
 --
--- Name: FUNCTION fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: COMMENT; Schema: iu_core; Owner: -
+-- Name: FUNCTION fn_iu_route_worker_claim(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer); Type: COMMENT; Schema: iu_core; Owner: -
 --
 
-COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) IS 'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';
+COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer) IS 'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';
 
 --
 -- Name: iu_route_worker_cursor; Type: TABLE; Schema: public; Owner: -
@@ -1162,10 +1173,10 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: iu_core; Owner: -
+-- Name: fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION iu_core.fn_iu_route_worker_decide_each(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS iu_core.iu_route_run_tally
+CREATE FUNCTION iu_core.fn_iu_route_worker_decide_each(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer) RETURNS iu_core.iu_route_run_tally
     LANGUAGE plpgsql
     AS $$
     -- ---------------------------------------------------------------------------------------
@@ -1184,7 +1195,7 @@ DECLARE
 BEGIN
     t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
     FOR e IN
-        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
+        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit) p
          ORDER BY p.txid, p.id
     LOOP
         t.claimed := t.claimed + 1;
@@ -1222,17 +1233,17 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
+-- Name: fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION iu_core.fn_iu_route_worker_decide_page(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean) RETURNS iu_core.iu_route_run_tally
+CREATE FUNCTION iu_core.fn_iu_route_worker_decide_page(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_guarded boolean) RETURNS iu_core.iu_route_run_tally
     LANGUAGE plpgsql
     AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_decide_page: claim, decide and audit one page in ONE statement.
     --   p_tally        the run's tally, returned with this page added
     --   p_worker_name, p_event_domain   the worker and the domain its cursor consumes
-    --   p_done, p_window, p_after_txid, p_after_id, p_limit   the window and the keyset position
+    --   p_pos, p_limit   the window and the keyset position
     --   p_guarded      false: the plain INSERT (the common case: nothing of the page was ever
     --                  attempted); true: INSERT ... ON CONFLICT DO NOTHING (a re-scan)
     -- Writes one iu_route_attempt per event decided skipped / disabled / dry_run; events bound
@@ -1264,7 +1275,7 @@ BEGIN
         -- Every non-deliver event of the page is written (or the statement raises), so the
         -- counts are the page's decisions, read in the same pass as the deliver list.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
         ), ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
             SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
@@ -1291,7 +1302,7 @@ BEGIN
     ELSE
         -- A re-scan: existing keys are skipped and counted as already attempted.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
         ), ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
             SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
@@ -1689,10 +1700,10 @@ END;
 $$;
 
 --
--- Name: fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, xid8, uuid, integer); Type: FUNCTION; Schema: iu_core; Owner: -
+-- Name: fn_iu_route_worker_page(text, iu_core.iu_route_window, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION iu_core.fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) RETURNS TABLE(id uuid, txid xid8, created_at timestamp with time zone, route_key text, route_kind text, decision text)
+CREATE FUNCTION iu_core.fn_iu_route_worker_page(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer) RETURNS TABLE(id uuid, txid xid8, created_at timestamp with time zone, route_key text, route_kind text, decision text)
     LANGUAGE sql STABLE
     AS $$
     -- ---------------------------------------------------------------------------------------
@@ -1703,7 +1714,7 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_page(p_event_domain text, p_done pg_s
     -- ---------------------------------------------------------------------------------------
     SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
            iu_core.fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run)
-      FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
+      FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_pos, p_limit) p
       LEFT JOIN public.iu_outbound_route rt
              ON rt.event_domain = p_event_domain
             AND rt.event_type = p.event_type
@@ -1741,11 +1752,10 @@ DECLARE
     v_reason       text;
     v_problem      text;
     v_foreign      boolean;
-    v_done         pg_snapshot;
+    -- The position: done, the open window and the keyset inside it, one value passed to
+    -- the claim and the page functions.
+    v_pos          iu_core.iu_route_window;
     v_done_moved   boolean := false;
-    v_window       pg_snapshot;
-    v_after_txid   xid8;
-    v_after_id     uuid;
     v_opened_here  boolean := false;
     v_before       integer;
     v_page         integer;
@@ -1807,25 +1817,22 @@ BEGIN
                   HINT = 'Re-stamp them: SELECT fn_iu_event_outbox_rebase_foreign_txids(); they are routed as one new window (duplicate-free: idempotency keys). If the cursor is foreign too, also SELECT fn_iu_route_worker_reset_cursor(...).';
     END IF;
 
-    v_done       := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
-    v_window     := c.window_snapshot;
-    v_after_txid := c.window_txid;
-    v_after_id   := c.window_event_id;
+    v_pos := ROW(coalesce(c.done_snapshot, '1:1:'::pg_snapshot), c.window_snapshot, c.window_txid, c.window_event_id);
 
     LOOP
-        IF v_window IS NULL THEN
+        IF v_pos.window_snapshot IS NULL THEN
             -- A fresh window: everything committed as of this statement.
-            v_window      := iu_core.fn_iu_route_worker_snapshot();
+            v_pos.window_snapshot := iu_core.fn_iu_route_worker_snapshot();
             v_opened_here := true;
             v_opened      := v_opened + 1;
-            v_after_txid  := NULL;
-            v_after_id    := NULL;
+            v_pos.after_txid      := NULL;
+            v_pos.after_id        := NULL;
         END IF;
         v_page_limit := p_batch_limit - t.claimed;
         v_before     := t.claimed;
 
-        IF v_opened_here AND v_after_txid IS NULL
-           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, v_done, v_window, NULL, NULL, 1)) THEN
+        IF v_opened_here AND v_pos.after_txid IS NULL
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, ROW(v_pos.done_snapshot, v_pos.window_snapshot, NULL, NULL)::iu_core.iu_route_window, 1)) THEN
             -- The first page of a window this run opened, and the window holds nothing (the
             -- caught-up poll): one probe of the claim instead of the page statement and its
             -- subtransaction. The empty window closes below, as a short page.
@@ -1840,8 +1847,7 @@ BEGIN
             v_page_done := false;
             IF NOT v_guarded THEN
                 BEGIN
-                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                        v_after_txid, v_after_id, v_page_limit, false);
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_pos, v_page_limit, false);
                     v_page_done := true;
                 EXCEPTION
                     WHEN unique_violation THEN
@@ -1853,8 +1859,7 @@ BEGIN
             END IF;
             IF v_guarded AND NOT v_page_done THEN
                 BEGIN
-                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                        v_after_txid, v_after_id, v_page_limit, true);
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_pos, v_page_limit, true);
                 EXCEPTION WHEN OTHERS THEN
                     GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
                     v_page_err := v_state || ': ' || v_msg;
@@ -1862,8 +1867,7 @@ BEGIN
             END IF;
             IF v_page_err IS NOT NULL THEN
                 v_fallback_err := v_page_err;
-                t := iu_core.fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                    v_after_txid, v_after_id, v_page_limit);
+                t := iu_core.fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_pos, v_page_limit);
             END IF;
             IF cardinality(t.deliver_ids) > 0 THEN
                 t := iu_core.fn_iu_route_worker_deliver_page(t, p_worker_name);
@@ -1872,21 +1876,21 @@ BEGIN
 
         v_page := t.claimed - v_before;
         IF v_page > 0 THEN
-            v_after_txid := t.last_txid;
-            v_after_id   := t.last_id;
+            v_pos.after_txid := t.last_txid;
+            v_pos.after_id   := t.last_id;
         END IF;
         IF v_page < v_page_limit THEN
             -- A short page: the window is exhausted and becomes the done snapshot.
-            v_done       := v_window;
+            v_pos.done_snapshot   := v_pos.window_snapshot;
             v_done_moved := true;
-            v_window     := NULL;
-            v_after_txid := NULL;
-            v_after_id   := NULL;
+            v_pos.window_snapshot := NULL;
+            v_pos.after_txid      := NULL;
+            v_pos.after_id        := NULL;
             v_closed     := v_closed + 1;
             -- Open one more window only if this run did not open the one just closed.
             EXIT WHEN v_opened_here OR t.claimed >= p_batch_limit;
         ELSE
-            EXIT; -- the batch is full; the window stays open at (v_after_txid, v_after_id)
+            EXIT; -- the batch is full; the window stays open at (v_pos.after_txid, v_pos.after_id)
         END IF;
     END LOOP;
 
@@ -1895,9 +1899,9 @@ BEGIN
     -- still the cursor's done snapshot.
     v_holders := CASE WHEN t.claimed = 0 AND c.window_snapshot IS NULL
                       THEN iu_core.fn_iu_route_worker_holders(c.done_snapshot, NULL)
-                      ELSE iu_core.fn_iu_route_worker_holders(v_done, v_window) END;
+                      ELSE iu_core.fn_iu_route_worker_holders(v_pos.done_snapshot, v_pos.window_snapshot) END;
     v_summary := iu_core.fn_iu_route_worker_summary(p_worker_name, c.event_domain, p_batch_limit, t,
-                                            v_window IS NOT NULL, v_opened, v_closed, v_fallback_err,
+                                            v_pos.window_snapshot IS NOT NULL, v_opened, v_closed, v_fallback_err,
                                             t.claimed = 0 AND c.window_snapshot IS NULL, v_holders);
 
     IF t.claimed = 0 AND c.window_snapshot IS NULL THEN
@@ -1913,17 +1917,17 @@ BEGIN
         RETURN v_summary;
     END IF;
     PERFORM iu_core.fn_iu_route_worker_advance(p_worker_name, c.event_domain,
-                                       CASE WHEN v_done_moved THEN v_done END,
-                                       v_window, v_after_txid, v_after_id, t, v_summary);
+                                       CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
+                                       v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary);
     RETURN v_summary;
 END;
 $$;
 
 --
--- Name: fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid); Type: FUNCTION; Schema: iu_core; Owner: -
+-- Name: fn_iu_route_worker_pending(text, iu_core.iu_route_window); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION iu_core.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) RETURNS TABLE(pending bigint, oldest_created_at timestamp with time zone, capped boolean)
+CREATE FUNCTION iu_core.fn_iu_route_worker_pending(p_event_domain text, p_pos iu_core.iu_route_window) RETURNS TABLE(pending bigint, oldest_created_at timestamp with time zone, capped boolean)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -1945,14 +1949,14 @@ DECLARE
 BEGIN
     -- (a) transactions in progress when done was taken: one index probe per xid, each
     -- planned with its own value (usually none or a handful)
-    FOREACH v_xip IN ARRAY coalesce(ARRAY(SELECT pg_snapshot_xip(p_done)), '{}') LOOP
+    FOREACH v_xip IN ARRAY coalesce(ARRAY(SELECT pg_snapshot_xip((p_pos).done_snapshot)), '{}') LOOP
         SELECT count(*), min(w.created_at) INTO v_n, v_min
           FROM (SELECT o.created_at
                   FROM public.event_outbox o
                  WHERE o.event_domain = p_event_domain AND o.txid = v_xip
-                   AND (p_window IS NULL OR p_after_txid IS NULL
-                        OR NOT pg_visible_in_snapshot(o.txid, p_window)
-                        OR (o.txid, o.id) > (p_after_txid, p_after_id))
+                   AND ((p_pos).window_snapshot IS NULL OR (p_pos).after_txid IS NULL
+                        OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
+                        OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
                  LIMIT 10001) w;
         v_total := v_total + v_n;
         v_oldest := least(v_oldest, v_min);
@@ -1964,10 +1968,10 @@ BEGIN
           FROM (SELECT o.created_at
                   FROM public.event_outbox o
                  WHERE o.event_domain = p_event_domain
-                   AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-                   AND (p_window IS NULL OR p_after_txid IS NULL
-                        OR NOT pg_visible_in_snapshot(o.txid, p_window)
-                        OR (o.txid, o.id) > (p_after_txid, p_after_id))
+                   AND o.txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                   AND ((p_pos).window_snapshot IS NULL OR (p_pos).after_txid IS NULL
+                        OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
+                        OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
                  ORDER BY o.txid, o.id
                  LIMIT 10001 - v_total) w;
         v_total := v_total + v_n;
@@ -5669,7 +5673,7 @@ CREATE VIEW public.v_iu_route_worker_status AS
      LEFT JOIN LATERAL ( SELECT pp.pending,
             pp.oldest_created_at,
             pp.capped
-           FROM iu_core.fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot, cur.window_txid, cur.window_event_id) pp(pending, oldest_created_at, capped)
+           FROM iu_core.fn_iu_route_worker_pending(cur.event_domain, ROW(cur.done_snapshot, cur.window_snapshot, cur.window_txid, cur.window_event_id)::iu_core.iu_route_window) pp(pending, oldest_created_at, capped)
           WHERE (k.problem IS NULL)) pend ON (true))
      CROSS JOIN LATERAL ( SELECT count(*) AS open_count,
             min(d.last_failed_at) AS oldest
@@ -6511,10 +6515,10 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_beat(p_worker_name text, p_eve
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: iu_core; Owner: -
+-- Name: FUNCTION fn_iu_route_worker_claim(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor); Type: ACL; Schema: iu_core; Owner: -
@@ -6542,16 +6546,16 @@ GRANT ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(p_cursor public.
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_stamp_reset() FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_route_worker_decide_each(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: iu_core; Owner: -
+-- Name: FUNCTION fn_iu_route_worker_decide_each(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_each(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_each(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_route_worker_decide_page(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean); Type: ACL; Schema: iu_core; Owner: -
+-- Name: FUNCTION fn_iu_route_worker_decide_page(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_guarded boolean); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_page(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer, p_guarded boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_page(p_tally iu_core.iu_route_run_tally, p_worker_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_guarded boolean) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_deliver_page(p_tally iu_core.iu_route_run_tally, p_worker_name text); Type: ACL; Schema: iu_core; Owner: -
@@ -6615,10 +6619,10 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock_class() FROM PUBLIC;
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_not_registered(p_caller text, p_worker_name text) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer); Type: ACL; Schema: iu_core; Owner: -
+-- Name: FUNCTION fn_iu_route_worker_page(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_page(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_limit integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_page(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer); Type: ACL; Schema: iu_core; Owner: -
@@ -6627,11 +6631,11 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_page(p_event_domain text, p_do
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid); Type: ACL; Schema: iu_core; Owner: -
+-- Name: FUNCTION fn_iu_route_worker_pending(p_event_domain text, p_pos iu_core.iu_route_window); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION iu_core.fn_iu_route_worker_pending(p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid) TO workflow_admin;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pending(p_event_domain text, p_pos iu_core.iu_route_window) FROM PUBLIC;
+GRANT ALL ON FUNCTION iu_core.fn_iu_route_worker_pending(p_event_domain text, p_pos iu_core.iu_route_window) TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_require_name(p_caller text, p_worker_name text); Type: ACL; Schema: iu_core; Owner: -

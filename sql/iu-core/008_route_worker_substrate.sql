@@ -14,6 +14,7 @@
 --                            event row so a replay needs nothing from event_outbox. The
 --                            worker's retry queue: resolved, never deleted.
 --   iu_core.iu_route_run_tally  what a run has done so far (a type the run's steps pass on)
+--   iu_core.iu_route_window     a worker's position (done, window, keyset), passed as one value
 
 -- +goose Up
 CREATE TABLE public.queue_heartbeat (
@@ -180,7 +181,19 @@ CREATE TYPE iu_core.iu_route_run_tally AS (
 );
 
 
+-- The position of a worker in its window, as the run passes it to the claim and the page
+-- functions: the done snapshot (every row visible in it is routed; the start of the stream
+-- is '1:1:'), the window being consumed (rows visible in it and not in done), and the
+-- keyset position inside that window. The cursor stores the same four values.
+CREATE TYPE iu_core.iu_route_window AS (
+    done_snapshot   pg_snapshot,
+    window_snapshot pg_snapshot,
+    after_txid      xid8,
+    after_id        uuid
+);
+
 -- +goose Down
+DROP TYPE iu_core.iu_route_window;
 DROP TYPE iu_core.iu_route_run_tally;
 DROP TABLE public.iu_route_dead_letter;
 DROP TABLE public.iu_route_attempt_tally;

@@ -212,1132 +212,73 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_enabled() FROM PUBLIC;
 
--- functions/route_worker/fn_iu_route_decide.sql
+-- functions/route_worker/fn_iu_route_worker_run.sql
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_decide(p_route_key text, p_enabled boolean, p_dry_run boolean)
-RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_decide: THE route decision, used by the page statement, the event-by-event
-    -- fallback and the replay (and mirrored in Go by internal/decision).
-    --   p_route_key  the matched iu_outbound_route's key, NULL when no route matched
-    --   p_enabled, p_dry_run  that route's switches (ignored without a route)
-    -- Returns skipped (no route), disabled (route off), dry_run (a logged decision, nothing
-    -- delivered) or deliver (hand the event to the delivery seam, which decides sent/failed).
-    -- Inlinable SQL (IMMUTABLE, no SET): planned into the page statement, no call per event.
-    -- ---------------------------------------------------------------------------------------
-    SELECT CASE WHEN p_route_key IS NULL THEN 'skipped'
-                WHEN NOT p_enabled THEN 'disabled'
-                WHEN p_dry_run THEN 'dry_run'
-                ELSE 'deliver' END
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_decide(text, boolean, boolean) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_idempotency_key.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid)
-RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_idempotency_key: iu_wrk:{worker}:{route_key}:{event_id}, with 'none' for the
-    -- route key when no route matched. Unambiguous because worker names carry no ':' (register
-    -- refuses them), route keys may not be 'none', and the event id is fixed-length and last.
-    -- Inlinable SQL, like the decision.
-    -- ---------------------------------------------------------------------------------------
-    SELECT 'iu_wrk:' || p_worker_name || ':' || coalesce(p_route_key, 'none') || ':' || p_event_id::text
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_idempotency_key(text, text, uuid) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_require_name.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_require_name(p_caller text, p_worker_name text)
-RETURNS void
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_require_name: the worker-name rule of every function that takes one.
-    -- A worker name is a bounded, non-blank name (fn_iu_require_name) without ':' (it is part
-    -- of the idempotency key).
-    -- ---------------------------------------------------------------------------------------
-BEGIN
-    PERFORM iu_core.fn_iu_require_name(p_caller, 'p_worker_name', p_worker_name);
-    IF position(':' IN p_worker_name) > 0 THEN
-        RAISE EXCEPTION '%: p_worker_name % may not contain '':''', p_caller, quote_literal(p_worker_name)
-            USING ERRCODE = '22023',
-                  HINT = 'The worker name is part of idempotency keys (iu_wrk:{worker}:{route_key}:{event_id}).';
-    END IF;
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_require_name(text, text) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_not_registered.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_not_registered(p_caller text, p_worker_name text)
-RETURNS void
-LANGUAGE plpgsql
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_not_registered: the one "unknown worker" error (P0002 + the fix).
-    -- ---------------------------------------------------------------------------------------
-BEGIN
-    RAISE EXCEPTION '%: worker % is not registered', p_caller, quote_literal(p_worker_name)
-        USING ERRCODE = 'P0002',
-              HINT = format('Register it first: SELECT fn_iu_route_worker_register(%L);', p_worker_name);
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_not_registered(text, text) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_lock_class.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_lock_class()
-RETURNS integer
-LANGUAGE sql IMMUTABLE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_lock_class: the advisory-lock class of this package's route workers
-    -- ('iu' + 1); the second key is the worker's lock_id, so no two workers share a lock.
-    -- fn_iu_route_worker_try_lock(p_lock_id): take that lock without waiting (true) or learn
-    -- that another transaction holds it (false). Both inlinable SQL, so the idle path of a run
-    -- takes the lock inside an expression, without a call.
-    -- ---------------------------------------------------------------------------------------
-    SELECT 26997
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock_class() FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_try_lock.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_try_lock(p_lock_id integer)
-RETURNS boolean
-LANGUAGE sql VOLATILE
-AS $$
-    SELECT pg_try_advisory_xact_lock(iu_core.fn_iu_route_worker_lock_class(), p_lock_id)
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_try_lock(integer) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_lock.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean)
-RETURNS boolean
-LANGUAGE plpgsql
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_lock: one run (or reset) per worker at a time.
-    --   p_caller       the public function, for the error message
-    --   p_worker_name  the worker (P0002 when not registered)
-    --   p_wait         false: try once and return false when another transaction holds it
-    --                  (a run reports busy at once); true: wait for it (a reset)
-    -- Takes a transaction-scoped advisory lock keyed by the cursor's lock_id, so it is held
-    -- until the caller's transaction ends, exactly like a row lock, but writes nothing: an
-    -- idle run stays read-only (no transaction id, no WAL, no commit flush). Read the cursor
-    -- row only after this returns true: the statement's fresh snapshot then sees everything
-    -- the previous holder committed.
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    v_id integer;
-BEGIN
-    SELECT cur.lock_id INTO v_id FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
-    IF v_id IS NULL THEN
-        PERFORM iu_core.fn_iu_route_worker_not_registered(p_caller, p_worker_name);
-    END IF;
-    IF p_wait THEN
-        PERFORM pg_advisory_xact_lock(iu_core.fn_iu_route_worker_lock_class(), v_id);
-        RETURN true;
-    END IF;
-    RETURN iu_core.fn_iu_route_worker_try_lock(v_id);
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock(text, text, boolean) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_cursor_ahead.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor)
-RETURNS boolean
-LANGUAGE sql STABLE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_cursor_ahead: the half of the cursor sanity rule that needs no file
-    -- read: a stored snapshot or keyset position lies at or beyond this cluster's next
-    -- transaction id (no transaction of this cluster can have produced it). True when so;
-    -- false when not, or when the cursor holds no position yet.
-    -- Part of fn_iu_route_worker_cursor_check; the run's idle probe asks it alone (see there).
-    -- Inlinable SQL (a scalar expression, so it costs its callers no subplan), owner only.
-    -- ---------------------------------------------------------------------------------------
-    SELECT coalesce(pg_snapshot_xmax(p_cursor.done_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
-                    OR pg_snapshot_xmax(p_cursor.window_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
-                    OR p_cursor.window_txid >= pg_snapshot_xmax(pg_current_snapshot()), false)
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_cursor_check.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor)
-RETURNS SETOF text
-LANGUAGE sql STABLE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_cursor_check: THE cursor sanity rule (run refuses, health reports).
-    --   p_cursor  a iu_route_worker_cursor row
-    -- Returns no row when the stored position belongs to this cluster, else one row: a
-    -- sentence saying why not. Either the recorded system_identifier differs (dump/restore or
-    -- pg_upgrade into another cluster), or a stored snapshot or keyset position lies at or
-    -- beyond this cluster's next transaction id (no transaction of this cluster can have
-    -- produced it).
-    -- Internal and unguarded: inlinable SQL (no SECURITY DEFINER, no SET), so a run plans it
-    -- into its own sanity statement instead of paying a guarded call per run. Nobody but the
-    -- owner may execute it; its callers (fn_iu_route_worker_run, and
-    -- fn_iu_route_worker_cursor_problem for the status view) are SECURITY DEFINER entry
-    -- points that pin search_path and pass the writable-schema guard first.
-    -- ---------------------------------------------------------------------------------------
-    SELECT CASE WHEN p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid
-                THEN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
-                            quote_literal(p_cursor.worker_name), p_cursor.system_identifier, k.sysid)
-                ELSE format('cursor of worker %s holds transaction ids ahead of this cluster (stored xmax %s, current %s)',
-                            quote_literal(p_cursor.worker_name),
-                            coalesce(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot)),
-                            k.xmax) END
-      FROM (SELECT s.system_identifier AS sysid, pg_snapshot_xmax(pg_current_snapshot()) AS xmax
-              FROM pg_control_system() s) k
-     WHERE (p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid)
-        OR iu_core.fn_iu_route_worker_cursor_ahead(p_cursor)
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_check(public.iu_route_worker_cursor) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_cursor_problem.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor)
-RETURNS text
-LANGUAGE sql STABLE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_cursor_problem: fn_iu_route_worker_cursor_check as one value (NULL
-    -- when the cursor is sane) for v_iu_route_worker_status, whose reader (workflow_admin)
-    -- executes it. SECURITY DEFINER: pg_control_system() is not for every role.
-    -- ---------------------------------------------------------------------------------------
-    SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(p_cursor) k LIMIT 1)
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_claim.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_claim(
-    p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid,
-    p_limit        integer
-)
-RETURNS TABLE (id uuid, txid xid8, event_type text, event_stream text, created_at timestamptz)
-LANGUAGE sql STABLE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- Internal: the claim. Inlinable SQL (no SECURITY DEFINER, no SET), so its body is planned
-    -- inside the caller's statement and EXPLAIN shows the two index range scans. It needs no
-    -- privileges of its own: nobody but the owner may execute it, and its only caller,
-    -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
-    -- ---------------------------------------------------------------------------------------
-    --
-    -- Each branch has exactly one lower bound per index column, so the btree starts AT the
-    -- keyset position (a second lower bound, e.g. txid >= xmax(done) next to a row
-    -- comparison, lets the scan start at the weaker one and wade through rows it skips).
-    -- The position row itself is excluded by a plain filter.
-    SELECT u.id, u.txid, u.event_type, u.event_stream, u.created_at
-      FROM (
-            -- (a) transactions in progress when done was taken, completed by the window:
-            --     one probe per such xid, on (event_domain, txid = x, id >= ...)
-            (SELECT e.id, e.txid, e.event_type, e.event_stream, e.created_at
-               FROM pg_snapshot_xip(coalesce(p_done, '1:1:'::pg_snapshot)) AS x(xip_txid)
-              CROSS JOIN LATERAL (
-                    SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
-                      FROM public.event_outbox o
-                     WHERE o.event_domain = p_event_domain
-                       AND o.txid = x.xip_txid
-                       AND o.id >= CASE WHEN x.xip_txid = p_after_txid THEN p_after_id
-                                        ELSE '00000000-0000-0000-0000-000000000000'::uuid END
-                       AND (x.xip_txid, o.id) IS DISTINCT FROM (p_after_txid, p_after_id)
-                     ORDER BY o.id
-                     LIMIT p_limit) e
-              WHERE pg_visible_in_snapshot(x.xip_txid, p_window)
-                AND (p_after_txid IS NULL OR x.xip_txid >= p_after_txid)
-              ORDER BY e.txid, e.id
-              LIMIT p_limit)
-            UNION ALL
-            -- (b) transactions that started after done and completed by the window:
-            --     one range, from max(xmax(done), position) up to xmax(window)
-            (SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
-               FROM public.event_outbox o
-              WHERE o.event_domain = p_event_domain
-                AND (o.txid, o.id) >= (
-                        CASE WHEN p_after_txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-                             THEN p_after_txid
-                             ELSE pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot)) END,
-                        CASE WHEN p_after_txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-                             THEN p_after_id
-                             ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
-                AND o.txid < pg_snapshot_xmax(p_window)
-                AND (o.txid, o.id) IS DISTINCT FROM (p_after_txid, p_after_id)
-                AND pg_visible_in_snapshot(o.txid, p_window)
-              ORDER BY o.txid, o.id
-              LIMIT p_limit)
-           ) u
-     ORDER BY u.txid, u.id
-     LIMIT p_limit
-$$;
--- +goose StatementEnd
-COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) IS
-    'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_page.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_page(
-    p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid,
-    p_limit        integer
-)
-RETURNS TABLE (id uuid, txid xid8, created_at timestamptz, route_key text, route_kind text, decision text)
-LANGUAGE sql STABLE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_page: the next page of the window with each event's route and
-    -- decision (fn_iu_route_decide over the route resolved by (domain, type, stream); NULL
-    -- route fields when none matches). The one query both decide_page and decide_each read.
-    -- Inlinable SQL, like the claim it wraps.
-    -- ---------------------------------------------------------------------------------------
-    SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
-           iu_core.fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run)
-      FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
-      LEFT JOIN public.iu_outbound_route rt
-             ON rt.event_domain = p_event_domain
-            AND rt.event_type = p.event_type
-            AND rt.event_stream = p.event_stream
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_pending.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_pending(
-    p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid
-)
-RETURNS TABLE (pending bigint, oldest_created_at timestamptz, capped boolean)
-LANGUAGE plpgsql STABLE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
--- Planned with the argument values, every call: a generic plan cannot know that
--- txid >= xmax(done) selects only the newest rows of the domain and reads the whole
--- outbox to count a caught-up worker's zero rows. With the values, both branches are
--- index range scans on (event_domain, txid, id) whose cost follows the backlog.
-SET plan_cache_mode = force_custom_plan
--- A few index probes: starting parallel workers costs more than the whole answer.
-SET max_parallel_workers_per_gather = 0
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- Internal: what is still waiting for a worker (backlog) and how old the oldest of it is.
-    -- Rows not visible in done_snapshot, minus what the open window already consumed; only
-    -- committed rows count (the statement's snapshot). The count stops at 10,000 (capped:
-    -- true), so a look at a worker that never ran, or is far behind, costs the same on a
-    -- 10-million-row log as on a small one; oldest_created_at is then the oldest of those.
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    v_xip    xid8;
-    v_n      bigint;
-    v_min    timestamptz;
-    v_total  bigint := 0;
-    v_oldest timestamptz;
-BEGIN
-    -- (a) transactions in progress when done was taken: one index probe per xid, each
-    -- planned with its own value (usually none or a handful)
-    FOREACH v_xip IN ARRAY coalesce(ARRAY(SELECT pg_snapshot_xip(p_done)), '{}') LOOP
-        SELECT count(*), min(w.created_at) INTO v_n, v_min
-          FROM (SELECT o.created_at
-                  FROM public.event_outbox o
-                 WHERE o.event_domain = p_event_domain AND o.txid = v_xip
-                   AND (p_window IS NULL OR p_after_txid IS NULL
-                        OR NOT pg_visible_in_snapshot(o.txid, p_window)
-                        OR (o.txid, o.id) > (p_after_txid, p_after_id))
-                 LIMIT 10001) w;
-        v_total := v_total + v_n;
-        v_oldest := least(v_oldest, v_min);
-        EXIT WHEN v_total > 10000;
-    END LOOP;
-    -- (b) transactions that started after done: one range, in index order, cut at the cap
-    IF v_total <= 10000 THEN
-        SELECT count(*), min(w.created_at) INTO v_n, v_min
-          FROM (SELECT o.created_at
-                  FROM public.event_outbox o
-                 WHERE o.event_domain = p_event_domain
-                   AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-                   AND (p_window IS NULL OR p_after_txid IS NULL
-                        OR NOT pg_visible_in_snapshot(o.txid, p_window)
-                        OR (o.txid, o.id) > (p_after_txid, p_after_id))
-                 ORDER BY o.txid, o.id
-                 LIMIT 10001 - v_total) w;
-        v_total := v_total + v_n;
-        v_oldest := least(v_oldest, v_min);
-    END IF;
-    pending := least(v_total, 10000);
-    oldest_created_at := v_oldest;
-    capped := v_total > 10000;
-    RETURN NEXT;
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_holders.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot)
-RETURNS jsonb
-LANGUAGE plpgsql STABLE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- Internal: the transactions that hold a worker's windows open — in-progress xids of the
-    -- stored snapshots that are still running, with their backend (pid, age) when visible.
-    -- pid and backend_xid are visible to any role; xact_start, state and the age of another
-    -- role's session need the executing role to be superuser or a member of pg_read_all_stats,
-    -- otherwise they are null (the txid and the count are always there). Its callers (run,
-    -- health) are SECURITY DEFINER, so that role is the function owner (the migrating role).
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    v_now_snap pg_snapshot := pg_current_snapshot();
-    v_running  xid8[];
-BEGIN
-    SELECT array_agg(DISTINCT x.xip_txid)
-      INTO v_running
-      FROM (SELECT pg_snapshot_xip(p_done) AS xip_txid
-            UNION ALL
-            SELECT pg_snapshot_xip(p_window)) x
-     WHERE x.xip_txid IS NOT NULL
-       AND NOT pg_visible_in_snapshot(x.xip_txid, v_now_snap);
-    IF v_running IS NULL THEN
-        RETURN '[]'::jsonb;
-    END IF;
-    RETURN (
-        SELECT coalesce(jsonb_agg(jsonb_build_object(
-                    'txid', r.txid::text,
-                    'pid', a.pid,
-                    'usename', a.usename,
-                    'application_name', a.application_name,
-                    'state', a.state,
-                    'xact_start', coalesce(a.xact_start, px.prepared),
-                    'xact_age_seconds', round(extract(epoch FROM clock_timestamp() - coalesce(a.xact_start, px.prepared))::numeric, 3),
-                    'prepared_gid', px.gid)
-                ORDER BY coalesce(a.xact_start, px.prepared) NULLS LAST, r.txid), '[]'::jsonb)
-          FROM unnest(v_running) AS r(txid)
-          LEFT JOIN pg_stat_activity a ON a.backend_xid = r.txid::xid
-          LEFT JOIN pg_prepared_xacts px ON px.transaction = r.txid::xid   -- a forgotten 2PC transaction
-         -- Snapshots list the whole cluster's transactions; one in another database cannot
-         -- write this event_outbox, so it holds nothing back here.
-         WHERE (a.datname IS NULL OR a.datname = current_database())
-           AND (px.database IS NULL OR px.database = current_database())
-    );
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_holders(pg_snapshot, pg_snapshot) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_snapshot.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_snapshot()
-RETURNS pg_snapshot
-LANGUAGE plpgsql VOLATILE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- Internal: the snapshot a new window is taken with. pg_current_snapshot() leaves the
-    -- calling transaction's own xid out of its in-progress list, so when the caller inserted
-    -- events in the same transaction (or inserts more after the run, before it commits) and a
-    -- newer transaction has completed, its own xid would read as "visible" and its rows would
-    -- land behind done_snapshot, never to be claimed. Listing our own xid as in progress makes
-    -- branch (a) of the claim pick those rows up once the transaction commits.
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    v_snap pg_snapshot := pg_current_snapshot();
-    v_self xid8        := pg_current_xact_id_if_assigned();
-BEGIN
-    IF v_self IS NULL OR NOT pg_visible_in_snapshot(v_self, v_snap) THEN
-        RETURN v_snap;
-    END IF;
-    RETURN (least(pg_snapshot_xmin(v_snap), v_self)::text || ':' || pg_snapshot_xmax(v_snap)::text || ':'
-            || (SELECT string_agg(x.xip::text, ',' ORDER BY x.xip)
-                  FROM (SELECT pg_snapshot_xip(v_snap) AS xip UNION SELECT v_self) x))::pg_snapshot;
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_snapshot() FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_foreign_rows.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_foreign_rows(p_event_domain text)
-RETURNS SETOF xid8
-LANGUAGE sql STABLE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_foreign_rows: committed rows of the domain whose txid lies at or
-    -- beyond this cluster's next transaction id (at most one: the question is whether any
-    -- exist). No transaction of this cluster can have written them (a visible row committed
-    -- before the statement's snapshot, so its txid is below xmax), so they were restored from
-    -- another cluster: left alone they would stay invisible to every window. One probe at the
-    -- top of the (event_domain, txid, id) index; normally it finds nothing.
-    -- Internal and unguarded, inlinable SQL like fn_iu_route_worker_cursor_check (and for the
-    -- same reason): executed by nobody but the owner, through guarded entry points.
-    -- ---------------------------------------------------------------------------------------
-    SELECT o.txid
-      FROM public.event_outbox o
-     WHERE o.event_domain = p_event_domain
-       AND o.txid >= pg_snapshot_xmax(pg_current_snapshot())
-       AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned()
-     LIMIT 1
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_foreign_rows(text) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_foreign_txids.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_foreign_txids(p_event_domain text)
-RETURNS boolean
-LANGUAGE sql STABLE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_foreign_txids: fn_iu_route_worker_foreign_rows as a yes/no for
-    -- v_iu_route_worker_status, whose reader (workflow_admin) executes it.
-    -- ---------------------------------------------------------------------------------------
-    SELECT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(p_event_domain))
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_event_outbox_rebase_foreign_txids.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids()
+CREATE OR REPLACE FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer DEFAULT 100)
 RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- The page statement's plan is the same for every call (two index range scans whose bounds
+-- are parameters); re-planning it per call (the custom plans "auto" keeps choosing) costs
+-- more than a batch of 100 takes to route. The setting holds for the helpers it calls.
+SET plan_cache_mode = force_generic_plan
 AS $$
     -- ---------------------------------------------------------------------------------------
-    -- fn_iu_event_outbox_rebase_foreign_txids: the documented fix for rows restored from
-    -- another cluster (IU002 "transaction ids from another cluster"). Re-stamps their txid with
-    -- this transaction's, so they become one new window for every worker once it commits; the
-    -- idempotency keys keep the ones already routed in the old cluster duplicate-free. Only the
-    -- txid bookkeeping column changes (the append-only trigger checks that).
+    -- fn_iu_route_worker_run(p_worker_name, p_batch_limit DEFAULT 100) -> jsonb summary
+    -- One transactional pass of one worker, in the caller's transaction:
+    --   1. the batch limit (22023; the worker name is checked
+    --      by the full pass, since the idle probe finds no worker under a name that breaks it)
+    --   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
+    --      window, a sane cursor, no beat due), fn_iu_route_worker_idle_rows finds nothing to
+    --      claim and no foreign row, and the worker's lock is free, the run returns the idle summary without another
+    --      statement: nothing claimed, nothing written (no transaction id, no WAL, no dead
+    --      row version), the same summary the full pass gives an idle run
+    --   3. otherwise the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
+    --      pages of decisions and audit rows, the cursor, the counters and the heartbeat
+    -- The idle path is most of what a caught-up worker polling every second does, so it is
+    -- kept to two probe statements and expressions; every case it does not answer
+    -- exactly (a window open, a due heartbeat, a foreign cursor or rows, a closed gate, a busy
+    -- lock, an unregistered worker) goes to the full pass, which decides it as before.
     -- ---------------------------------------------------------------------------------------
 DECLARE
-    v_me   xid8;
-    v_rows bigint;
-    v_doms jsonb;
+    v_lock_id integer;
+    v_domain  text;
+    v_done    pg_snapshot;
+    v_waits   boolean;
+    v_quiet   boolean;
+    v_holders jsonb;
 BEGIN
-    v_me := pg_current_xact_id();
-    PERFORM set_config('iu.rebase_txid', 'on', true);
-    WITH moved AS (
-        UPDATE public.event_outbox o
-           SET txid = v_me
-         WHERE o.txid >= pg_snapshot_xmax(pg_current_snapshot())
-           AND o.txid <> v_me
-        RETURNING o.event_domain
-    )
-    SELECT count(*), coalesce(jsonb_object_agg(m.event_domain, m.n), '{}'::jsonb)
-      INTO v_rows, v_doms
-      FROM (SELECT event_domain, count(*) AS n FROM moved GROUP BY event_domain) m;
-    PERFORM set_config('iu.rebase_txid', 'off', true);
-    RETURN jsonb_build_object('rebased', coalesce(v_rows, 0), 'by_domain', v_doms, 'txid', v_me::text,
-                              'note', 'the rows are routed as one new window once this transaction commits');
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids() FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_deliver.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION public.fn_iu_route_deliver(
-    p_event_snapshot  jsonb,
-    p_route_key       text,
-    p_route_kind      text,
-    p_idempotency_key text
-)
-RETURNS jsonb
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- The delivery seam. Unbuilt on purpose: nothing is delivered downstream by this package.
-    -- ---------------------------------------------------------------------------------------
-BEGIN
-    RAISE EXCEPTION 'fn_iu_route_deliver: delivery is not built: route % (dry_run = false) fails closed',
-        coalesce(p_route_key, '(none)')
-        USING ERRCODE = 'feature_not_supported',
-              HINT = 'Keep the route dry_run (UPDATE iu_outbound_route SET dry_run = true ...) and replay the dead letter, or build the delivery seam.';
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION public.fn_iu_route_deliver(jsonb, text, text, text) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_run_tally_zero.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_run_tally_zero()
-RETURNS iu_core.iu_route_run_tally
-LANGUAGE sql IMMUTABLE
-AS $$
-    -- fn_iu_route_run_tally_zero(): the tally of a run that has done nothing yet (the full
-    -- pass starts from it; the idle path reports it). Inlinable SQL: a constant.
-    SELECT ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_core.iu_route_run_tally
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_run_tally_zero() FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_event.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_event(p_event_id uuid)
-RETURNS jsonb
-LANGUAGE sql STABLE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_event(p_event_id) -> jsonb: THE event of an id, as the whole row (NULL when
-    -- no row has that id). An id is unique only within a history partition (017), so a
-    -- producer allowed to choose ids could store a second row under an id it learned; the
-    -- event is the oldest row of the id (a copy is always younger: it can only be written
-    -- after the original committed), never whichever row an index scan meets first. The
-    -- failure path (the dead letter's snapshot) and the delivery path read the event through
-    -- it, once per event. Internal.
-    -- ---------------------------------------------------------------------------------------
-    SELECT to_jsonb(e) FROM public.event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_event(uuid) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_fail.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_fail(
-    p_tally           iu_core.iu_route_run_tally,
-    p_worker_name     text,
-    p_event_id        uuid,
-    p_route_key       text,
-    p_route_kind      text,
-    p_idempotency_key text,
-    p_error_code      text,
-    p_error_message   text,
-    p_stage           text
-)
-RETURNS iu_core.iu_route_run_tally
-LANGUAGE plpgsql
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_fail: record one failure.
-    --   p_tally   the run's tally; returned with failed / attempts_written / dead_lettered (or
-    --             already_attempted, on a re-scan) counted
-    --   p_worker_name, p_event_id, p_route_key, p_route_kind, p_idempotency_key  the event
-    --   p_error_code, p_error_message  the SQLSTATE and message that was raised
-    --   p_stage   'decide' (the audit insert failed) or 'deliver' (the seam raised)
-    -- Writes a failed iu_route_attempt and a dead letter carrying the whole event row (so a
-    -- replay needs nothing from event_outbox). Both are keyed by the idempotency key, so a
-    -- re-scan after a cursor reset writes neither twice.
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    t      iu_core.iu_route_run_tally := p_tally;
-    v_snap jsonb;
-    v_n    integer;
-BEGIN
-    v_snap := iu_core.fn_iu_route_event(p_event_id);
-
-    INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
-                                  detail, error_code, error_message, event_txid)
-    VALUES (p_event_id, p_worker_name, p_route_key, p_route_kind, 'failed', p_idempotency_key,
-            jsonb_build_object('stage', p_stage), p_error_code, p_error_message, (v_snap->>'txid')::xid8)
-    ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    IF v_n = 1 THEN
-        t.attempts_written := t.attempts_written + 1;
-        t.failed := t.failed + 1;
-    ELSE
-        t.already_attempted := t.already_attempted + 1;
+    -- The worker name is checked by the full pass: a name that breaks the name rule was
+    -- never registered, so the idle probe finds no worker for it and the full pass refuses
+    -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
+    -- order in which a call with both learns about them).
+    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
+        PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
+            coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
     END IF;
 
-    INSERT INTO public.iu_route_dead_letter (worker_name, event_id, event_domain, event_type, event_stream, route_key,
-                                      idempotency_key, event_snapshot, error_code, error_message)
-    VALUES (p_worker_name, p_event_id, v_snap->>'event_domain', v_snap->>'event_type', v_snap->>'event_stream',
-            p_route_key, p_idempotency_key, v_snap, p_error_code, p_error_message)
-    ON CONFLICT (idempotency_key) DO NOTHING;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    t.dead_lettered := t.dead_lettered + v_n;
-    RETURN t;
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally, text, uuid, text, text, text, text, text, text) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_decide_page.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_decide_page(
-    p_tally        iu_core.iu_route_run_tally,
-    p_worker_name  text,
-    p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid,
-    p_limit        integer,
-    p_guarded      boolean
-)
-RETURNS iu_core.iu_route_run_tally
-LANGUAGE plpgsql
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_decide_page: claim, decide and audit one page in ONE statement.
-    --   p_tally        the run's tally, returned with this page added
-    --   p_worker_name, p_event_domain   the worker and the domain its cursor consumes
-    --   p_done, p_window, p_after_txid, p_after_id, p_limit   the window and the keyset position
-    --   p_guarded      false: the plain INSERT (the common case: nothing of the page was ever
-    --                  attempted); true: INSERT ... ON CONFLICT DO NOTHING (a re-scan)
-    -- Writes one iu_route_attempt per event decided skipped / disabled / dry_run; events bound
-    -- for the delivery seam are returned in deliver_* for fn_iu_route_worker_deliver_page.
-    -- Raises whatever the statement raises; the caller redoes the page guarded when that is a
-    -- unique_violation (some key of the page exists: a re-scan after a cursor reset or a rebase)
-    -- and event by event (decide_each) otherwise.
-    -- Why two statements and not always ON CONFLICT: ON CONFLICT DO NOTHING is a speculative
-    -- insertion, for every row: a probe of every unique index of the partition first (the
-    -- identity primary key included), then the insert, then a second WAL record confirming it.
-    -- Measured on 1,000-row pages that is ~35 % of the page's INSERT, paid on every page to
-    -- protect the rare re-scan. The plain INSERT keeps the same guarantee: the unique index
-    -- still refuses a second (idempotency_key, attempt_no, event_txid), only loudly, and the
-    -- loud case is then answered by the guarded statement, which counts the existing keys as
-    -- already_attempted exactly as before. Nothing is written twice either way: the failed
-    -- statement's rows are rolled back with its subtransaction.
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    t          iu_core.iu_route_run_tally := p_tally;
-    v_page     integer;
-    k_dry      integer;
-    k_disabled integer;
-    k_skipped  integer;
-    l_txid     xid8;
-    l_id       uuid;
-    l_created  timestamptz;
-BEGIN
-    IF NOT p_guarded THEN
-        -- Every non-deliver event of the page is written (or the statement raises), so the
-        -- counts are the page's decisions, read in the same pass as the deliver list.
-        WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
-        ), ins AS (
-            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
-              FROM decided d
-             WHERE d.decision <> 'deliver'
-        )
-        SELECT a.n, a.n_dry, a.n_disabled, a.n_skipped,
-               l.txid, l.id, l.created_at,
-               a.ids, a.keys, a.kinds
-          INTO v_page, k_dry, k_disabled, k_skipped,
-               l_txid, l_id, l_created,
-               t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
-          FROM (SELECT count(*) AS n,
-                       count(*) FILTER (WHERE d.decision = 'dry_run')  AS n_dry,
-                       count(*) FILTER (WHERE d.decision = 'disabled') AS n_disabled,
-                       count(*) FILTER (WHERE d.decision = 'skipped')  AS n_skipped,
-                       array_agg(d.id ORDER BY d.txid, d.id)         FILTER (WHERE d.decision = 'deliver') AS ids,
-                       array_agg(d.route_key ORDER BY d.txid, d.id)  FILTER (WHERE d.decision = 'deliver') AS keys,
-                       array_agg(d.route_kind ORDER BY d.txid, d.id) FILTER (WHERE d.decision = 'deliver') AS kinds
-                  FROM decided d) a
-          LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
-                              ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
-    ELSE
-        -- A re-scan: existing keys are skipped and counted as already attempted.
-        WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
-        ), ins AS (
-            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
-              FROM decided d
-             WHERE d.decision <> 'deliver'
-            ON CONFLICT DO NOTHING
-            RETURNING status
-        )
-        SELECT (SELECT count(*) FROM decided),
-               i.n_dry, i.n_disabled, i.n_skipped,
-               l.txid, l.id, l.created_at,
-               dv.ids, dv.keys, dv.kinds
-          INTO v_page, k_dry, k_disabled, k_skipped,
-               l_txid, l_id, l_created,
-               t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
-          FROM (SELECT count(*) FILTER (WHERE ins.status = 'dry_run')  AS n_dry,
-                       count(*) FILTER (WHERE ins.status = 'disabled') AS n_disabled,
-                       count(*) FILTER (WHERE ins.status = 'skipped')  AS n_skipped
-                  FROM ins) i
-          CROSS JOIN (SELECT array_agg(d.id ORDER BY d.txid, d.id)         AS ids,
-                             array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
-                             array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
-                        FROM decided d WHERE d.decision = 'deliver') dv
-          LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
-                              ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
+    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
+      INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
+      FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name) p;
+    -- Then the outbox, with the position as values (pruned when the statement starts);
+    -- the lock only when both are quiet.
+    IF v_quiet
+       AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()))
+       AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
+        -- The holders of the position it keeps, described only when one still runs.
+        v_holders := CASE WHEN v_waits THEN iu_core.fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
+        -- As the full pass reports an idle run: one empty window opened and closed.
+        RETURN iu_core.fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
+                                          iu_core.fn_iu_route_run_tally_zero(),
+                                          false, 1, 1, NULL, true, v_holders);
     END IF;
-
-    t.claimed           := t.claimed + v_page;
-    t.dry_run           := t.dry_run + k_dry;
-    t.disabled          := t.disabled + k_disabled;
-    t.skipped           := t.skipped + k_skipped;
-    t.attempts_written  := t.attempts_written + k_dry + k_disabled + k_skipped;
-    t.already_attempted := t.already_attempted + v_page - coalesce(array_length(t.deliver_ids, 1), 0)
-                           - (k_dry + k_disabled + k_skipped);
-    IF v_page > 0 THEN
-        t.last_txid := l_txid; t.last_id := l_id; t.last_created_at := l_created;
-    END IF;
-    RETURN t;
+    RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
 END;
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer, boolean) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_decide_each.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_decide_each(
-    p_tally        iu_core.iu_route_run_tally,
-    p_worker_name  text,
-    p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid,
-    p_limit        integer
-)
-RETURNS iu_core.iu_route_run_tally
-LANGUAGE plpgsql
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_decide_each: the fallback when the page statement failed. Same
-    -- parameters, same result as fn_iu_route_worker_decide_page, but each event is decided and
-    -- audited in its own exception block, so one bad event becomes a failed attempt and a dead
-    -- letter (fn_iu_route_worker_fail) and the rest of the page is routed.
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    t       iu_core.iu_route_run_tally := p_tally;
-    e       record;
-    v_key   text;
-    v_n     integer;
-    v_state text;
-    v_msg   text;
-BEGIN
-    t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
-    FOR e IN
-        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
-         ORDER BY p.txid, p.id
-    LOOP
-        t.claimed := t.claimed + 1;
-        t.last_txid := e.txid; t.last_id := e.id; t.last_created_at := e.created_at;
-        IF e.decision = 'deliver' THEN
-            t.deliver_ids := t.deliver_ids || e.id;
-            t.deliver_route_keys := t.deliver_route_keys || e.route_key;
-            t.deliver_route_kinds := t.deliver_route_kinds || e.route_kind;
-            CONTINUE;
-        END IF;
-        v_key := iu_core.fn_iu_route_idempotency_key(p_worker_name, e.route_key, e.id);
-        BEGIN
-            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            VALUES (e.id, p_worker_name, e.route_key, e.route_kind, e.decision, v_key, e.txid)
-            ON CONFLICT DO NOTHING;
-            GET DIAGNOSTICS v_n = ROW_COUNT;
-            IF v_n = 0 THEN
-                t.already_attempted := t.already_attempted + 1;
-            ELSE
-                t.attempts_written := t.attempts_written + 1;
-                CASE e.decision
-                    WHEN 'dry_run'  THEN t.dry_run := t.dry_run + 1;
-                    WHEN 'disabled' THEN t.disabled := t.disabled + 1;
-                    ELSE t.skipped := t.skipped + 1;
-                END CASE;
-            END IF;
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-            t := iu_core.fn_iu_route_worker_fail(t, p_worker_name, e.id, e.route_key, e.route_kind, v_key,
-                                         v_state, v_msg, 'decide');
-        END;
-    END LOOP;
-    RETURN t;
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_deliver_page.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_deliver_page(p_tally iu_core.iu_route_run_tally, p_worker_name text)
-RETURNS iu_core.iu_route_run_tally
-LANGUAGE plpgsql
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_deliver_page: hand the page's deliver_* events to the delivery seam,
-    -- one isolated block each (only enabled, dry_run = false routes get here). Success writes a
-    -- 'sent' attempt; anything raised becomes a failed attempt + dead letter. An event already
-    -- attempted (a re-scan) is never handed over twice. Returns the tally with deliver_* spent.
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    t       iu_core.iu_route_run_tally := p_tally;
-    v_key   text;
-    v_event jsonb;
-    v_res   jsonb;
-    v_state text;
-    v_msg   text;
-BEGIN
-    FOR i IN 1 .. coalesce(array_length(t.deliver_ids, 1), 0) LOOP
-        v_key := iu_core.fn_iu_route_idempotency_key(p_worker_name, t.deliver_route_keys[i], t.deliver_ids[i]);
-        IF EXISTS (SELECT 1 FROM public.iu_route_attempt a WHERE a.idempotency_key = v_key) THEN
-            t.already_attempted := t.already_attempted + 1;
-            CONTINUE;
-        END IF;
-        BEGIN
-            v_event := iu_core.fn_iu_route_event(t.deliver_ids[i]);
-            v_res := public.fn_iu_route_deliver(v_event, t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
-            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail,
-                                          event_txid)
-            VALUES (t.deliver_ids[i], p_worker_name, t.deliver_route_keys[i], t.deliver_route_kinds[i], 'sent', v_key,
-                    coalesce(v_res, '{}'::jsonb), (v_event->>'txid')::xid8)
-            ON CONFLICT DO NOTHING;
-            t.attempts_written := t.attempts_written + 1;
-            t.sent := t.sent + 1;
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
-            t := iu_core.fn_iu_route_worker_fail(t, p_worker_name, t.deliver_ids[i], t.deliver_route_keys[i],
-                                         t.deliver_route_kinds[i], v_key, v_state, v_msg, 'deliver');
-        END;
-    END LOOP;
-    t.deliver_ids := NULL; t.deliver_route_keys := NULL; t.deliver_route_kinds := NULL;
-    RETURN t;
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally, text) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_beat_due.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text)
-RETURNS SETOF boolean
-LANGUAGE sql STABLE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_beat_due: THE rule for when a run beats its heartbeat. One row when a
-    -- beat is due (none when not): the last beat is older than a quarter of the worker's
-    -- expected cadence (15 s at the default 60 s: far inside any stale threshold, so the
-    -- stale-check still sees a polling worker as fresh), no run has beaten it yet, its status
-    -- is not ok, the gate state changed (p_reason, the payload's reason: NULL for an ungated
-    -- run), or the row is missing (someone removed it: the beat re-registers it). Otherwise
-    -- the row is only read: a worker polled every 100 ms does not write its heartbeat ten
-    -- times a second.
-    -- Inlinable SQL, so an idle run asks with one planned probe before it builds a payload.
-    -- ---------------------------------------------------------------------------------------
-    SELECT true
-      FROM (SELECT 1) one
-      LEFT JOIN public.queue_heartbeat h ON h.executor_id = p_worker_name
-     WHERE h.executor_id IS NULL
-        OR NOT (h.ticks_total > 0 AND h.status = 'ok'
-                AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
-                AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM p_reason)
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_beat_due(text, text) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_beat.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb)
-RETURNS void
-LANGUAGE plpgsql
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_beat: beat the worker's queue_heartbeat row when a beat is due
-    -- (fn_iu_route_worker_beat_due), and re-register it with the PG_worker defaults if someone
-    -- removed it. An invoked worker is alive, so a gated no-op beats too, with the reason in
-    -- the payload.
-    -- ---------------------------------------------------------------------------------------
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, p_payload->>'reason')) THEN
-        RETURN; -- not due
-    END IF;
-    UPDATE public.queue_heartbeat hb
-       SET last_beat_at      = now(),
-           ticks_total       = hb.ticks_total + 1,
-           status            = 'ok',
-           last_beat_payload = p_payload
-     WHERE hb.executor_id = p_worker_name;
-    IF NOT FOUND THEN
-        INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
-                                     last_beat_payload, ticks_total, expected_cadence_seconds,
-                                     stale_threshold_seconds)
-        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
-               d.expected_cadence_seconds, d.stale_threshold_seconds
-          FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
-        ON CONFLICT (executor_id) DO NOTHING;
-    END IF;
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_beat(text, text, jsonb) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_attempt_tally_add.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer)
-RETURNS void
-LANGUAGE plpgsql
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_attempt_tally_add: count p_attempts new attempt rows (p_replays of them
-    -- replays) of one worker and status into iu_route_attempt_tally, in the caller's
-    -- transaction. Called by every writer of iu_route_attempt (the run, the replay).
-    -- ---------------------------------------------------------------------------------------
-BEGIN
-    -- PL/pgSQL, not SQL: a SQL function whose body is an INSERT is never inlined, so it is
-    -- parsed and planned again in every statement that calls it (every busy run); PL/pgSQL
-    -- keeps the plan for the session.
-    INSERT INTO public.iu_route_attempt_tally AS t (worker_name, status, attempts, replays)
-    VALUES (p_worker_name, p_status, p_attempts, p_replays)
-    ON CONFLICT (worker_name, status) DO UPDATE
-       SET attempts = t.attempts + EXCLUDED.attempts,
-           replays  = t.replays + EXCLUDED.replays,
-           last_at  = now();
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_attempt_tally_add(text, text, integer, integer) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_advance.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_advance(
-    p_worker_name  text,
-    p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid,
-    p_tally        iu_core.iu_route_run_tally,
-    p_summary      jsonb
-)
-RETURNS void
-LANGUAGE plpgsql
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_advance: move the cursor and count the run, in the run's transaction
-    -- (so the position moves atomically with the attempts), then beat the heartbeat.
-    --   p_done     the new done snapshot, NULL when no window closed in this run
-    --   p_window, p_after_txid, p_after_id   the open window and the position in it (NULLs: none)
-    --   p_tally    what the run did;  p_summary  the run's JSON summary, kept for operators
-    -- ---------------------------------------------------------------------------------------
-BEGIN
-    UPDATE public.iu_route_worker_cursor cur
-       SET done_snapshot     = coalesce(p_done, cur.done_snapshot),
-           window_snapshot   = p_window,
-           window_txid       = p_after_txid,
-           window_event_id   = p_after_id,
-           system_identifier = coalesce(cur.system_identifier, (SELECT s.system_identifier FROM pg_control_system() s)),
-           last_created_at   = coalesce(p_tally.last_created_at, cur.last_created_at),
-           last_event_id     = coalesce(p_tally.last_id, cur.last_event_id),
-           events_seen       = cur.events_seen + p_tally.claimed,
-           attempts_written  = cur.attempts_written + p_tally.attempts_written,
-           dead_lettered     = cur.dead_lettered + p_tally.dead_lettered,
-           runs_total        = cur.runs_total + 1,
-           last_run_at       = now(),
-           last_run_summary  = p_summary
-     WHERE cur.worker_name = p_worker_name;
-
-    PERFORM iu_core.fn_iu_route_attempt_tally_add(p_worker_name, x.status, x.n, 0)
-       FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
-                    ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
-      WHERE x.n > 0;
-
-    PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, p_event_domain,
-        jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
-                           'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
-                           'held_open_count', jsonb_array_length(p_summary->'held_open_by')));
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_worker_register.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION public.fn_iu_route_worker_register(p_worker_name text, p_event_domain text DEFAULT 'iu')
-RETURNS jsonb
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_register(p_worker_name, p_event_domain DEFAULT 'iu') -> jsonb
-    -- Creates the worker's cursor at the start of the stream and its PG_worker heartbeat row,
-    -- so a worker that stops running is noticed. Idempotent: a re-register keeps the cursor and
-    -- the heartbeat's history (ticks, last beat, pause). A worker consumes one domain.
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    v_sysid   bigint;
-    v_actor   text;
-    v_created integer;
-    v_hb      integer;
-    c         public.iu_route_worker_cursor%ROWTYPE;
-BEGIN
-    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_actor := iu_core.fn_queue_actor(NULL, 'fn_iu_route_worker_register');
-    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_register', p_worker_name);
-    PERFORM iu_core.fn_iu_require_name('fn_iu_route_worker_register', 'p_event_domain', p_event_domain);
-
-    INSERT INTO public.iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
-    VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
-    ON CONFLICT (worker_name) DO NOTHING;
-    GET DIAGNOSTICS v_created = ROW_COUNT;
-
-    SELECT * INTO c FROM public.iu_route_worker_cursor WHERE worker_name = p_worker_name;
-    IF c.event_domain <> p_event_domain THEN
-        RAISE EXCEPTION 'fn_iu_route_worker_register: worker % is already registered for domain %',
-            quote_literal(p_worker_name), quote_literal(c.event_domain)
-            USING ERRCODE = '22023',
-                  HINT = 'A worker consumes one domain; register another worker name for another domain.';
-    END IF;
-
-    INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
-                                 stale_threshold_seconds, registered_by, last_beat_payload)
-    SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], d.expected_cadence_seconds,
-           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true)
-      FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
-    ON CONFLICT (executor_id) DO NOTHING;
-    GET DIAGNOSTICS v_hb = ROW_COUNT;
-
-    RETURN jsonb_build_object(
-        'worker', p_worker_name,
-        'event_domain', c.event_domain,
-        'registered', true,
-        'created', v_created > 0,
-        'cursor', CASE WHEN c.done_snapshot IS NULL AND c.window_snapshot IS NULL THEN 'start_of_stream' ELSE 'kept' END,
-        'system_identifier', c.system_identifier::text,
-        'heartbeat_created', v_hb > 0,
-        'heartbeat', (SELECT jsonb_build_object('executor_id', h.executor_id, 'executor_kind', h.executor_kind,
-                                                'expected_cadence_seconds', h.expected_cadence_seconds,
-                                                'stale_threshold_seconds', h.stale_threshold_seconds)
-                        FROM public.queue_heartbeat h WHERE h.executor_id = p_worker_name));
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_register(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_run(text, integer) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_idle_probe.sql
 -- +goose StatementBegin
@@ -1439,6 +380,43 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot) FROM PUBLIC;
 
+-- functions/route_worker/fn_iu_route_worker_summary.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_summary(
+    p_worker_name  text,
+    p_event_domain text,
+    p_batch_limit  integer,
+    p_tally        iu_core.iu_route_run_tally,
+    p_window_open  boolean,
+    p_opened       integer,
+    p_closed       integer,
+    p_fallback_err text,
+    p_idle         boolean,
+    p_holders      jsonb
+)
+RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_summary: the summary of a run that was not gated and not busy, the
+    -- one shape both the idle path and the full pass return: the counts
+    -- (fn_iu_route_worker_summary_counts) and the keys that name the worker, its domain, the
+    -- transactions holding its position back and the moment.
+    -- Inlinable SQL (the caller passes plain values: computed holders, not a call), so
+    -- building it costs no call.
+    -- ---------------------------------------------------------------------------------------
+    SELECT iu_core.fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
+        || jsonb_build_object(
+               'worker', p_worker_name,
+               'event_domain', p_event_domain,
+               'batch_limit', p_batch_limit,
+               'held_open_count', jsonb_array_length(p_holders),
+               'held_open_by', p_holders,
+               'run_at', now())
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_summary(text, text, integer, iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb) FROM PUBLIC;
+
 -- functions/route_worker/fn_iu_route_worker_summary_counts.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_summary_counts(
@@ -1491,42 +469,18 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean) FROM PUBLIC;
 
--- functions/route_worker/fn_iu_route_worker_summary.sql
+-- functions/route_worker/fn_iu_route_run_tally_zero.sql
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_summary(
-    p_worker_name  text,
-    p_event_domain text,
-    p_batch_limit  integer,
-    p_tally        iu_core.iu_route_run_tally,
-    p_window_open  boolean,
-    p_opened       integer,
-    p_closed       integer,
-    p_fallback_err text,
-    p_idle         boolean,
-    p_holders      jsonb
-)
-RETURNS jsonb
-LANGUAGE sql STABLE
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_run_tally_zero()
+RETURNS iu_core.iu_route_run_tally
+LANGUAGE sql IMMUTABLE
 AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_summary: the summary of a run that was not gated and not busy, the
-    -- one shape both the idle path and the full pass return: the counts
-    -- (fn_iu_route_worker_summary_counts) and the keys that name the worker, its domain, the
-    -- transactions holding its position back and the moment.
-    -- Inlinable SQL (the caller passes plain values: computed holders, not a call), so
-    -- building it costs no call.
-    -- ---------------------------------------------------------------------------------------
-    SELECT iu_core.fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
-        || jsonb_build_object(
-               'worker', p_worker_name,
-               'event_domain', p_event_domain,
-               'batch_limit', p_batch_limit,
-               'held_open_count', jsonb_array_length(p_holders),
-               'held_open_by', p_holders,
-               'run_at', now())
+    -- fn_iu_route_run_tally_zero(): the tally of a run that has done nothing yet (the full
+    -- pass starts from it; the idle path reports it). Inlinable SQL: a constant.
+    SELECT ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL)::iu_core.iu_route_run_tally
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_summary(text, text, integer, iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_run_tally_zero() FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_pass.sql
 -- +goose StatementBegin
@@ -1558,11 +512,10 @@ DECLARE
     v_reason       text;
     v_problem      text;
     v_foreign      boolean;
-    v_done         pg_snapshot;
+    -- The position: done, the open window and the keyset inside it, one value passed to
+    -- the claim and the page functions.
+    v_pos          iu_core.iu_route_window;
     v_done_moved   boolean := false;
-    v_window       pg_snapshot;
-    v_after_txid   xid8;
-    v_after_id     uuid;
     v_opened_here  boolean := false;
     v_before       integer;
     v_page         integer;
@@ -1624,25 +577,22 @@ BEGIN
                   HINT = 'Re-stamp them: SELECT fn_iu_event_outbox_rebase_foreign_txids(); they are routed as one new window (duplicate-free: idempotency keys). If the cursor is foreign too, also SELECT fn_iu_route_worker_reset_cursor(...).';
     END IF;
 
-    v_done       := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
-    v_window     := c.window_snapshot;
-    v_after_txid := c.window_txid;
-    v_after_id   := c.window_event_id;
+    v_pos := ROW(coalesce(c.done_snapshot, '1:1:'::pg_snapshot), c.window_snapshot, c.window_txid, c.window_event_id);
 
     LOOP
-        IF v_window IS NULL THEN
+        IF v_pos.window_snapshot IS NULL THEN
             -- A fresh window: everything committed as of this statement.
-            v_window      := iu_core.fn_iu_route_worker_snapshot();
+            v_pos.window_snapshot := iu_core.fn_iu_route_worker_snapshot();
             v_opened_here := true;
             v_opened      := v_opened + 1;
-            v_after_txid  := NULL;
-            v_after_id    := NULL;
+            v_pos.after_txid      := NULL;
+            v_pos.after_id        := NULL;
         END IF;
         v_page_limit := p_batch_limit - t.claimed;
         v_before     := t.claimed;
 
-        IF v_opened_here AND v_after_txid IS NULL
-           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, v_done, v_window, NULL, NULL, 1)) THEN
+        IF v_opened_here AND v_pos.after_txid IS NULL
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, ROW(v_pos.done_snapshot, v_pos.window_snapshot, NULL, NULL)::iu_core.iu_route_window, 1)) THEN
             -- The first page of a window this run opened, and the window holds nothing (the
             -- caught-up poll): one probe of the claim instead of the page statement and its
             -- subtransaction. The empty window closes below, as a short page.
@@ -1657,8 +607,7 @@ BEGIN
             v_page_done := false;
             IF NOT v_guarded THEN
                 BEGIN
-                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                        v_after_txid, v_after_id, v_page_limit, false);
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_pos, v_page_limit, false);
                     v_page_done := true;
                 EXCEPTION
                     WHEN unique_violation THEN
@@ -1670,8 +619,7 @@ BEGIN
             END IF;
             IF v_guarded AND NOT v_page_done THEN
                 BEGIN
-                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                        v_after_txid, v_after_id, v_page_limit, true);
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_pos, v_page_limit, true);
                 EXCEPTION WHEN OTHERS THEN
                     GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
                     v_page_err := v_state || ': ' || v_msg;
@@ -1679,8 +627,7 @@ BEGIN
             END IF;
             IF v_page_err IS NOT NULL THEN
                 v_fallback_err := v_page_err;
-                t := iu_core.fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                    v_after_txid, v_after_id, v_page_limit);
+                t := iu_core.fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_pos, v_page_limit);
             END IF;
             IF cardinality(t.deliver_ids) > 0 THEN
                 t := iu_core.fn_iu_route_worker_deliver_page(t, p_worker_name);
@@ -1689,21 +636,21 @@ BEGIN
 
         v_page := t.claimed - v_before;
         IF v_page > 0 THEN
-            v_after_txid := t.last_txid;
-            v_after_id   := t.last_id;
+            v_pos.after_txid := t.last_txid;
+            v_pos.after_id   := t.last_id;
         END IF;
         IF v_page < v_page_limit THEN
             -- A short page: the window is exhausted and becomes the done snapshot.
-            v_done       := v_window;
+            v_pos.done_snapshot   := v_pos.window_snapshot;
             v_done_moved := true;
-            v_window     := NULL;
-            v_after_txid := NULL;
-            v_after_id   := NULL;
+            v_pos.window_snapshot := NULL;
+            v_pos.after_txid      := NULL;
+            v_pos.after_id        := NULL;
             v_closed     := v_closed + 1;
             -- Open one more window only if this run did not open the one just closed.
             EXIT WHEN v_opened_here OR t.claimed >= p_batch_limit;
         ELSE
-            EXIT; -- the batch is full; the window stays open at (v_after_txid, v_after_id)
+            EXIT; -- the batch is full; the window stays open at (v_pos.after_txid, v_pos.after_id)
         END IF;
     END LOOP;
 
@@ -1712,9 +659,9 @@ BEGIN
     -- still the cursor's done snapshot.
     v_holders := CASE WHEN t.claimed = 0 AND c.window_snapshot IS NULL
                       THEN iu_core.fn_iu_route_worker_holders(c.done_snapshot, NULL)
-                      ELSE iu_core.fn_iu_route_worker_holders(v_done, v_window) END;
+                      ELSE iu_core.fn_iu_route_worker_holders(v_pos.done_snapshot, v_pos.window_snapshot) END;
     v_summary := iu_core.fn_iu_route_worker_summary(p_worker_name, c.event_domain, p_batch_limit, t,
-                                            v_window IS NOT NULL, v_opened, v_closed, v_fallback_err,
+                                            v_pos.window_snapshot IS NOT NULL, v_opened, v_closed, v_fallback_err,
                                             t.claimed = 0 AND c.window_snapshot IS NULL, v_holders);
 
     IF t.claimed = 0 AND c.window_snapshot IS NULL THEN
@@ -1730,81 +677,1055 @@ BEGIN
         RETURN v_summary;
     END IF;
     PERFORM iu_core.fn_iu_route_worker_advance(p_worker_name, c.event_domain,
-                                       CASE WHEN v_done_moved THEN v_done END,
-                                       v_window, v_after_txid, v_after_id, t, v_summary);
+                                       CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
+                                       v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary);
     RETURN v_summary;
 END;
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pass(text, integer) FROM PUBLIC;
 
--- functions/route_worker/fn_iu_route_worker_run.sql
+-- functions/route_worker/fn_iu_route_worker_require_name.sql
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer DEFAULT 100)
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_require_name(p_caller text, p_worker_name text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_require_name: the worker-name rule of every function that takes one.
+    -- A worker name is a bounded, non-blank name (fn_iu_require_name) without ':' (it is part
+    -- of the idempotency key).
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    PERFORM iu_core.fn_iu_require_name(p_caller, 'p_worker_name', p_worker_name);
+    IF position(':' IN p_worker_name) > 0 THEN
+        RAISE EXCEPTION '%: p_worker_name % may not contain '':''', p_caller, quote_literal(p_worker_name)
+            USING ERRCODE = '22023',
+                  HINT = 'The worker name is part of idempotency keys (iu_wrk:{worker}:{route_key}:{event_id}).';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_require_name(text, text) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_lock.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_lock(p_caller text, p_worker_name text, p_wait boolean)
+RETURNS boolean
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_lock: one run (or reset) per worker at a time.
+    --   p_caller       the public function, for the error message
+    --   p_worker_name  the worker (P0002 when not registered)
+    --   p_wait         false: try once and return false when another transaction holds it
+    --                  (a run reports busy at once); true: wait for it (a reset)
+    -- Takes a transaction-scoped advisory lock keyed by the cursor's lock_id, so it is held
+    -- until the caller's transaction ends, exactly like a row lock, but writes nothing: an
+    -- idle run stays read-only (no transaction id, no WAL, no commit flush). Read the cursor
+    -- row only after this returns true: the statement's fresh snapshot then sees everything
+    -- the previous holder committed.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_id integer;
+BEGIN
+    SELECT cur.lock_id INTO v_id FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+    IF v_id IS NULL THEN
+        PERFORM iu_core.fn_iu_route_worker_not_registered(p_caller, p_worker_name);
+    END IF;
+    IF p_wait THEN
+        PERFORM pg_advisory_xact_lock(iu_core.fn_iu_route_worker_lock_class(), v_id);
+        RETURN true;
+    END IF;
+    RETURN iu_core.fn_iu_route_worker_try_lock(v_id);
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock(text, text, boolean) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_try_lock.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_try_lock(p_lock_id integer)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT pg_try_advisory_xact_lock(iu_core.fn_iu_route_worker_lock_class(), p_lock_id)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_try_lock(integer) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_lock_class.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_lock_class()
+RETURNS integer
+LANGUAGE sql IMMUTABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_lock_class: the advisory-lock class of this package's route workers
+    -- ('iu' + 1); the second key is the worker's lock_id, so no two workers share a lock.
+    -- fn_iu_route_worker_try_lock(p_lock_id): take that lock without waiting (true) or learn
+    -- that another transaction holds it (false). Both inlinable SQL, so the idle path of a run
+    -- takes the lock inside an expression, without a call.
+    -- ---------------------------------------------------------------------------------------
+    SELECT 26997
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock_class() FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_not_registered.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_not_registered(p_caller text, p_worker_name text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_not_registered: the one "unknown worker" error (P0002 + the fix).
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    RAISE EXCEPTION '%: worker % is not registered', p_caller, quote_literal(p_worker_name)
+        USING ERRCODE = 'P0002',
+              HINT = format('Register it first: SELECT fn_iu_route_worker_register(%L);', p_worker_name);
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_not_registered(text, text) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_cursor_check.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_cursor_check(p_cursor public.iu_route_worker_cursor)
+RETURNS SETOF text
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_cursor_check: THE cursor sanity rule (run refuses, health reports).
+    --   p_cursor  a iu_route_worker_cursor row
+    -- Returns no row when the stored position belongs to this cluster, else one row: a
+    -- sentence saying why not. Either the recorded system_identifier differs (dump/restore or
+    -- pg_upgrade into another cluster), or a stored snapshot or keyset position lies at or
+    -- beyond this cluster's next transaction id (no transaction of this cluster can have
+    -- produced it).
+    -- Internal and unguarded: inlinable SQL (no SECURITY DEFINER, no SET), so a run plans it
+    -- into its own sanity statement instead of paying a guarded call per run. Nobody but the
+    -- owner may execute it; its callers (fn_iu_route_worker_run, and
+    -- fn_iu_route_worker_cursor_problem for the status view) are SECURITY DEFINER entry
+    -- points that pin search_path and pass the writable-schema guard first.
+    -- ---------------------------------------------------------------------------------------
+    SELECT CASE WHEN p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid
+                THEN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
+                            quote_literal(p_cursor.worker_name), p_cursor.system_identifier, k.sysid)
+                ELSE format('cursor of worker %s holds transaction ids ahead of this cluster (stored xmax %s, current %s)',
+                            quote_literal(p_cursor.worker_name),
+                            coalesce(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot)),
+                            k.xmax) END
+      FROM (SELECT s.system_identifier AS sysid, pg_snapshot_xmax(pg_current_snapshot()) AS xmax
+              FROM pg_control_system() s) k
+     WHERE (p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid)
+        OR iu_core.fn_iu_route_worker_cursor_ahead(p_cursor)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_check(public.iu_route_worker_cursor) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_cursor_ahead.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_cursor_ahead(p_cursor public.iu_route_worker_cursor)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_cursor_ahead: the half of the cursor sanity rule that needs no file
+    -- read: a stored snapshot or keyset position lies at or beyond this cluster's next
+    -- transaction id (no transaction of this cluster can have produced it). True when so;
+    -- false when not, or when the cursor holds no position yet.
+    -- Part of fn_iu_route_worker_cursor_check; the run's idle probe asks it alone (see there).
+    -- Inlinable SQL (a scalar expression, so it costs its callers no subplan), owner only.
+    -- ---------------------------------------------------------------------------------------
+    SELECT coalesce(pg_snapshot_xmax(p_cursor.done_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+                    OR pg_snapshot_xmax(p_cursor.window_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+                    OR p_cursor.window_txid >= pg_snapshot_xmax(pg_current_snapshot()), false)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_foreign_rows.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_foreign_rows(p_event_domain text)
+RETURNS SETOF xid8
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_foreign_rows: committed rows of the domain whose txid lies at or
+    -- beyond this cluster's next transaction id (at most one: the question is whether any
+    -- exist). No transaction of this cluster can have written them (a visible row committed
+    -- before the statement's snapshot, so its txid is below xmax), so they were restored from
+    -- another cluster: left alone they would stay invisible to every window. One probe at the
+    -- top of the (event_domain, txid, id) index; normally it finds nothing.
+    -- Internal and unguarded, inlinable SQL like fn_iu_route_worker_cursor_check (and for the
+    -- same reason): executed by nobody but the owner, through guarded entry points.
+    -- ---------------------------------------------------------------------------------------
+    SELECT o.txid
+      FROM public.event_outbox o
+     WHERE o.event_domain = p_event_domain
+       AND o.txid >= pg_snapshot_xmax(pg_current_snapshot())
+       AND o.txid IS DISTINCT FROM pg_current_xact_id_if_assigned()
+     LIMIT 1
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_foreign_rows(text) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_snapshot.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_snapshot()
+RETURNS pg_snapshot
+LANGUAGE plpgsql VOLATILE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Internal: the snapshot a new window is taken with. pg_current_snapshot() leaves the
+    -- calling transaction's own xid out of its in-progress list, so when the caller inserted
+    -- events in the same transaction (or inserts more after the run, before it commits) and a
+    -- newer transaction has completed, its own xid would read as "visible" and its rows would
+    -- land behind done_snapshot, never to be claimed. Listing our own xid as in progress makes
+    -- branch (a) of the claim pick those rows up once the transaction commits.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_snap pg_snapshot := pg_current_snapshot();
+    v_self xid8        := pg_current_xact_id_if_assigned();
+BEGIN
+    IF v_self IS NULL OR NOT pg_visible_in_snapshot(v_self, v_snap) THEN
+        RETURN v_snap;
+    END IF;
+    RETURN (least(pg_snapshot_xmin(v_snap), v_self)::text || ':' || pg_snapshot_xmax(v_snap)::text || ':'
+            || (SELECT string_agg(x.xip::text, ',' ORDER BY x.xip)
+                  FROM (SELECT pg_snapshot_xip(v_snap) AS xip UNION SELECT v_self) x))::pg_snapshot;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_snapshot() FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_decide_page.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_decide_page(
+    p_tally        iu_core.iu_route_run_tally,
+    p_worker_name  text,
+    p_event_domain text,
+    p_pos          iu_core.iu_route_window,
+    p_limit        integer,
+    p_guarded      boolean
+)
+RETURNS iu_core.iu_route_run_tally
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_decide_page: claim, decide and audit one page in ONE statement.
+    --   p_tally        the run's tally, returned with this page added
+    --   p_worker_name, p_event_domain   the worker and the domain its cursor consumes
+    --   p_pos, p_limit   the window and the keyset position
+    --   p_guarded      false: the plain INSERT (the common case: nothing of the page was ever
+    --                  attempted); true: INSERT ... ON CONFLICT DO NOTHING (a re-scan)
+    -- Writes one iu_route_attempt per event decided skipped / disabled / dry_run; events bound
+    -- for the delivery seam are returned in deliver_* for fn_iu_route_worker_deliver_page.
+    -- Raises whatever the statement raises; the caller redoes the page guarded when that is a
+    -- unique_violation (some key of the page exists: a re-scan after a cursor reset or a rebase)
+    -- and event by event (decide_each) otherwise.
+    -- Why two statements and not always ON CONFLICT: ON CONFLICT DO NOTHING is a speculative
+    -- insertion, for every row: a probe of every unique index of the partition first (the
+    -- identity primary key included), then the insert, then a second WAL record confirming it.
+    -- Measured on 1,000-row pages that is ~35 % of the page's INSERT, paid on every page to
+    -- protect the rare re-scan. The plain INSERT keeps the same guarantee: the unique index
+    -- still refuses a second (idempotency_key, attempt_no, event_txid), only loudly, and the
+    -- loud case is then answered by the guarded statement, which counts the existing keys as
+    -- already_attempted exactly as before. Nothing is written twice either way: the failed
+    -- statement's rows are rolled back with its subtransaction.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    t          iu_core.iu_route_run_tally := p_tally;
+    v_page     integer;
+    k_dry      integer;
+    k_disabled integer;
+    k_skipped  integer;
+    l_txid     xid8;
+    l_id       uuid;
+    l_created  timestamptz;
+BEGIN
+    IF NOT p_guarded THEN
+        -- Every non-deliver event of the page is written (or the statement raises), so the
+        -- counts are the page's decisions, read in the same pass as the deliver list.
+        WITH decided AS MATERIALIZED (
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
+        ), ins AS (
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+              FROM decided d
+             WHERE d.decision <> 'deliver'
+        )
+        SELECT a.n, a.n_dry, a.n_disabled, a.n_skipped,
+               l.txid, l.id, l.created_at,
+               a.ids, a.keys, a.kinds
+          INTO v_page, k_dry, k_disabled, k_skipped,
+               l_txid, l_id, l_created,
+               t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
+          FROM (SELECT count(*) AS n,
+                       count(*) FILTER (WHERE d.decision = 'dry_run')  AS n_dry,
+                       count(*) FILTER (WHERE d.decision = 'disabled') AS n_disabled,
+                       count(*) FILTER (WHERE d.decision = 'skipped')  AS n_skipped,
+                       array_agg(d.id ORDER BY d.txid, d.id)         FILTER (WHERE d.decision = 'deliver') AS ids,
+                       array_agg(d.route_key ORDER BY d.txid, d.id)  FILTER (WHERE d.decision = 'deliver') AS keys,
+                       array_agg(d.route_kind ORDER BY d.txid, d.id) FILTER (WHERE d.decision = 'deliver') AS kinds
+                  FROM decided d) a
+          LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
+                              ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
+    ELSE
+        -- A re-scan: existing keys are skipped and counted as already attempted.
+        WITH decided AS MATERIALIZED (
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
+        ), ins AS (
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+              FROM decided d
+             WHERE d.decision <> 'deliver'
+            ON CONFLICT DO NOTHING
+            RETURNING status
+        )
+        SELECT (SELECT count(*) FROM decided),
+               i.n_dry, i.n_disabled, i.n_skipped,
+               l.txid, l.id, l.created_at,
+               dv.ids, dv.keys, dv.kinds
+          INTO v_page, k_dry, k_disabled, k_skipped,
+               l_txid, l_id, l_created,
+               t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
+          FROM (SELECT count(*) FILTER (WHERE ins.status = 'dry_run')  AS n_dry,
+                       count(*) FILTER (WHERE ins.status = 'disabled') AS n_disabled,
+                       count(*) FILTER (WHERE ins.status = 'skipped')  AS n_skipped
+                  FROM ins) i
+          CROSS JOIN (SELECT array_agg(d.id ORDER BY d.txid, d.id)         AS ids,
+                             array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
+                             array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
+                        FROM decided d WHERE d.decision = 'deliver') dv
+          LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
+                              ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
+    END IF;
+
+    t.claimed           := t.claimed + v_page;
+    t.dry_run           := t.dry_run + k_dry;
+    t.disabled          := t.disabled + k_disabled;
+    t.skipped           := t.skipped + k_skipped;
+    t.attempts_written  := t.attempts_written + k_dry + k_disabled + k_skipped;
+    t.already_attempted := t.already_attempted + v_page - coalesce(array_length(t.deliver_ids, 1), 0)
+                           - (k_dry + k_disabled + k_skipped);
+    IF v_page > 0 THEN
+        t.last_txid := l_txid; t.last_id := l_id; t.last_created_at := l_created;
+    END IF;
+    RETURN t;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_page.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_page(
+    p_event_domain text,
+    p_pos          iu_core.iu_route_window,
+    p_limit        integer
+)
+RETURNS TABLE (id uuid, txid xid8, created_at timestamptz, route_key text, route_kind text, decision text)
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_page: the next page of the window with each event's route and
+    -- decision (fn_iu_route_decide over the route resolved by (domain, type, stream); NULL
+    -- route fields when none matches). The one query both decide_page and decide_each read.
+    -- Inlinable SQL, like the claim it wraps.
+    -- ---------------------------------------------------------------------------------------
+    SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
+           iu_core.fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run)
+      FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_pos, p_limit) p
+      LEFT JOIN public.iu_outbound_route rt
+             ON rt.event_domain = p_event_domain
+            AND rt.event_type = p.event_type
+            AND rt.event_stream = p.event_stream
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_page(text, iu_core.iu_route_window, integer) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_claim.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_claim(
+    p_event_domain text,
+    p_pos          iu_core.iu_route_window,
+    p_limit        integer
+)
+RETURNS TABLE (id uuid, txid xid8, event_type text, event_stream text, created_at timestamptz)
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Internal: the claim. Inlinable SQL (no SECURITY DEFINER, no SET), so its body is planned
+    -- inside the caller's statement and EXPLAIN shows the two index range scans. It needs no
+    -- privileges of its own: nobody but the owner may execute it, and its only caller,
+    -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
+    -- ---------------------------------------------------------------------------------------
+    --
+    -- Each branch has exactly one lower bound per index column, so the btree starts AT the
+    -- keyset position (a second lower bound, e.g. txid >= xmax(done) next to a row
+    -- comparison, lets the scan start at the weaker one and wade through rows it skips).
+    -- The position row itself is excluded by a plain filter.
+    SELECT u.id, u.txid, u.event_type, u.event_stream, u.created_at
+      FROM (
+            -- (a) transactions in progress when done was taken, completed by the window:
+            --     one probe per such xid, on (event_domain, txid = x, id >= ...)
+            (SELECT e.id, e.txid, e.event_type, e.event_stream, e.created_at
+               FROM pg_snapshot_xip(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) AS x(xip_txid)
+              CROSS JOIN LATERAL (
+                    SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
+                      FROM public.event_outbox o
+                     WHERE o.event_domain = p_event_domain
+                       AND o.txid = x.xip_txid
+                       AND o.id >= CASE WHEN x.xip_txid = (p_pos).after_txid THEN (p_pos).after_id
+                                        ELSE '00000000-0000-0000-0000-000000000000'::uuid END
+                       AND (x.xip_txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
+                     ORDER BY o.id
+                     LIMIT p_limit) e
+              WHERE pg_visible_in_snapshot(x.xip_txid, (p_pos).window_snapshot)
+                AND ((p_pos).after_txid IS NULL OR x.xip_txid >= (p_pos).after_txid)
+              ORDER BY e.txid, e.id
+              LIMIT p_limit)
+            UNION ALL
+            -- (b) transactions that started after done and completed by the window:
+            --     one range, from max(xmax(done), position) up to xmax(window)
+            (SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
+               FROM public.event_outbox o
+              WHERE o.event_domain = p_event_domain
+                AND (o.txid, o.id) >= (
+                        CASE WHEN (p_pos).after_txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                             THEN (p_pos).after_txid
+                             ELSE pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) END,
+                        CASE WHEN (p_pos).after_txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                             THEN (p_pos).after_id
+                             ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
+                AND o.txid < pg_snapshot_xmax((p_pos).window_snapshot)
+                AND (o.txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
+                AND pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
+              ORDER BY o.txid, o.id
+              LIMIT p_limit)
+           ) u
+     ORDER BY u.txid, u.id
+     LIMIT p_limit
+$$;
+-- +goose StatementEnd
+COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer) IS
+    'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_decide.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_decide(p_route_key text, p_enabled boolean, p_dry_run boolean)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_decide: THE route decision, used by the page statement, the event-by-event
+    -- fallback and the replay (and mirrored in Go by internal/decision).
+    --   p_route_key  the matched iu_outbound_route's key, NULL when no route matched
+    --   p_enabled, p_dry_run  that route's switches (ignored without a route)
+    -- Returns skipped (no route), disabled (route off), dry_run (a logged decision, nothing
+    -- delivered) or deliver (hand the event to the delivery seam, which decides sent/failed).
+    -- Inlinable SQL (IMMUTABLE, no SET): planned into the page statement, no call per event.
+    -- ---------------------------------------------------------------------------------------
+    SELECT CASE WHEN p_route_key IS NULL THEN 'skipped'
+                WHEN NOT p_enabled THEN 'disabled'
+                WHEN p_dry_run THEN 'dry_run'
+                ELSE 'deliver' END
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_decide(text, boolean, boolean) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_idempotency_key.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_idempotency_key: iu_wrk:{worker}:{route_key}:{event_id}, with 'none' for the
+    -- route key when no route matched. Unambiguous because worker names carry no ':' (register
+    -- refuses them), route keys may not be 'none', and the event id is fixed-length and last.
+    -- Inlinable SQL, like the decision.
+    -- ---------------------------------------------------------------------------------------
+    SELECT 'iu_wrk:' || p_worker_name || ':' || coalesce(p_route_key, 'none') || ':' || p_event_id::text
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_idempotency_key(text, text, uuid) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_decide_each.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_decide_each(
+    p_tally        iu_core.iu_route_run_tally,
+    p_worker_name  text,
+    p_event_domain text,
+    p_pos          iu_core.iu_route_window,
+    p_limit        integer
+)
+RETURNS iu_core.iu_route_run_tally
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_decide_each: the fallback when the page statement failed. Same
+    -- parameters, same result as fn_iu_route_worker_decide_page, but each event is decided and
+    -- audited in its own exception block, so one bad event becomes a failed attempt and a dead
+    -- letter (fn_iu_route_worker_fail) and the rest of the page is routed.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    t       iu_core.iu_route_run_tally := p_tally;
+    e       record;
+    v_key   text;
+    v_n     integer;
+    v_state text;
+    v_msg   text;
+BEGIN
+    t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
+    FOR e IN
+        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit) p
+         ORDER BY p.txid, p.id
+    LOOP
+        t.claimed := t.claimed + 1;
+        t.last_txid := e.txid; t.last_id := e.id; t.last_created_at := e.created_at;
+        IF e.decision = 'deliver' THEN
+            t.deliver_ids := t.deliver_ids || e.id;
+            t.deliver_route_keys := t.deliver_route_keys || e.route_key;
+            t.deliver_route_kinds := t.deliver_route_kinds || e.route_kind;
+            CONTINUE;
+        END IF;
+        v_key := iu_core.fn_iu_route_idempotency_key(p_worker_name, e.route_key, e.id);
+        BEGIN
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            VALUES (e.id, p_worker_name, e.route_key, e.route_kind, e.decision, v_key, e.txid)
+            ON CONFLICT DO NOTHING;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            IF v_n = 0 THEN
+                t.already_attempted := t.already_attempted + 1;
+            ELSE
+                t.attempts_written := t.attempts_written + 1;
+                CASE e.decision
+                    WHEN 'dry_run'  THEN t.dry_run := t.dry_run + 1;
+                    WHEN 'disabled' THEN t.disabled := t.disabled + 1;
+                    ELSE t.skipped := t.skipped + 1;
+                END CASE;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+            t := iu_core.fn_iu_route_worker_fail(t, p_worker_name, e.id, e.route_key, e.route_kind, v_key,
+                                         v_state, v_msg, 'decide');
+        END;
+    END LOOP;
+    RETURN t;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_deliver_page.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_deliver_page(p_tally iu_core.iu_route_run_tally, p_worker_name text)
+RETURNS iu_core.iu_route_run_tally
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_deliver_page: hand the page's deliver_* events to the delivery seam,
+    -- one isolated block each (only enabled, dry_run = false routes get here). Success writes a
+    -- 'sent' attempt; anything raised becomes a failed attempt + dead letter. An event already
+    -- attempted (a re-scan) is never handed over twice. Returns the tally with deliver_* spent.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    t       iu_core.iu_route_run_tally := p_tally;
+    v_key   text;
+    v_event jsonb;
+    v_res   jsonb;
+    v_state text;
+    v_msg   text;
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(t.deliver_ids, 1), 0) LOOP
+        v_key := iu_core.fn_iu_route_idempotency_key(p_worker_name, t.deliver_route_keys[i], t.deliver_ids[i]);
+        IF EXISTS (SELECT 1 FROM public.iu_route_attempt a WHERE a.idempotency_key = v_key) THEN
+            t.already_attempted := t.already_attempted + 1;
+            CONTINUE;
+        END IF;
+        BEGIN
+            v_event := iu_core.fn_iu_route_event(t.deliver_ids[i]);
+            v_res := public.fn_iu_route_deliver(v_event, t.deliver_route_keys[i], t.deliver_route_kinds[i], v_key);
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, detail,
+                                          event_txid)
+            VALUES (t.deliver_ids[i], p_worker_name, t.deliver_route_keys[i], t.deliver_route_kinds[i], 'sent', v_key,
+                    coalesce(v_res, '{}'::jsonb), (v_event->>'txid')::xid8)
+            ON CONFLICT DO NOTHING;
+            t.attempts_written := t.attempts_written + 1;
+            t.sent := t.sent + 1;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+            t := iu_core.fn_iu_route_worker_fail(t, p_worker_name, t.deliver_ids[i], t.deliver_route_keys[i],
+                                         t.deliver_route_kinds[i], v_key, v_state, v_msg, 'deliver');
+        END;
+    END LOOP;
+    t.deliver_ids := NULL; t.deliver_route_keys := NULL; t.deliver_route_kinds := NULL;
+    RETURN t;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally, text) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_deliver.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION public.fn_iu_route_deliver(
+    p_event_snapshot  jsonb,
+    p_route_key       text,
+    p_route_kind      text,
+    p_idempotency_key text
+)
 RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- The page statement's plan is the same for every call (two index range scans whose bounds
--- are parameters); re-planning it per call (the custom plans "auto" keeps choosing) costs
--- more than a batch of 100 takes to route. The setting holds for the helpers it calls.
-SET plan_cache_mode = force_generic_plan
 AS $$
     -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_run(p_worker_name, p_batch_limit DEFAULT 100) -> jsonb summary
-    -- One transactional pass of one worker, in the caller's transaction:
-    --   1. the batch limit (22023; the worker name is checked
-    --      by the full pass, since the idle probe finds no worker under a name that breaks it)
-    --   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
-    --      window, a sane cursor, no beat due), fn_iu_route_worker_idle_rows finds nothing to
-    --      claim and no foreign row, and the worker's lock is free, the run returns the idle summary without another
-    --      statement: nothing claimed, nothing written (no transaction id, no WAL, no dead
-    --      row version), the same summary the full pass gives an idle run
-    --   3. otherwise the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
-    --      pages of decisions and audit rows, the cursor, the counters and the heartbeat
-    -- The idle path is most of what a caught-up worker polling every second does, so it is
-    -- kept to two probe statements and expressions; every case it does not answer
-    -- exactly (a window open, a due heartbeat, a foreign cursor or rows, a closed gate, a busy
-    -- lock, an unregistered worker) goes to the full pass, which decides it as before.
+    -- The delivery seam. Unbuilt on purpose: nothing is delivered downstream by this package.
     -- ---------------------------------------------------------------------------------------
-DECLARE
-    v_lock_id integer;
-    v_domain  text;
-    v_done    pg_snapshot;
-    v_waits   boolean;
-    v_quiet   boolean;
-    v_holders jsonb;
 BEGIN
-    -- The worker name is checked by the full pass: a name that breaks the name rule was
-    -- never registered, so the idle probe finds no worker for it and the full pass refuses
-    -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
-    -- order in which a call with both learns about them).
-    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
-        PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
-        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
-            coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
-    END IF;
-
-    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
-      INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
-      FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name) p;
-    -- Then the outbox, with the position as values (pruned when the statement starts);
-    -- the lock only when both are quiet.
-    IF v_quiet
-       AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()))
-       AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
-        -- The holders of the position it keeps, described only when one still runs.
-        v_holders := CASE WHEN v_waits THEN iu_core.fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
-        -- As the full pass reports an idle run: one empty window opened and closed.
-        RETURN iu_core.fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
-                                          iu_core.fn_iu_route_run_tally_zero(),
-                                          false, 1, 1, NULL, true, v_holders);
-    END IF;
-    RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
+    RAISE EXCEPTION 'fn_iu_route_deliver: delivery is not built: route % (dry_run = false) fails closed',
+        coalesce(p_route_key, '(none)')
+        USING ERRCODE = 'feature_not_supported',
+              HINT = 'Keep the route dry_run (UPDATE iu_outbound_route SET dry_run = true ...) and replay the dead letter, or build the delivery seam.';
 END;
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_run(text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.fn_iu_route_deliver(jsonb, text, text, text) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_fail.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_fail(
+    p_tally           iu_core.iu_route_run_tally,
+    p_worker_name     text,
+    p_event_id        uuid,
+    p_route_key       text,
+    p_route_kind      text,
+    p_idempotency_key text,
+    p_error_code      text,
+    p_error_message   text,
+    p_stage           text
+)
+RETURNS iu_core.iu_route_run_tally
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_fail: record one failure.
+    --   p_tally   the run's tally; returned with failed / attempts_written / dead_lettered (or
+    --             already_attempted, on a re-scan) counted
+    --   p_worker_name, p_event_id, p_route_key, p_route_kind, p_idempotency_key  the event
+    --   p_error_code, p_error_message  the SQLSTATE and message that was raised
+    --   p_stage   'decide' (the audit insert failed) or 'deliver' (the seam raised)
+    -- Writes a failed iu_route_attempt and a dead letter carrying the whole event row (so a
+    -- replay needs nothing from event_outbox). Both are keyed by the idempotency key, so a
+    -- re-scan after a cursor reset writes neither twice.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    t      iu_core.iu_route_run_tally := p_tally;
+    v_snap jsonb;
+    v_n    integer;
+BEGIN
+    v_snap := iu_core.fn_iu_route_event(p_event_id);
+
+    INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key,
+                                  detail, error_code, error_message, event_txid)
+    VALUES (p_event_id, p_worker_name, p_route_key, p_route_kind, 'failed', p_idempotency_key,
+            jsonb_build_object('stage', p_stage), p_error_code, p_error_message, (v_snap->>'txid')::xid8)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_n = 1 THEN
+        t.attempts_written := t.attempts_written + 1;
+        t.failed := t.failed + 1;
+    ELSE
+        t.already_attempted := t.already_attempted + 1;
+    END IF;
+
+    INSERT INTO public.iu_route_dead_letter (worker_name, event_id, event_domain, event_type, event_stream, route_key,
+                                      idempotency_key, event_snapshot, error_code, error_message)
+    VALUES (p_worker_name, p_event_id, v_snap->>'event_domain', v_snap->>'event_type', v_snap->>'event_stream',
+            p_route_key, p_idempotency_key, v_snap, p_error_code, p_error_message)
+    ON CONFLICT (idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    t.dead_lettered := t.dead_lettered + v_n;
+    RETURN t;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally, text, uuid, text, text, text, text, text, text) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_event.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_event(p_event_id uuid)
+RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_event(p_event_id) -> jsonb: THE event of an id, as the whole row (NULL when
+    -- no row has that id). An id is unique only within a history partition (017), so a
+    -- producer allowed to choose ids could store a second row under an id it learned; the
+    -- event is the oldest row of the id (a copy is always younger: it can only be written
+    -- after the original committed), never whichever row an index scan meets first. The
+    -- failure path (the dead letter's snapshot) and the delivery path read the event through
+    -- it, once per event. Internal.
+    -- ---------------------------------------------------------------------------------------
+    SELECT to_jsonb(e) FROM public.event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_event(uuid) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_advance.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_advance(
+    p_worker_name  text,
+    p_event_domain text,
+    p_done         pg_snapshot,
+    p_window       pg_snapshot,
+    p_after_txid   xid8,
+    p_after_id     uuid,
+    p_tally        iu_core.iu_route_run_tally,
+    p_summary      jsonb
+)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_advance: move the cursor and count the run, in the run's transaction
+    -- (so the position moves atomically with the attempts), then beat the heartbeat.
+    --   p_done     the new done snapshot, NULL when no window closed in this run
+    --   p_window, p_after_txid, p_after_id   the open window and the position in it (NULLs: none)
+    --   p_tally    what the run did;  p_summary  the run's JSON summary, kept for operators
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    UPDATE public.iu_route_worker_cursor cur
+       SET done_snapshot     = coalesce(p_done, cur.done_snapshot),
+           window_snapshot   = p_window,
+           window_txid       = p_after_txid,
+           window_event_id   = p_after_id,
+           system_identifier = coalesce(cur.system_identifier, (SELECT s.system_identifier FROM pg_control_system() s)),
+           last_created_at   = coalesce(p_tally.last_created_at, cur.last_created_at),
+           last_event_id     = coalesce(p_tally.last_id, cur.last_event_id),
+           events_seen       = cur.events_seen + p_tally.claimed,
+           attempts_written  = cur.attempts_written + p_tally.attempts_written,
+           dead_lettered     = cur.dead_lettered + p_tally.dead_lettered,
+           runs_total        = cur.runs_total + 1,
+           last_run_at       = now(),
+           last_run_summary  = p_summary
+     WHERE cur.worker_name = p_worker_name;
+
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(p_worker_name, x.status, x.n, 0)
+       FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
+                    ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
+      WHERE x.n > 0;
+
+    PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, p_event_domain,
+        jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
+                           'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
+                           'held_open_count', jsonb_array_length(p_summary->'held_open_by')));
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_attempt_tally_add.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_attempt_tally_add: count p_attempts new attempt rows (p_replays of them
+    -- replays) of one worker and status into iu_route_attempt_tally, in the caller's
+    -- transaction. Called by every writer of iu_route_attempt (the run, the replay).
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    -- PL/pgSQL, not SQL: a SQL function whose body is an INSERT is never inlined, so it is
+    -- parsed and planned again in every statement that calls it (every busy run); PL/pgSQL
+    -- keeps the plan for the session.
+    INSERT INTO public.iu_route_attempt_tally AS t (worker_name, status, attempts, replays)
+    VALUES (p_worker_name, p_status, p_attempts, p_replays)
+    ON CONFLICT (worker_name, status) DO UPDATE
+       SET attempts = t.attempts + EXCLUDED.attempts,
+           replays  = t.replays + EXCLUDED.replays,
+           last_at  = now();
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_attempt_tally_add(text, text, integer, integer) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_beat.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_beat: beat the worker's queue_heartbeat row when a beat is due
+    -- (fn_iu_route_worker_beat_due), and re-register it with the PG_worker defaults if someone
+    -- removed it. An invoked worker is alive, so a gated no-op beats too, with the reason in
+    -- the payload.
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, p_payload->>'reason')) THEN
+        RETURN; -- not due
+    END IF;
+    UPDATE public.queue_heartbeat hb
+       SET last_beat_at      = now(),
+           ticks_total       = hb.ticks_total + 1,
+           status            = 'ok',
+           last_beat_payload = p_payload
+     WHERE hb.executor_id = p_worker_name;
+    IF NOT FOUND THEN
+        INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
+                                     last_beat_payload, ticks_total, expected_cadence_seconds,
+                                     stale_threshold_seconds)
+        SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
+               d.expected_cadence_seconds, d.stale_threshold_seconds
+          FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
+        ON CONFLICT (executor_id) DO NOTHING;
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_beat(text, text, jsonb) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_beat_due.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_beat_due(p_worker_name text, p_reason text)
+RETURNS SETOF boolean
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_beat_due: THE rule for when a run beats its heartbeat. One row when a
+    -- beat is due (none when not): the last beat is older than a quarter of the worker's
+    -- expected cadence (15 s at the default 60 s: far inside any stale threshold, so the
+    -- stale-check still sees a polling worker as fresh), no run has beaten it yet, its status
+    -- is not ok, the gate state changed (p_reason, the payload's reason: NULL for an ungated
+    -- run), or the row is missing (someone removed it: the beat re-registers it). Otherwise
+    -- the row is only read: a worker polled every 100 ms does not write its heartbeat ten
+    -- times a second.
+    -- Inlinable SQL, so an idle run asks with one planned probe before it builds a payload.
+    -- ---------------------------------------------------------------------------------------
+    SELECT true
+      FROM (SELECT 1) one
+      LEFT JOIN public.queue_heartbeat h ON h.executor_id = p_worker_name
+     WHERE h.executor_id IS NULL
+        OR NOT (h.ticks_total > 0 AND h.status = 'ok'
+                AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
+                AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM p_reason)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_beat_due(text, text) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_holders.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_holders(p_done pg_snapshot, p_window pg_snapshot)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Internal: the transactions that hold a worker's windows open — in-progress xids of the
+    -- stored snapshots that are still running, with their backend (pid, age) when visible.
+    -- pid and backend_xid are visible to any role; xact_start, state and the age of another
+    -- role's session need the executing role to be superuser or a member of pg_read_all_stats,
+    -- otherwise they are null (the txid and the count are always there). Its callers (run,
+    -- health) are SECURITY DEFINER, so that role is the function owner (the migrating role).
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_now_snap pg_snapshot := pg_current_snapshot();
+    v_running  xid8[];
+BEGIN
+    SELECT array_agg(DISTINCT x.xip_txid)
+      INTO v_running
+      FROM (SELECT pg_snapshot_xip(p_done) AS xip_txid
+            UNION ALL
+            SELECT pg_snapshot_xip(p_window)) x
+     WHERE x.xip_txid IS NOT NULL
+       AND NOT pg_visible_in_snapshot(x.xip_txid, v_now_snap);
+    IF v_running IS NULL THEN
+        RETURN '[]'::jsonb;
+    END IF;
+    RETURN (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+                    'txid', r.txid::text,
+                    'pid', a.pid,
+                    'usename', a.usename,
+                    'application_name', a.application_name,
+                    'state', a.state,
+                    'xact_start', coalesce(a.xact_start, px.prepared),
+                    'xact_age_seconds', round(extract(epoch FROM clock_timestamp() - coalesce(a.xact_start, px.prepared))::numeric, 3),
+                    'prepared_gid', px.gid)
+                ORDER BY coalesce(a.xact_start, px.prepared) NULLS LAST, r.txid), '[]'::jsonb)
+          FROM unnest(v_running) AS r(txid)
+          LEFT JOIN pg_stat_activity a ON a.backend_xid = r.txid::xid
+          LEFT JOIN pg_prepared_xacts px ON px.transaction = r.txid::xid   -- a forgotten 2PC transaction
+         -- Snapshots list the whole cluster's transactions; one in another database cannot
+         -- write this event_outbox, so it holds nothing back here.
+         WHERE (a.datname IS NULL OR a.datname = current_database())
+           AND (px.database IS NULL OR px.database = current_database())
+    );
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_holders(pg_snapshot, pg_snapshot) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_register.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION public.fn_iu_route_worker_register(p_worker_name text, p_event_domain text DEFAULT 'iu')
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_register(p_worker_name, p_event_domain DEFAULT 'iu') -> jsonb
+    -- Creates the worker's cursor at the start of the stream and its PG_worker heartbeat row,
+    -- so a worker that stops running is noticed. Idempotent: a re-register keeps the cursor and
+    -- the heartbeat's history (ticks, last beat, pause). A worker consumes one domain.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_sysid   bigint;
+    v_actor   text;
+    v_created integer;
+    v_hb      integer;
+    c         public.iu_route_worker_cursor%ROWTYPE;
+BEGIN
+    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_actor := iu_core.fn_queue_actor(NULL, 'fn_iu_route_worker_register');
+    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_register', p_worker_name);
+    PERFORM iu_core.fn_iu_require_name('fn_iu_route_worker_register', 'p_event_domain', p_event_domain);
+
+    INSERT INTO public.iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
+    VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
+    ON CONFLICT (worker_name) DO NOTHING;
+    GET DIAGNOSTICS v_created = ROW_COUNT;
+
+    SELECT * INTO c FROM public.iu_route_worker_cursor WHERE worker_name = p_worker_name;
+    IF c.event_domain <> p_event_domain THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register: worker % is already registered for domain %',
+            quote_literal(p_worker_name), quote_literal(c.event_domain)
+            USING ERRCODE = '22023',
+                  HINT = 'A worker consumes one domain; register another worker name for another domain.';
+    END IF;
+
+    INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
+                                 stale_threshold_seconds, registered_by, last_beat_payload)
+    SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], d.expected_cadence_seconds,
+           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true)
+      FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
+    ON CONFLICT (executor_id) DO NOTHING;
+    GET DIAGNOSTICS v_hb = ROW_COUNT;
+
+    RETURN jsonb_build_object(
+        'worker', p_worker_name,
+        'event_domain', c.event_domain,
+        'registered', true,
+        'created', v_created > 0,
+        'cursor', CASE WHEN c.done_snapshot IS NULL AND c.window_snapshot IS NULL THEN 'start_of_stream' ELSE 'kept' END,
+        'system_identifier', c.system_identifier::text,
+        'heartbeat_created', v_hb > 0,
+        'heartbeat', (SELECT jsonb_build_object('executor_id', h.executor_id, 'executor_kind', h.executor_kind,
+                                                'expected_cadence_seconds', h.expected_cadence_seconds,
+                                                'stale_threshold_seconds', h.stale_threshold_seconds)
+                        FROM public.queue_heartbeat h WHERE h.executor_id = p_worker_name));
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_register(text, text) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_reset_cursor.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION public.fn_iu_route_worker_reset_cursor(p_worker_name text)
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_reset_cursor(p_worker_name) -> jsonb
+    -- Moves the cursor back to the start of the stream and re-anchors it in this cluster
+    -- (the fix for IU002). The next runs re-scan the domain; idempotency keys keep that
+    -- duplicate-free. Waits for a run in progress (runs are short; fn_iu_route_worker_lock),
+    -- so a reset never interleaves with one.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    c       public.iu_route_worker_cursor%ROWTYPE;
+    v_sysid bigint;
+    v_actor text;
+BEGIN
+    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_actor := iu_core.fn_queue_actor(NULL, 'fn_iu_route_worker_reset_cursor');
+    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
+    PERFORM iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
+    SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+
+    UPDATE public.iu_route_worker_cursor cur
+       SET done_snapshot = NULL, window_snapshot = NULL, window_txid = NULL, window_event_id = NULL,
+           last_created_at = NULL, last_event_id = NULL,
+           system_identifier = v_sysid, reset_at = now(), reset_by = v_actor
+     WHERE cur.worker_name = p_worker_name;
+
+    RETURN jsonb_build_object(
+        'worker', p_worker_name,
+        'reset', true,
+        'cursor', 'start_of_stream',
+        'system_identifier', v_sysid::text,
+        'previous', jsonb_build_object('done_snapshot', c.done_snapshot::text,
+                                       'window_snapshot', c.window_snapshot::text,
+                                       'last_created_at', c.last_created_at,
+                                       'last_event_id', c.last_event_id,
+                                       'system_identifier', c.system_identifier::text),
+        'reset_by', v_actor,
+        'note', 'the next runs re-scan the domain; idempotency keys keep them duplicate-free');
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_reset_cursor(text) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_event_outbox_rebase_foreign_txids.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids()
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_event_outbox_rebase_foreign_txids: the documented fix for rows restored from
+    -- another cluster (IU002 "transaction ids from another cluster"). Re-stamps their txid with
+    -- this transaction's, so they become one new window for every worker once it commits; the
+    -- idempotency keys keep the ones already routed in the old cluster duplicate-free. Only the
+    -- txid bookkeeping column changes (the append-only trigger checks that).
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_me   xid8;
+    v_rows bigint;
+    v_doms jsonb;
+BEGIN
+    v_me := pg_current_xact_id();
+    PERFORM set_config('iu.rebase_txid', 'on', true);
+    WITH moved AS (
+        UPDATE public.event_outbox o
+           SET txid = v_me
+         WHERE o.txid >= pg_snapshot_xmax(pg_current_snapshot())
+           AND o.txid <> v_me
+        RETURNING o.event_domain
+    )
+    SELECT count(*), coalesce(jsonb_object_agg(m.event_domain, m.n), '{}'::jsonb)
+      INTO v_rows, v_doms
+      FROM (SELECT event_domain, count(*) AS n FROM moved GROUP BY event_domain) m;
+    PERFORM set_config('iu.rebase_txid', 'off', true);
+    RETURN jsonb_build_object('rebased', coalesce(v_rows, 0), 'by_domain', v_doms, 'txid', v_me::text,
+                              'note', 'the rows are routed as one new window once this transaction commits');
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids() FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_dead_letter_replay.sql
 -- +goose StatementBegin
@@ -1907,55 +1828,6 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION public.fn_iu_route_dead_letter_replay(uuid) FROM PUBLIC;
 
--- functions/route_worker/fn_iu_route_worker_reset_cursor.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION public.fn_iu_route_worker_reset_cursor(p_worker_name text)
-RETURNS jsonb
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_reset_cursor(p_worker_name) -> jsonb
-    -- Moves the cursor back to the start of the stream and re-anchors it in this cluster
-    -- (the fix for IU002). The next runs re-scan the domain; idempotency keys keep that
-    -- duplicate-free. Waits for a run in progress (runs are short; fn_iu_route_worker_lock),
-    -- so a reset never interleaves with one.
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    c       public.iu_route_worker_cursor%ROWTYPE;
-    v_sysid bigint;
-    v_actor text;
-BEGIN
-    v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
-    v_actor := iu_core.fn_queue_actor(NULL, 'fn_iu_route_worker_reset_cursor');
-    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
-    PERFORM iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
-    SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
-
-    UPDATE public.iu_route_worker_cursor cur
-       SET done_snapshot = NULL, window_snapshot = NULL, window_txid = NULL, window_event_id = NULL,
-           last_created_at = NULL, last_event_id = NULL,
-           system_identifier = v_sysid, reset_at = now(), reset_by = v_actor
-     WHERE cur.worker_name = p_worker_name;
-
-    RETURN jsonb_build_object(
-        'worker', p_worker_name,
-        'reset', true,
-        'cursor', 'start_of_stream',
-        'system_identifier', v_sysid::text,
-        'previous', jsonb_build_object('done_snapshot', c.done_snapshot::text,
-                                       'window_snapshot', c.window_snapshot::text,
-                                       'last_created_at', c.last_created_at,
-                                       'last_event_id', c.last_event_id,
-                                       'system_identifier', c.system_identifier::text),
-        'reset_by', v_actor,
-        'note', 'the next runs re-scan the domain; idempotency keys keep them duplicate-free');
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION public.fn_iu_route_worker_reset_cursor(text) FROM PUBLIC;
-
 -- functions/route_worker/fn_iu_route_worker_health.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION public.fn_iu_route_worker_health(p_worker_name text DEFAULT NULL)
@@ -2040,6 +1912,112 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_health(text) FROM PUBLIC;
 
+-- functions/route_worker/fn_iu_route_worker_pending.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_pending(
+    p_event_domain text,
+    p_pos          iu_core.iu_route_window
+)
+RETURNS TABLE (pending bigint, oldest_created_at timestamptz, capped boolean)
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+-- Planned with the argument values, every call: a generic plan cannot know that
+-- txid >= xmax(done) selects only the newest rows of the domain and reads the whole
+-- outbox to count a caught-up worker's zero rows. With the values, both branches are
+-- index range scans on (event_domain, txid, id) whose cost follows the backlog.
+SET plan_cache_mode = force_custom_plan
+-- A few index probes: starting parallel workers costs more than the whole answer.
+SET max_parallel_workers_per_gather = 0
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Internal: what is still waiting for a worker (backlog) and how old the oldest of it is.
+    -- Rows not visible in done_snapshot, minus what the open window already consumed; only
+    -- committed rows count (the statement's snapshot). The count stops at 10,000 (capped:
+    -- true), so a look at a worker that never ran, or is far behind, costs the same on a
+    -- 10-million-row log as on a small one; oldest_created_at is then the oldest of those.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_xip    xid8;
+    v_n      bigint;
+    v_min    timestamptz;
+    v_total  bigint := 0;
+    v_oldest timestamptz;
+BEGIN
+    -- (a) transactions in progress when done was taken: one index probe per xid, each
+    -- planned with its own value (usually none or a handful)
+    FOREACH v_xip IN ARRAY coalesce(ARRAY(SELECT pg_snapshot_xip((p_pos).done_snapshot)), '{}') LOOP
+        SELECT count(*), min(w.created_at) INTO v_n, v_min
+          FROM (SELECT o.created_at
+                  FROM public.event_outbox o
+                 WHERE o.event_domain = p_event_domain AND o.txid = v_xip
+                   AND ((p_pos).window_snapshot IS NULL OR (p_pos).after_txid IS NULL
+                        OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
+                        OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
+                 LIMIT 10001) w;
+        v_total := v_total + v_n;
+        v_oldest := least(v_oldest, v_min);
+        EXIT WHEN v_total > 10000;
+    END LOOP;
+    -- (b) transactions that started after done: one range, in index order, cut at the cap
+    IF v_total <= 10000 THEN
+        SELECT count(*), min(w.created_at) INTO v_n, v_min
+          FROM (SELECT o.created_at
+                  FROM public.event_outbox o
+                 WHERE o.event_domain = p_event_domain
+                   AND o.txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                   AND ((p_pos).window_snapshot IS NULL OR (p_pos).after_txid IS NULL
+                        OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
+                        OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
+                 ORDER BY o.txid, o.id
+                 LIMIT 10001 - v_total) w;
+        v_total := v_total + v_n;
+        v_oldest := least(v_oldest, v_min);
+    END IF;
+    pending := least(v_total, 10000);
+    oldest_created_at := v_oldest;
+    capped := v_total > 10000;
+    RETURN NEXT;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_cursor_problem.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_cursor_problem(p_cursor public.iu_route_worker_cursor)
+RETURNS text
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_cursor_problem: fn_iu_route_worker_cursor_check as one value (NULL
+    -- when the cursor is sane) for v_iu_route_worker_status, whose reader (workflow_admin)
+    -- executes it. SECURITY DEFINER: pg_control_system() is not for every role.
+    -- ---------------------------------------------------------------------------------------
+    SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(p_cursor) k LIMIT 1)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_foreign_txids.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_foreign_txids(p_event_domain text)
+RETURNS boolean
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_foreign_txids: fn_iu_route_worker_foreign_rows as a yes/no for
+    -- v_iu_route_worker_status, whose reader (workflow_admin) executes it.
+    -- ---------------------------------------------------------------------------------------
+    SELECT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(p_event_domain))
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text) FROM PUBLIC;
+
 -- functions/route_worker/v_iu_route_worker_status.sql
 -- +goose StatementBegin
 -- ---------------------------------------------------------------------------------------
@@ -2095,8 +2073,8 @@ SELECT cur.worker_name,
  CROSS JOIN LATERAL (SELECT iu_core.fn_iu_route_worker_cursor_problem(cur) AS problem,
                             iu_core.fn_iu_route_worker_foreign_txids(cur.event_domain) AS foreign_rows) k
   LEFT JOIN LATERAL (SELECT pp.pending, pp.oldest_created_at, pp.capped
-                       FROM iu_core.fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot,
-                                                       cur.window_txid, cur.window_event_id) pp
+                       FROM iu_core.fn_iu_route_worker_pending(cur.event_domain,
+                           ROW(cur.done_snapshot, cur.window_snapshot, cur.window_txid, cur.window_event_id)::iu_core.iu_route_window) pp
                       WHERE k.problem IS NULL) pend ON true
  CROSS JOIN LATERAL (SELECT count(*) AS open_count, min(d.last_failed_at) AS oldest
                        FROM public.iu_route_dead_letter d
@@ -2150,45 +2128,45 @@ COMMENT ON VIEW public.v_iu_route_attempt_summary IS
 DROP VIEW public.v_iu_route_attempt_summary;
 DROP VIEW public.v_iu_route_dead_letter_open;
 DROP VIEW public.v_iu_route_worker_status;
-DROP FUNCTION public.fn_iu_route_worker_health(text);
-DROP FUNCTION public.fn_iu_route_worker_reset_cursor(text);
-DROP FUNCTION public.fn_iu_route_dead_letter_replay(uuid);
-DROP FUNCTION public.fn_iu_route_worker_run(text, integer);
-DROP FUNCTION iu_core.fn_iu_route_worker_pass(text, integer);
-DROP FUNCTION iu_core.fn_iu_route_worker_summary(text, text, integer, iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb);
-DROP FUNCTION iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean);
-DROP FUNCTION iu_core.fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot);
-DROP FUNCTION iu_core.fn_iu_route_worker_idle_probe(text);
-DROP FUNCTION public.fn_iu_route_worker_register(text, text);
-DROP FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb);
-DROP FUNCTION iu_core.fn_iu_route_attempt_tally_add(text, text, integer, integer);
-DROP FUNCTION iu_core.fn_iu_route_worker_beat(text, text, jsonb);
-DROP FUNCTION iu_core.fn_iu_route_worker_beat_due(text, text);
-DROP FUNCTION iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally, text);
-DROP FUNCTION iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
-DROP FUNCTION iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, pg_snapshot, pg_snapshot, xid8, uuid, integer, boolean);
-DROP FUNCTION iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally, text, uuid, text, text, text, text, text, text);
-DROP FUNCTION iu_core.fn_iu_route_event(uuid);
-DROP FUNCTION iu_core.fn_iu_route_run_tally_zero();
-DROP FUNCTION public.fn_iu_route_deliver(jsonb, text, text, text);
-DROP FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids();
 DROP FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text);
-DROP FUNCTION iu_core.fn_iu_route_worker_foreign_rows(text);
-DROP FUNCTION iu_core.fn_iu_route_worker_snapshot();
-DROP FUNCTION iu_core.fn_iu_route_worker_holders(pg_snapshot, pg_snapshot);
-DROP FUNCTION iu_core.fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid);
-DROP FUNCTION iu_core.fn_iu_route_worker_page(text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
-DROP FUNCTION iu_core.fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer);
 DROP FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor);
-DROP FUNCTION iu_core.fn_iu_route_worker_cursor_check(public.iu_route_worker_cursor);
-DROP FUNCTION iu_core.fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor);
-DROP FUNCTION iu_core.fn_iu_route_worker_lock(text, text, boolean);
-DROP FUNCTION iu_core.fn_iu_route_worker_try_lock(integer);
-DROP FUNCTION iu_core.fn_iu_route_worker_lock_class();
-DROP FUNCTION iu_core.fn_iu_route_worker_not_registered(text, text);
-DROP FUNCTION iu_core.fn_iu_route_worker_require_name(text, text);
+DROP FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window);
+DROP FUNCTION public.fn_iu_route_worker_health(text);
+DROP FUNCTION public.fn_iu_route_dead_letter_replay(uuid);
+DROP FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids();
+DROP FUNCTION public.fn_iu_route_worker_reset_cursor(text);
+DROP FUNCTION public.fn_iu_route_worker_register(text, text);
+DROP FUNCTION iu_core.fn_iu_route_worker_holders(pg_snapshot, pg_snapshot);
+DROP FUNCTION iu_core.fn_iu_route_worker_beat_due(text, text);
+DROP FUNCTION iu_core.fn_iu_route_worker_beat(text, text, jsonb);
+DROP FUNCTION iu_core.fn_iu_route_attempt_tally_add(text, text, integer, integer);
+DROP FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb);
+DROP FUNCTION iu_core.fn_iu_route_event(uuid);
+DROP FUNCTION iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally, text, uuid, text, text, text, text, text, text);
+DROP FUNCTION public.fn_iu_route_deliver(jsonb, text, text, text);
+DROP FUNCTION iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally, text);
+DROP FUNCTION iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer);
 DROP FUNCTION iu_core.fn_iu_route_idempotency_key(text, text, uuid);
 DROP FUNCTION iu_core.fn_iu_route_decide(text, boolean, boolean);
+DROP FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer);
+DROP FUNCTION iu_core.fn_iu_route_worker_page(text, iu_core.iu_route_window, integer);
+DROP FUNCTION iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean);
+DROP FUNCTION iu_core.fn_iu_route_worker_snapshot();
+DROP FUNCTION iu_core.fn_iu_route_worker_foreign_rows(text);
+DROP FUNCTION iu_core.fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor);
+DROP FUNCTION iu_core.fn_iu_route_worker_cursor_check(public.iu_route_worker_cursor);
+DROP FUNCTION iu_core.fn_iu_route_worker_not_registered(text, text);
+DROP FUNCTION iu_core.fn_iu_route_worker_lock_class();
+DROP FUNCTION iu_core.fn_iu_route_worker_try_lock(integer);
+DROP FUNCTION iu_core.fn_iu_route_worker_lock(text, text, boolean);
+DROP FUNCTION iu_core.fn_iu_route_worker_require_name(text, text);
+DROP FUNCTION iu_core.fn_iu_route_worker_pass(text, integer);
+DROP FUNCTION iu_core.fn_iu_route_run_tally_zero();
+DROP FUNCTION iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean);
+DROP FUNCTION iu_core.fn_iu_route_worker_summary(text, text, integer, iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb);
+DROP FUNCTION iu_core.fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot);
+DROP FUNCTION iu_core.fn_iu_route_worker_idle_probe(text);
+DROP FUNCTION public.fn_iu_route_worker_run(text, integer);
 DROP FUNCTION public.fn_iu_route_worker_enabled();
 DROP FUNCTION public.fn_iu_core_routes_enabled();
 DROP FUNCTION public.fn_iu_gate_open(text);

@@ -67,7 +67,7 @@ GRANT SELECT ON public.iu_history_partition, public.iu_retention_ledger         
 GRANT SELECT ON public.v_queue_health                                                                     TO workflow_admin;
 -- Internals that views call. A view checks EXECUTE on what it calls against its reader, and
 -- an inlined SQL function needs it too; the reader still cannot name them (no USAGE on iu_core).
-GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid)  TO workflow_admin;
+GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window)                        TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor)        TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text)                                  TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds()                                      TO workflow_admin;
@@ -82,7 +82,7 @@ REVOKE EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_is_stale(timestamptz, inte
 REVOKE EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds() FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor) FROM workflow_admin;
-REVOKE EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_pending(text, pg_snapshot, pg_snapshot, xid8, uuid) FROM workflow_admin;
+REVOKE EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window) FROM workflow_admin;
 REVOKE SELECT ON public.v_queue_health FROM workflow_admin;
 REVOKE SELECT ON public.iu_history_partition, public.iu_retention_ledger FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_iu_retention_run(boolean) FROM workflow_admin;

@@ -40,7 +40,7 @@ func claimHasRows(t testing.TB, q querier, worker string) bool {
 	var has bool
 	if err := q.QueryRow(pgtest.Ctx(t), `
 		SELECT EXISTS (SELECT 1 FROM iu_route_worker_cursor c,
-		                      iu_core.fn_iu_route_worker_claim(c.event_domain, c.done_snapshot, pg_current_snapshot(), NULL, NULL, 1)
+		                      iu_core.fn_iu_route_worker_claim(c.event_domain, ROW(c.done_snapshot, pg_current_snapshot(), NULL, NULL)::iu_core.iu_route_window, 1)
 		                WHERE c.worker_name = $1)`, worker).Scan(&has); err != nil {
 		t.Fatalf("claim: %v", err)
 	}

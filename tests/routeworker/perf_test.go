@@ -37,14 +37,14 @@ func explainClaim(t *testing.T, db *pgtest.DB, limit int) (buffers int, root pla
 	db.QueryRow(t, `SELECT pg_current_snapshot()::text`, nil, &snap)
 	var raw []byte
 	db.QueryRow(t, fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-		SELECT * FROM iu_core.fn_iu_route_worker_claim('iu', NULL, '%s'::pg_snapshot, NULL, NULL, %d)`, snap, limit), nil, &raw)
+		SELECT * FROM iu_core.fn_iu_route_worker_claim('iu', ROW(NULL, '%s'::pg_snapshot, NULL, NULL)::iu_core.iu_route_window, %d)`, snap, limit), nil, &raw)
 	buffers, root = checkClaimPlan(t, raw, limit)
 
 	conn := db.Conn(t)
 	for _, stmt := range []string{
 		`SET plan_cache_mode = force_generic_plan`,
 		`PREPARE claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) AS
-			SELECT * FROM iu_core.fn_iu_route_worker_claim($1, $2, $3, $4, $5, $6)`,
+			SELECT * FROM iu_core.fn_iu_route_worker_claim($1, ROW($2, $3, $4, $5)::iu_core.iu_route_window, $6)`,
 	} {
 		if _, err := conn.Exec(pgtest.Ctx(t), stmt); err != nil {
 			t.Fatal(err)
@@ -197,7 +197,7 @@ func explainStoredClaim(t *testing.T, db *pgtest.DB, worker string, limit int) i
 	}
 	var raw []byte
 	db.QueryRow(t, fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-		SELECT * FROM iu_core.fn_iu_route_worker_claim('iu', %s, %s, %s, %s, %d)`,
+		SELECT * FROM iu_core.fn_iu_route_worker_claim('iu', ROW(%s, %s, %s, %s)::iu_core.iu_route_window, %d)`,
 		lit(done, "pg_snapshot"), lit(window, "pg_snapshot"), lit(txid, "xid8"), lit(id, "uuid"), limit), nil, &raw)
 	var out []struct {
 		Plan planNode `json:"Plan"`

@@ -1,9 +1,6 @@
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_claim(
     p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid,
+    p_pos          iu_core.iu_route_window,
     p_limit        integer
 )
 RETURNS TABLE (id uuid, txid xid8, event_type text, event_stream text, created_at timestamptz)
@@ -25,19 +22,19 @@ AS $$
             -- (a) transactions in progress when done was taken, completed by the window:
             --     one probe per such xid, on (event_domain, txid = x, id >= ...)
             (SELECT e.id, e.txid, e.event_type, e.event_stream, e.created_at
-               FROM pg_snapshot_xip(coalesce(p_done, '1:1:'::pg_snapshot)) AS x(xip_txid)
+               FROM pg_snapshot_xip(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) AS x(xip_txid)
               CROSS JOIN LATERAL (
                     SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
                       FROM public.event_outbox o
                      WHERE o.event_domain = p_event_domain
                        AND o.txid = x.xip_txid
-                       AND o.id >= CASE WHEN x.xip_txid = p_after_txid THEN p_after_id
+                       AND o.id >= CASE WHEN x.xip_txid = (p_pos).after_txid THEN (p_pos).after_id
                                         ELSE '00000000-0000-0000-0000-000000000000'::uuid END
-                       AND (x.xip_txid, o.id) IS DISTINCT FROM (p_after_txid, p_after_id)
+                       AND (x.xip_txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
                      ORDER BY o.id
                      LIMIT p_limit) e
-              WHERE pg_visible_in_snapshot(x.xip_txid, p_window)
-                AND (p_after_txid IS NULL OR x.xip_txid >= p_after_txid)
+              WHERE pg_visible_in_snapshot(x.xip_txid, (p_pos).window_snapshot)
+                AND ((p_pos).after_txid IS NULL OR x.xip_txid >= (p_pos).after_txid)
               ORDER BY e.txid, e.id
               LIMIT p_limit)
             UNION ALL
@@ -47,15 +44,15 @@ AS $$
                FROM public.event_outbox o
               WHERE o.event_domain = p_event_domain
                 AND (o.txid, o.id) >= (
-                        CASE WHEN p_after_txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-                             THEN p_after_txid
-                             ELSE pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot)) END,
-                        CASE WHEN p_after_txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-                             THEN p_after_id
+                        CASE WHEN (p_pos).after_txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                             THEN (p_pos).after_txid
+                             ELSE pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) END,
+                        CASE WHEN (p_pos).after_txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                             THEN (p_pos).after_id
                              ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
-                AND o.txid < pg_snapshot_xmax(p_window)
-                AND (o.txid, o.id) IS DISTINCT FROM (p_after_txid, p_after_id)
-                AND pg_visible_in_snapshot(o.txid, p_window)
+                AND o.txid < pg_snapshot_xmax((p_pos).window_snapshot)
+                AND (o.txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
+                AND pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
               ORDER BY o.txid, o.id
               LIMIT p_limit)
            ) u
@@ -63,5 +60,5 @@ AS $$
      LIMIT p_limit
 $$;
 
-COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) IS
+COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer) IS
     'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';

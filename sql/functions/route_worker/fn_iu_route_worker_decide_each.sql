@@ -2,10 +2,7 @@ CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_decide_each(
     p_tally        iu_core.iu_route_run_tally,
     p_worker_name  text,
     p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid,
+    p_pos          iu_core.iu_route_window,
     p_limit        integer
 )
 RETURNS iu_core.iu_route_run_tally
@@ -27,7 +24,7 @@ DECLARE
 BEGIN
     t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
     FOR e IN
-        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
+        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit) p
          ORDER BY p.txid, p.id
     LOOP
         t.claimed := t.claimed + 1;

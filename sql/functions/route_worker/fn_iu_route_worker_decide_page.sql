@@ -2,10 +2,7 @@ CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_decide_page(
     p_tally        iu_core.iu_route_run_tally,
     p_worker_name  text,
     p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid,
+    p_pos          iu_core.iu_route_window,
     p_limit        integer,
     p_guarded      boolean
 )
@@ -16,7 +13,7 @@ AS $$
     -- fn_iu_route_worker_decide_page: claim, decide and audit one page in ONE statement.
     --   p_tally        the run's tally, returned with this page added
     --   p_worker_name, p_event_domain   the worker and the domain its cursor consumes
-    --   p_done, p_window, p_after_txid, p_after_id, p_limit   the window and the keyset position
+    --   p_pos, p_limit   the window and the keyset position
     --   p_guarded      false: the plain INSERT (the common case: nothing of the page was ever
     --                  attempted); true: INSERT ... ON CONFLICT DO NOTHING (a re-scan)
     -- Writes one iu_route_attempt per event decided skipped / disabled / dry_run; events bound
@@ -48,7 +45,7 @@ BEGIN
         -- Every non-deliver event of the page is written (or the statement raises), so the
         -- counts are the page's decisions, read in the same pass as the deliver list.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
         ), ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
             SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
@@ -75,7 +72,7 @@ BEGIN
     ELSE
         -- A re-scan: existing keys are skipped and counted as already attempted.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
         ), ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
             SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,

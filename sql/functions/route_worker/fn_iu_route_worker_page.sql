@@ -1,9 +1,6 @@
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_page(
     p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid,
+    p_pos          iu_core.iu_route_window,
     p_limit        integer
 )
 RETURNS TABLE (id uuid, txid xid8, created_at timestamptz, route_key text, route_kind text, decision text)
@@ -17,7 +14,7 @@ AS $$
     -- ---------------------------------------------------------------------------------------
     SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
            iu_core.fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run)
-      FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_done, p_window, p_after_txid, p_after_id, p_limit) p
+      FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_pos, p_limit) p
       LEFT JOIN public.iu_outbound_route rt
              ON rt.event_domain = p_event_domain
             AND rt.event_type = p.event_type

@@ -26,11 +26,10 @@ DECLARE
     v_reason       text;
     v_problem      text;
     v_foreign      boolean;
-    v_done         pg_snapshot;
+    -- The position: done, the open window and the keyset inside it, one value passed to
+    -- the claim and the page functions.
+    v_pos          iu_core.iu_route_window;
     v_done_moved   boolean := false;
-    v_window       pg_snapshot;
-    v_after_txid   xid8;
-    v_after_id     uuid;
     v_opened_here  boolean := false;
     v_before       integer;
     v_page         integer;
@@ -92,25 +91,22 @@ BEGIN
                   HINT = 'Re-stamp them: SELECT fn_iu_event_outbox_rebase_foreign_txids(); they are routed as one new window (duplicate-free: idempotency keys). If the cursor is foreign too, also SELECT fn_iu_route_worker_reset_cursor(...).';
     END IF;
 
-    v_done       := coalesce(c.done_snapshot, '1:1:'::pg_snapshot);
-    v_window     := c.window_snapshot;
-    v_after_txid := c.window_txid;
-    v_after_id   := c.window_event_id;
+    v_pos := ROW(coalesce(c.done_snapshot, '1:1:'::pg_snapshot), c.window_snapshot, c.window_txid, c.window_event_id);
 
     LOOP
-        IF v_window IS NULL THEN
+        IF v_pos.window_snapshot IS NULL THEN
             -- A fresh window: everything committed as of this statement.
-            v_window      := iu_core.fn_iu_route_worker_snapshot();
+            v_pos.window_snapshot := iu_core.fn_iu_route_worker_snapshot();
             v_opened_here := true;
             v_opened      := v_opened + 1;
-            v_after_txid  := NULL;
-            v_after_id    := NULL;
+            v_pos.after_txid      := NULL;
+            v_pos.after_id        := NULL;
         END IF;
         v_page_limit := p_batch_limit - t.claimed;
         v_before     := t.claimed;
 
-        IF v_opened_here AND v_after_txid IS NULL
-           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, v_done, v_window, NULL, NULL, 1)) THEN
+        IF v_opened_here AND v_pos.after_txid IS NULL
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, ROW(v_pos.done_snapshot, v_pos.window_snapshot, NULL, NULL)::iu_core.iu_route_window, 1)) THEN
             -- The first page of a window this run opened, and the window holds nothing (the
             -- caught-up poll): one probe of the claim instead of the page statement and its
             -- subtransaction. The empty window closes below, as a short page.
@@ -125,8 +121,7 @@ BEGIN
             v_page_done := false;
             IF NOT v_guarded THEN
                 BEGIN
-                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                        v_after_txid, v_after_id, v_page_limit, false);
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_pos, v_page_limit, false);
                     v_page_done := true;
                 EXCEPTION
                     WHEN unique_violation THEN
@@ -138,8 +133,7 @@ BEGIN
             END IF;
             IF v_guarded AND NOT v_page_done THEN
                 BEGIN
-                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                        v_after_txid, v_after_id, v_page_limit, true);
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_pos, v_page_limit, true);
                 EXCEPTION WHEN OTHERS THEN
                     GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
                     v_page_err := v_state || ': ' || v_msg;
@@ -147,8 +141,7 @@ BEGIN
             END IF;
             IF v_page_err IS NOT NULL THEN
                 v_fallback_err := v_page_err;
-                t := iu_core.fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_done, v_window,
-                                                    v_after_txid, v_after_id, v_page_limit);
+                t := iu_core.fn_iu_route_worker_decide_each(t, p_worker_name, c.event_domain, v_pos, v_page_limit);
             END IF;
             IF cardinality(t.deliver_ids) > 0 THEN
                 t := iu_core.fn_iu_route_worker_deliver_page(t, p_worker_name);
@@ -157,21 +150,21 @@ BEGIN
 
         v_page := t.claimed - v_before;
         IF v_page > 0 THEN
-            v_after_txid := t.last_txid;
-            v_after_id   := t.last_id;
+            v_pos.after_txid := t.last_txid;
+            v_pos.after_id   := t.last_id;
         END IF;
         IF v_page < v_page_limit THEN
             -- A short page: the window is exhausted and becomes the done snapshot.
-            v_done       := v_window;
+            v_pos.done_snapshot   := v_pos.window_snapshot;
             v_done_moved := true;
-            v_window     := NULL;
-            v_after_txid := NULL;
-            v_after_id   := NULL;
+            v_pos.window_snapshot := NULL;
+            v_pos.after_txid      := NULL;
+            v_pos.after_id        := NULL;
             v_closed     := v_closed + 1;
             -- Open one more window only if this run did not open the one just closed.
             EXIT WHEN v_opened_here OR t.claimed >= p_batch_limit;
         ELSE
-            EXIT; -- the batch is full; the window stays open at (v_after_txid, v_after_id)
+            EXIT; -- the batch is full; the window stays open at (v_pos.after_txid, v_pos.after_id)
         END IF;
     END LOOP;
 
@@ -180,9 +173,9 @@ BEGIN
     -- still the cursor's done snapshot.
     v_holders := CASE WHEN t.claimed = 0 AND c.window_snapshot IS NULL
                       THEN iu_core.fn_iu_route_worker_holders(c.done_snapshot, NULL)
-                      ELSE iu_core.fn_iu_route_worker_holders(v_done, v_window) END;
+                      ELSE iu_core.fn_iu_route_worker_holders(v_pos.done_snapshot, v_pos.window_snapshot) END;
     v_summary := iu_core.fn_iu_route_worker_summary(p_worker_name, c.event_domain, p_batch_limit, t,
-                                            v_window IS NOT NULL, v_opened, v_closed, v_fallback_err,
+                                            v_pos.window_snapshot IS NOT NULL, v_opened, v_closed, v_fallback_err,
                                             t.claimed = 0 AND c.window_snapshot IS NULL, v_holders);
 
     IF t.claimed = 0 AND c.window_snapshot IS NULL THEN
@@ -198,8 +191,8 @@ BEGIN
         RETURN v_summary;
     END IF;
     PERFORM iu_core.fn_iu_route_worker_advance(p_worker_name, c.event_domain,
-                                       CASE WHEN v_done_moved THEN v_done END,
-                                       v_window, v_after_txid, v_after_id, t, v_summary);
+                                       CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
+                                       v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary);
     RETURN v_summary;
 END;
 $$;

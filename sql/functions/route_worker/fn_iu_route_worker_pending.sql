@@ -1,9 +1,6 @@
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_pending(
     p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid
+    p_pos          iu_core.iu_route_window
 )
 RETURNS TABLE (pending bigint, oldest_created_at timestamptz, capped boolean)
 LANGUAGE plpgsql STABLE
@@ -33,14 +30,14 @@ DECLARE
 BEGIN
     -- (a) transactions in progress when done was taken: one index probe per xid, each
     -- planned with its own value (usually none or a handful)
-    FOREACH v_xip IN ARRAY coalesce(ARRAY(SELECT pg_snapshot_xip(p_done)), '{}') LOOP
+    FOREACH v_xip IN ARRAY coalesce(ARRAY(SELECT pg_snapshot_xip((p_pos).done_snapshot)), '{}') LOOP
         SELECT count(*), min(w.created_at) INTO v_n, v_min
           FROM (SELECT o.created_at
                   FROM public.event_outbox o
                  WHERE o.event_domain = p_event_domain AND o.txid = v_xip
-                   AND (p_window IS NULL OR p_after_txid IS NULL
-                        OR NOT pg_visible_in_snapshot(o.txid, p_window)
-                        OR (o.txid, o.id) > (p_after_txid, p_after_id))
+                   AND ((p_pos).window_snapshot IS NULL OR (p_pos).after_txid IS NULL
+                        OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
+                        OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
                  LIMIT 10001) w;
         v_total := v_total + v_n;
         v_oldest := least(v_oldest, v_min);
@@ -52,10 +49,10 @@ BEGIN
           FROM (SELECT o.created_at
                   FROM public.event_outbox o
                  WHERE o.event_domain = p_event_domain
-                   AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-                   AND (p_window IS NULL OR p_after_txid IS NULL
-                        OR NOT pg_visible_in_snapshot(o.txid, p_window)
-                        OR (o.txid, o.id) > (p_after_txid, p_after_id))
+                   AND o.txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                   AND ((p_pos).window_snapshot IS NULL OR (p_pos).after_txid IS NULL
+                        OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
+                        OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
                  ORDER BY o.txid, o.id
                  LIMIT 10001 - v_total) w;
         v_total := v_total + v_n;

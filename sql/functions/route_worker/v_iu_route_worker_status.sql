@@ -51,8 +51,8 @@ SELECT cur.worker_name,
  CROSS JOIN LATERAL (SELECT iu_core.fn_iu_route_worker_cursor_problem(cur) AS problem,
                             iu_core.fn_iu_route_worker_foreign_txids(cur.event_domain) AS foreign_rows) k
   LEFT JOIN LATERAL (SELECT pp.pending, pp.oldest_created_at, pp.capped
-                       FROM iu_core.fn_iu_route_worker_pending(cur.event_domain, cur.done_snapshot, cur.window_snapshot,
-                                                       cur.window_txid, cur.window_event_id) pp
+                       FROM iu_core.fn_iu_route_worker_pending(cur.event_domain,
+                           ROW(cur.done_snapshot, cur.window_snapshot, cur.window_txid, cur.window_event_id)::iu_core.iu_route_window) pp
                       WHERE k.problem IS NULL) pend ON true
  CROSS JOIN LATERAL (SELECT count(*) AS open_count, min(d.last_failed_at) AS oldest
                        FROM public.iu_route_dead_letter d
