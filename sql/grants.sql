@@ -22,6 +22,7 @@ GRANT EXECUTE ON FUNCTION public.fn_queue_notify_enabled()                      
 
 -- The route worker
 GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_run(text, integer)                                    TO dot_executor, workflow_admin;
+GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_batch_limits()                                       TO dot_executor, workflow_admin;
 GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_register(text, text)                                  TO workflow_admin;
 GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_reset_cursor(text)                                    TO workflow_admin;
 GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_health(text)                                          TO workflow_admin;

@@ -1683,6 +1683,20 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_lock_class() RETURNS integer
 $$;
 
 --
+-- Name: fn_iu_route_worker_max_batch(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_worker_max_batch() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    -- The most events one fn_iu_route_worker_run call routes, in one place (a batch is at
+    -- least one event). The run refuses a p_batch_limit outside 1..this with 22023, and the
+    -- runner reads the same bound (fn_iu_route_worker_batch_limits) to refuse a bad --batch
+    -- before its first run. Inlined into the run's check, where it folds to a constant.
+    SELECT 10000
+$$;
+
+--
 -- Name: fn_iu_route_worker_not_registered(text, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
@@ -3686,6 +3700,27 @@ END;
 $$;
 
 --
+-- Name: fn_iu_route_worker_batch_limits(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_batch_limits() RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_route_worker_batch_limits() -> {"min_batch": 1, "max_batch": 10000,
+    -- "default_batch": 100}: the batch a fn_iu_route_worker_run call accepts, read from where
+    -- each rule is written: the bound from iu_core.fn_iu_route_worker_max_batch(), the default
+    -- from the run's own signature (p_batch_limit DEFAULT ...). The runner asks it before its
+    -- first run, so a bad --batch is a usage error and no other program restates the bound.
+    -- Touches no table.
+    SELECT pg_catalog.jsonb_build_object(
+               'min_batch', 1,
+               'max_batch', iu_core.fn_iu_route_worker_max_batch(),
+               'default_batch', pg_catalog.pg_get_function_arg_default(
+                                    'public.fn_iu_route_worker_run(text, integer)'::pg_catalog.regprocedure, 2)::integer)
+$$;
+
+--
 -- Name: fn_iu_route_worker_enabled(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3926,10 +3961,10 @@ BEGIN
     -- never registered, so the idle probe finds no worker for it and the full pass refuses
     -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
     -- order in which a call with both learns about them).
-    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
+    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > iu_core.fn_iu_route_worker_max_batch() THEN
         PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
-        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
-            coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
+        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and %, got %',
+            iu_core.fn_iu_route_worker_max_batch(), coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
     END IF;
 
     SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
@@ -6613,6 +6648,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock(p_caller text, p_worker_n
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock_class() FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_route_worker_max_batch(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_max_batch() FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_route_worker_not_registered(p_caller text, p_worker_name text); Type: ACL; Schema: iu_core; Owner: -
 --
 
@@ -6947,6 +6988,14 @@ GRANT ALL ON FUNCTION public.fn_iu_route_dead_letter_replay_many(p_filter jsonb,
 --
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_batch_limits(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_batch_limits() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_route_worker_batch_limits() TO dot_executor;
+GRANT ALL ON FUNCTION public.fn_iu_route_worker_batch_limits() TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_enabled(); Type: ACL; Schema: public; Owner: -

@@ -242,7 +242,23 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-func validBatch(n int) bool { return n >= 1 && n <= 10000 }
+// DefaultBatch is the runner's --batch default: a service routes bigger batches than a psql
+// caller (fewer round trips per event), so it does not use fn_iu_route_worker_run's own
+// default (100, for callers that pass none). The bound is the SQL's: checkBatch asks it.
+const DefaultBatch = 500
+
+// checkBatch refuses a --batch outside what fn_iu_route_worker_run accepts, as the SQL says
+// it (fn_iu_route_worker_batch_limits): the bound is written once, in SQL.
+func checkBatch(ctx context.Context, st *store.Store, cmd string, batch int) error {
+	lim, err := st.BatchLimits(ctx)
+	if err != nil {
+		return err
+	}
+	if batch < lim.MinBatch || batch > lim.MaxBatch {
+		return fmt.Errorf("%s: --batch %d: fn_iu_route_worker_run takes %d..%d events per call", cmd, batch, lim.MinBatch, lim.MaxBatch)
+	}
+	return nil
+}
 
 // runVersion prints the build: "iu-runner <version> (revision <rev>[, modified], <go>)",
 // or the fields as JSON with --json.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/iu-core/event-worker/internal/metrics"
 	"github.com/iu-core/event-worker/internal/notifier"
 	"github.com/iu-core/event-worker/internal/service"
+	"github.com/iu-core/event-worker/internal/store"
 )
 
 func runRun(ctx context.Context, args []string, env Env) int {
@@ -19,7 +21,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 	var workers, domains stringList
 	fs.Var(&workers, "worker", "route worker to run (repeatable or comma-separated; default "+DefaultWorker+")")
 	fs.Var(&domains, "domain", "LISTEN on queue_wake_<domain> (repeatable; default iu)")
-	batch := fs.Int("batch", 500, "events per fn_iu_route_worker_run call (1..10000)")
+	batch := fs.Int("batch", DefaultBatch, "events per fn_iu_route_worker_run call (at least 1; the bound is fn_iu_route_worker_batch_limits())")
 	mode := fs.String("mode", service.ModeHybrid, "poll | notify | hybrid (NOTIFY wake-ups plus the fallback poll)")
 	poll := fs.Duration("poll-interval", 5*time.Second, "fallback poll interval (±10% jitter)")
 	stale := fs.Duration("stale-check-interval", 30*time.Second, "fn_queue_stale_check() and v_queue_health gauge cadence; keep it under half the smallest stale threshold")
@@ -51,8 +53,8 @@ func runRun(ctx context.Context, args []string, env Env) int {
 	default:
 		return usageErr(env, "run", "--mode %q: want poll, notify or hybrid", *mode)
 	}
-	if !validBatch(*batch) {
-		return usageErr(env, "run", "--batch %d: want 1..10000", *batch)
+	if *batch < 1 {
+		return usageErr(env, "run", "--batch %d: want at least 1", *batch)
 	}
 	for name, d := range map[string]time.Duration{"--poll-interval": *poll, "--stale-check-interval": *stale,
 		"--reap-interval": *reap, "--pass-budget": *passBudget, "--notify-check-interval": *checkEvery} {
@@ -85,6 +87,12 @@ func runRun(ctx context.Context, args []string, env Env) int {
 		return fail(env, "run", err)
 	}
 	defer pool.Close()
+	if err := checkBatch(ctx, st, "run", *batch); err != nil {
+		if errors.Is(err, store.ErrCall) {
+			return fail(env, "run", err)
+		}
+		return usageErr(env, "run", "%v", err)
+	}
 
 	m := metrics.New()
 	m.Mode.WithLabelValues(*mode).Set(1)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"time"
 
@@ -16,7 +17,7 @@ func runTick(ctx context.Context, args []string, env Env) int {
 	c.register(fs, "warn", true)
 	var workers stringList
 	fs.Var(&workers, "worker", "route worker to run (repeatable or comma-separated; default "+DefaultWorker+")")
-	batch := fs.Int("batch", 500, "events per fn_iu_route_worker_run call (1..10000)")
+	batch := fs.Int("batch", DefaultBatch, "events per fn_iu_route_worker_run call (at least 1; the bound is fn_iu_route_worker_batch_limits())")
 	budget := fs.Duration("budget", 50*time.Second, "time budget for the worker runs; the next tick continues (0: none)")
 	maxBatches := fs.Int("max-batches", 0, "batch budget per worker (0: none)")
 	skipStale := fs.Bool("skip-stale-check", false, "do not run fn_queue_stale_check()")
@@ -41,8 +42,8 @@ func runTick(ctx context.Context, args []string, env Env) int {
 	if fs.NArg() > 0 {
 		return usageErr(env, "tick", "unexpected argument %q", fs.Arg(0))
 	}
-	if !validBatch(*batch) {
-		return usageErr(env, "tick", "--batch %d: want 1..10000", *batch)
+	if *batch < 1 {
+		return usageErr(env, "tick", "--batch %d: want at least 1", *batch)
 	}
 	if *budget < 0 || *maxBatches < 0 {
 		return usageErr(env, "tick", "--budget and --max-batches must not be negative")
@@ -65,6 +66,13 @@ func runTick(ctx context.Context, args []string, env Env) int {
 		return fail(env, "tick", err)
 	}
 	defer pool.Close()
+	if err := checkBatch(ctx, st, "tick", *batch); err != nil {
+		if errors.Is(err, store.ErrCall) {
+			_ = json.NewEncoder(env.Stdout).Encode(tick.Summary{Workers: []tick.WorkerResult{}, Errors: []string{err.Error()}})
+			return fail(env, "tick", err)
+		}
+		return usageErr(env, "tick", "%v", err)
+	}
 	// The calls run on a context the signal does not cancel (the call in flight finishes,
 	// bounded by its call timeout); the signal stops the tick between calls.
 	work := context.WithoutCancel(ctx)

@@ -9,12 +9,12 @@ import (
 // (names, defaults and OUT parameters dropped).
 func TestInputArgs(t *testing.T) {
 	cases := map[string]string{
-		"(p_a text, p_b integer DEFAULT 100)":                          "text, integer",
-		"()":                                                           "",
-		"(p_kind text, OUT expected integer, OUT stale integer)":       "text",
-		"(p_payload jsonb DEFAULT '{}'::jsonb, p_ids uuid[] = NULL)":   "jsonb, uuid[]",
+		"(p_a text, p_b integer DEFAULT 100)": "text, integer",
+		"()":                                  "",
+		"(p_kind text, OUT expected integer, OUT stale integer)":      "text",
+		"(p_payload jsonb DEFAULT '{}'::jsonb, p_ids uuid[] = NULL)":  "jsonb, uuid[]",
 		"(\n    p_cursor public.iu_route_worker_cursor -- the row\n)": "public.iu_route_worker_cursor",
-		"(VARIADIC p_parts text[])":                                    "text[]",
+		"(VARIADIC p_parts text[])":                                   "text[]",
 	}
 	for in, want := range cases {
 		got, err := inputArgs(in)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -95,6 +96,29 @@ func (s *Store) Heartbeat(ctx context.Context, executorID, kind, status string, 
 	}
 	return s.jsonCall(ctx, fmt.Sprintf("writing heartbeat of %q via fn_queue_heartbeat_tick", executorID),
 		"SELECT public.fn_queue_heartbeat_tick($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, $4::pg_catalog.text::pg_catalog.jsonb)::pg_catalog.text", executorID, kind, status, string(md))
+}
+
+// ErrCall marks an error of a database call (as opposed to an answer the caller refuses).
+var ErrCall = errors.New("database call failed")
+
+// BatchLimits is what one fn_iu_route_worker_run call accepts (fn_iu_route_worker_batch_limits).
+type BatchLimits struct {
+	MinBatch     int `json:"min_batch"`
+	MaxBatch     int `json:"max_batch"`
+	DefaultBatch int `json:"default_batch"`
+}
+
+// BatchLimits reads the batch bound and default from the SQL, where they are written.
+func (s *Store) BatchLimits(ctx context.Context) (BatchLimits, error) {
+	raw, err := s.jsonCall(ctx, "reading fn_iu_route_worker_batch_limits()", "SELECT public.fn_iu_route_worker_batch_limits()::pg_catalog.text")
+	if err != nil {
+		return BatchLimits{}, fmt.Errorf("%w: %w", ErrCall, err)
+	}
+	var l BatchLimits
+	if err := decode("fn_iu_route_worker_batch_limits() result", raw, &l, lenient); err != nil {
+		return BatchLimits{}, err
+	}
+	return l, nil
 }
 
 // Ping checks the database answers.

@@ -253,10 +253,10 @@ BEGIN
     -- never registered, so the idle probe finds no worker for it and the full pass refuses
     -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
     -- order in which a call with both learns about them).
-    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
+    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > iu_core.fn_iu_route_worker_max_batch() THEN
         PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
-        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
-            coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
+        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and %, got %',
+            iu_core.fn_iu_route_worker_max_batch(), coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
     END IF;
 
     SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
@@ -279,6 +279,21 @@ END;
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_run(text, integer) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_max_batch.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_max_batch()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- The most events one fn_iu_route_worker_run call routes, in one place (a batch is at
+    -- least one event). The run refuses a p_batch_limit outside 1..this with 22023, and the
+    -- runner reads the same bound (fn_iu_route_worker_batch_limits) to refuse a bad --batch
+    -- before its first run. Inlined into the run's check, where it folds to a constant.
+    SELECT 10000
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_max_batch() FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_idle_probe.sql
 -- +goose StatementBegin
@@ -1912,6 +1927,29 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_health(text) FROM PUBLIC;
 
+-- functions/route_worker/fn_iu_route_worker_batch_limits.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION public.fn_iu_route_worker_batch_limits()
+RETURNS jsonb
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- fn_iu_route_worker_batch_limits() -> {"min_batch": 1, "max_batch": 10000,
+    -- "default_batch": 100}: the batch a fn_iu_route_worker_run call accepts, read from where
+    -- each rule is written: the bound from iu_core.fn_iu_route_worker_max_batch(), the default
+    -- from the run's own signature (p_batch_limit DEFAULT ...). The runner asks it before its
+    -- first run, so a bad --batch is a usage error and no other program restates the bound.
+    -- Touches no table.
+    SELECT pg_catalog.jsonb_build_object(
+               'min_batch', 1,
+               'max_batch', iu_core.fn_iu_route_worker_max_batch(),
+               'default_batch', pg_catalog.pg_get_function_arg_default(
+                                    'public.fn_iu_route_worker_run(text, integer)'::pg_catalog.regprocedure, 2)::integer)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_batch_limits() FROM PUBLIC;
+
 -- functions/route_worker/fn_iu_route_worker_pending.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_pending(
@@ -2131,6 +2169,7 @@ DROP VIEW public.v_iu_route_worker_status;
 DROP FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text);
 DROP FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor);
 DROP FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window);
+DROP FUNCTION public.fn_iu_route_worker_batch_limits();
 DROP FUNCTION public.fn_iu_route_worker_health(text);
 DROP FUNCTION public.fn_iu_route_dead_letter_replay(uuid);
 DROP FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids();
@@ -2166,6 +2205,7 @@ DROP FUNCTION iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tal
 DROP FUNCTION iu_core.fn_iu_route_worker_summary(text, text, integer, iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb);
 DROP FUNCTION iu_core.fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot);
 DROP FUNCTION iu_core.fn_iu_route_worker_idle_probe(text);
+DROP FUNCTION iu_core.fn_iu_route_worker_max_batch();
 DROP FUNCTION public.fn_iu_route_worker_run(text, integer);
 DROP FUNCTION public.fn_iu_route_worker_enabled();
 DROP FUNCTION public.fn_iu_core_routes_enabled();

@@ -26,6 +26,7 @@ GRANT EXECUTE ON FUNCTION public.fn_iu_gate_open(text)                          
 GRANT EXECUTE ON FUNCTION public.fn_queue_notify_enabled()                                                TO dot_executor, workflow_admin;
 -- The route worker
 GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_run(text, integer)                                    TO dot_executor, workflow_admin;
+GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_batch_limits()                                       TO dot_executor, workflow_admin;
 GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_register(text, text)                                  TO workflow_admin;
 GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_reset_cursor(text)                                    TO workflow_admin;
 GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_health(text)                                          TO workflow_admin;
@@ -118,6 +119,7 @@ REVOKE EXECUTE ON FUNCTION public.fn_iu_route_dead_letter_replay(uuid) FROM work
 REVOKE EXECUTE ON FUNCTION public.fn_iu_route_worker_health(text) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_iu_route_worker_reset_cursor(text) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_iu_route_worker_register(text, text) FROM workflow_admin;
+REVOKE EXECUTE ON FUNCTION public.fn_iu_route_worker_batch_limits() FROM dot_executor, workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_iu_route_worker_run(text, integer) FROM dot_executor, workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_queue_notify_enabled() FROM dot_executor, workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_iu_gate_open(text) FROM dot_executor, workflow_admin;

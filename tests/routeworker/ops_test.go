@@ -165,56 +165,58 @@ func TestGrants_ExecutorRunsAdminOperates(t *testing.T) {
 // (through the SECURITY DEFINER entry points); fn_iu_route_worker_pending is readable by
 // workflow_admin because the status view and v_queue_health call it.
 var routeFunctions = pgtest.GrantMatrix{
-	"fn_iu_route_worker_register(text,text)":                                                                         {"workflow_admin"},
-	"fn_iu_route_worker_run(text,integer)":                                                                           {"dot_executor", "workflow_admin"},
-	"fn_iu_route_worker_reset_cursor(text)":                                                                          {"workflow_admin"},
-	"fn_iu_route_dead_letter_replay(uuid)":                                                                           {"workflow_admin"},
-	"fn_iu_route_worker_health(text)":                                                                                {"workflow_admin"},
-	"iu_core.fn_iu_route_worker_pending(text,iu_core.iu_route_window)":                                             {"workflow_admin"},
-	"iu_core.fn_iu_route_worker_claim(text,iu_core.iu_route_window,integer)":                                       nil,
-	"iu_core.fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                            nil,
-	"iu_core.fn_iu_route_worker_beat(text,text,jsonb)":                                                                       nil,
-	"iu_core.fn_iu_route_worker_beat_due(text,text)":                                                                         nil,
-	"iu_core.fn_iu_route_event(uuid)":                                                                                        nil, // the event of an id (the oldest row)
-	"iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                            nil,
-	"iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer,boolean)": nil,
-	"iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer)":         nil,
-	"iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally,text)":                                                       nil,
-	"iu_core.fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_core.iu_route_run_tally,jsonb)":               nil,
-	"iu_core.fn_iu_route_worker_page(text,iu_core.iu_route_window,integer)":                                        nil,
-	"iu_core.fn_iu_route_decide(text,boolean,boolean)":                                                                       nil,
-	"iu_core.fn_iu_route_idempotency_key(text,text,uuid)":                                                                    nil,
-	"iu_core.fn_iu_route_worker_require_name(text,text)":                                                                     nil,
-	"iu_core.fn_iu_route_worker_lock(text,text,boolean)":                                                                     nil,
-	"iu_core.fn_iu_route_worker_lock_class()":                                                                                nil,
-	"iu_core.fn_iu_route_worker_try_lock(integer)":                                                                           nil,
-	"iu_core.fn_iu_route_worker_pass(text,integer)":                                                                          nil, // the run's full pass
-	"iu_core.fn_iu_route_worker_idle_probe(text)":                                                                            nil, // the run's idle probe, unguarded: owner only
-	"iu_core.fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                     nil, // the run's idle outbox question, unguarded: owner only
-	"iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)":    nil,
-	"iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean)":                     nil,
-	"iu_core.fn_iu_route_run_tally_zero()":                                                                                   nil,
-	"iu_core.fn_iu_route_attempt_tally_add(text,text,integer,integer)":                                                       nil,
-	"iu_core.fn_iu_route_worker_not_registered(text,text)":                                                                   nil,
+	"fn_iu_route_worker_register(text,text)":                                                              {"workflow_admin"},
+	"fn_iu_route_worker_run(text,integer)":                                                                {"dot_executor", "workflow_admin"},
+	"fn_iu_route_worker_batch_limits()":                                                                   {"dot_executor", "workflow_admin"},
+	"iu_core.fn_iu_route_worker_max_batch()":                                                              nil,
+	"fn_iu_route_worker_reset_cursor(text)":                                                               {"workflow_admin"},
+	"fn_iu_route_dead_letter_replay(uuid)":                                                                {"workflow_admin"},
+	"fn_iu_route_worker_health(text)":                                                                     {"workflow_admin"},
+	"iu_core.fn_iu_route_worker_pending(text,iu_core.iu_route_window)":                                    {"workflow_admin"},
+	"iu_core.fn_iu_route_worker_claim(text,iu_core.iu_route_window,integer)":                              nil,
+	"iu_core.fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                         nil,
+	"iu_core.fn_iu_route_worker_beat(text,text,jsonb)":                                                    nil,
+	"iu_core.fn_iu_route_worker_beat_due(text,text)":                                                      nil,
+	"iu_core.fn_iu_route_event(uuid)":                                                                     nil, // the event of an id (the oldest row)
+	"iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally,text,uuid,text,text,text,text,text,text)": nil,
+	"iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer,boolean)":        nil,
+	"iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer)":                nil,
+	"iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally,text)":                                                    nil,
+	"iu_core.fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_core.iu_route_run_tally,jsonb)":            nil,
+	"iu_core.fn_iu_route_worker_page(text,iu_core.iu_route_window,integer)":                                                       nil,
+	"iu_core.fn_iu_route_decide(text,boolean,boolean)":                                                                            nil,
+	"iu_core.fn_iu_route_idempotency_key(text,text,uuid)":                                                                         nil,
+	"iu_core.fn_iu_route_worker_require_name(text,text)":                                                                          nil,
+	"iu_core.fn_iu_route_worker_lock(text,text,boolean)":                                                                          nil,
+	"iu_core.fn_iu_route_worker_lock_class()":                                                                                     nil,
+	"iu_core.fn_iu_route_worker_try_lock(integer)":                                                                                nil,
+	"iu_core.fn_iu_route_worker_pass(text,integer)":                                                                               nil, // the run's full pass
+	"iu_core.fn_iu_route_worker_idle_probe(text)":                                                                                 nil, // the run's idle probe, unguarded: owner only
+	"iu_core.fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                          nil, // the run's idle outbox question, unguarded: owner only
+	"iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)": nil,
+	"iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean)":                  nil,
+	"iu_core.fn_iu_route_run_tally_zero()":                                                                                        nil,
+	"iu_core.fn_iu_route_attempt_tally_add(text,text,integer,integer)":                                                            nil,
+	"iu_core.fn_iu_route_worker_not_registered(text,text)":                                                                        nil,
 	// v_iu_route_worker_status calls these, and a view's function calls are checked against its reader
 	"iu_core.fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)":                               {"workflow_admin"},
-	"public.fn_iu_route_deliver(jsonb,text,text,text)":                                               nil,
+	"public.fn_iu_route_deliver(jsonb,text,text,text)":                                                nil,
 	"iu_core.fn_iu_route_worker_snapshot()":                                                           nil,
 	"iu_core.fn_iu_route_worker_cursor_check(iu_route_worker_cursor)":                                 nil, // the rule, unguarded: owner only
 	"iu_core.fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor)":                                 nil, // half of the rule, unguarded: owner only
 	"iu_core.fn_iu_route_worker_foreign_rows(text)":                                                   nil, // the probe, unguarded: owner only
 	"iu_core.fn_iu_route_worker_foreign_txids(text)":                                                  {"workflow_admin"},
-	"fn_iu_event_outbox_rebase_foreign_txids()":                                               {"workflow_admin"},                 // the IU002 fix
-	"fn_iu_route_worker_enabled()":                                                            {"dot_executor", "workflow_admin"}, // 005
+	"fn_iu_event_outbox_rebase_foreign_txids()":                                                       {"workflow_admin"},                 // the IU002 fix
+	"fn_iu_route_worker_enabled()":                                                                    {"dot_executor", "workflow_admin"}, // 005
 	"iu_core.fn_iu_route_attempt_immutable()":                                                         nil,                                // 002 trigger
 	"iu_core.fn_iu_route_dead_letter_immutable()":                                                     nil,                                // 008 trigger
 	"iu_core.fn_iu_route_worker_cursor_stamp_reset()":                                                 nil,                                // 008 trigger
 	"iu_core.fn_iu_route_dead_letter_no_delete()":                                                     nil,                                // 008 trigger
 	"iu_core.fn_iu_route_dead_letter_matches(iu_route_dead_letter,text,text,timestamptz,timestamptz)": nil,                                // 016
-	"fn_iu_route_dead_letter_replay_many(jsonb,integer)":                                      {"workflow_admin"},                 // 016
+	"fn_iu_route_dead_letter_replay_many(jsonb,integer)":                                              {"workflow_admin"},                 // 016
 	// 017: history partitions and retention
-	"fn_iu_partition_maintain()":                      {"dot_executor", "workflow_admin"}, // the runner keeps partitions ahead
-	"fn_iu_retention_run(boolean)":                    {"workflow_admin"},                 // drops history: operators only
+	"fn_iu_partition_maintain()":                              {"dot_executor", "workflow_admin"}, // the runner keeps partitions ahead
+	"fn_iu_retention_run(boolean)":                            {"workflow_admin"},                 // drops history: operators only
 	"iu_core.fn_iu_partition_guard(regclass,regclass)":        nil,
 	"iu_core.fn_iu_partition_record_closes()":                 nil, // the closed rule
 	"iu_core.fn_iu_partition_create(text,xid8,xid8)":          nil,
@@ -242,4 +244,3 @@ func TestGrants_RouteWorkerMatrixAndPinnedSearchPath(t *testing.T) {
 		}
 	}
 }
-

@@ -127,7 +127,6 @@ func TestUsageErrorsExitTwoAndHelpExitsZero(t *testing.T) {
 	for _, args := range [][]string{
 		{"tick", "--no-such-flag"},
 		{"tick", "--batch", "0"},
-		{"tick", "--batch", "10001"},
 		{"run", "--mode", "sometimes"},
 		{"run", "--poll-interval", "soon"},
 		{"health", "extra-arg"},
@@ -792,4 +791,24 @@ func TestNotifyBurstCoalescesIntoOnePass(t *testing.T) {
 		t.Fatalf("%d NOTIFYs in one burst and one fence event made %v passes: want at most 2 (one for the burst, one for the fence)", burst, passes)
 	}
 	p.stop(t, 10*time.Second)
+}
+
+// Rule: the batch bound is the SQL's, written once (iu_core.fn_iu_route_worker_max_batch);
+// the runner reads it (fn_iu_route_worker_batch_limits) and refuses a --batch outside it as
+// a usage error (exit 2) before any run. Moving the bound in SQL moves the runner's.
+func TestBatchBoundIsTheSQLs(t *testing.T) {
+	t.Parallel()
+	db := setup(t, true, false)
+	r := runCLI(t, cleanEnv(), "tick", "--batch", "10001", "--database-url", db.URL)
+	if r.code != 2 || !strings.Contains(r.stderr, "takes 1..10000 events per call") {
+		t.Fatalf("tick --batch 10001: exit %d, want 2 naming the SQL's bound\n%s", r.code, r.stderr)
+	}
+	if attempts(t, db) != 0 {
+		t.Fatal("a refused --batch ran the worker")
+	}
+	db.Exec(t, `CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_max_batch() RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT 20000'`)
+	emit(t, db, 3)
+	if r := runCLI(t, cleanEnv(), "tick", "--batch", "15000", "--database-url", db.URL); r.code != 0 || parseTick(t, r).Claimed != 3 {
+		t.Fatalf("with the SQL bound at 20000, --batch 15000 must run: exit %d\n%s", r.code, r.stderr)
+	}
 }

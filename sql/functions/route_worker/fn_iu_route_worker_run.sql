@@ -37,10 +37,10 @@ BEGIN
     -- never registered, so the idle probe finds no worker for it and the full pass refuses
     -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
     -- order in which a call with both learns about them).
-    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > 10000 THEN
+    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > iu_core.fn_iu_route_worker_max_batch() THEN
         PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
-        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and 10000, got %',
-            coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
+        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and %, got %',
+            iu_core.fn_iu_route_worker_max_batch(), coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
     END IF;
 
     SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
