@@ -1,6 +1,6 @@
 -- sql/grants.sql: who may call what, in one place.
 --
--- Generated into the last migration of the release (013_grants.sql); its Down revokes each.
+-- Generated into the last migration of the release (014_grants.sql); its Down revokes each.
 -- Every function is created with EXECUTE revoked from PUBLIC (the generated migrations do it
 -- next to each CREATE), so what is not granted here is callable by nobody but the package
 -- owner. The two group roles:

@@ -213,6 +213,49 @@ CREATE DOMAIN public.iu_safe_payload AS jsonb
 CREATE DOMAIN public.iu_txid AS xid8;
 
 --
+-- Name: fn_dot_config_hc_beat(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_dot_config_hc_beat() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- Trigger on dot_config (created when an adopted database had hc_executor_last_run): the
+    -- first generation's hc executor records each tick in that key (DP4: "the working pattern
+    -- DP4 generalises"); each write beats the hc_executor heartbeat row, so the executor is
+    -- watched by the stale-check like any other while its writer stays as it is. Touches one
+    -- queue_heartbeat row.
+BEGIN
+    UPDATE public.queue_heartbeat
+       SET last_beat_at = iu_core.fn_dot_config_hc_beat_at(NEW.value, NEW.updated_at),
+           ticks_total = ticks_total + 1,
+           status = 'ok',
+           last_beat_payload = pg_catalog.jsonb_build_object('source', 'dot_config.hc_executor_last_run'),
+           last_beat_by = 'dot_config', last_beat_session_user = session_user
+     WHERE executor_id = 'hc_executor';
+    RETURN NULL;
+END;
+$$;
+
+--
+-- Name: fn_dot_config_hc_beat_at(text, timestamp with time zone); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_dot_config_hc_beat_at(p_value text, p_updated_at timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- When the hc executor last ran, as its dot_config key hc_executor_last_run says: the
+    -- timestamp it holds, or (a value that is not one) the moment the key was written.
+    -- Never later than now: a clock ahead must not make a silent executor look fresh.
+BEGIN
+    RETURN least(p_value::timestamptz, now());
+EXCEPTION WHEN OTHERS THEN
+    RETURN least(coalesce(p_updated_at, now()), now());
+END;
+$$;
+
+--
 -- Name: fn_dot_config_touch(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
@@ -225,6 +268,1020 @@ BEGIN
     RETURN NEW;
 END;
 $$;
+
+--
+-- Name: fn_iu_adopt_add_check(regclass, text, text, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_add_check(p_table regclass, p_name text, p_check text, p_validate boolean DEFAULT true) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_adopt_add_check(table, name, check, validate) -> added: a CHECK of the package's
+    -- shape on an adopted table, added NOT VALID (no scan under the table's lock) and then
+    -- validated when p_validate (the legacy rows are known to hold it: the small tables), or
+    -- left NOT VALID (new rows are checked, old ones kept as they are); a constraint of that
+    -- name already there is left alone. Records its removal for the rollback. Internal.
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = p_table AND conname = p_name) THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I CHECK (%s) NOT VALID', p_table, p_name, p_check);
+    IF p_validate THEN
+        EXECUTE format('ALTER TABLE %s VALIDATE CONSTRAINT %I', p_table, p_name);
+    END IF;
+    PERFORM iu_core.fn_iu_adopt_record(p_table::text, 'check', format('ALTER TABLE %s DROP CONSTRAINT %I', p_table, p_name),
+                                       jsonb_build_object('constraint', p_name));
+    RETURN true;
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_add_column(regclass, text, text); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_add_column(p_table regclass, p_column text, p_definition text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_adopt_add_column(table, column, definition) -> added: adds a column the package's
+    -- shape has and the adopted table lacks (definition: type, default, NOT NULL), and records
+    -- its removal for the rollback; a column of that name already there is left alone. A
+    -- constant or stable default adds it without a rewrite. Internal.
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = p_table AND attname = p_column AND NOT attisdropped) THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('ALTER TABLE %s ADD COLUMN %I %s', p_table, p_column, p_definition);
+    PERFORM iu_core.fn_iu_adopt_record(p_table::text, 'column', format('ALTER TABLE %s DROP COLUMN %I', p_table, p_column),
+                                       jsonb_build_object('column', p_column));
+    RETURN true;
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_after_functions(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_after_functions() RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_adopt_after_functions() -> what it did: the last steps of an adoption, once the
+    -- package's functions and views exist (migration 010, after 009): the roles that could
+    -- execute a first-generation function of a package name (by a grant, not through PUBLIC)
+    -- may execute the package's; the producers (roles that may INSERT into event_outbox) may
+    -- execute fn_iu_emit_event; and the views set aside for a package-named view they read
+    -- are recreated. Idempotent. Internal.
+DECLARE
+    r      record;
+    g      jsonb;
+    v_sig  regprocedure;
+    v_n    integer := 0;
+    v_role text;
+BEGIN
+    FOR r IN SELECT a.object, a.detail FROM iu_core.iu_adoption a WHERE a.kind = 'function' LOOP
+        v_sig := to_regprocedure(r.object);
+        CONTINUE WHEN v_sig IS NULL;
+        FOR g IN SELECT * FROM jsonb_array_elements(coalesce(r.detail->'grants', '[]')) LOOP
+            CONTINUE WHEN g->>'grantee' = 'PUBLIC' OR to_regrole(g->>'grantee') IS NULL;
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_sig, to_regrole(g->>'grantee'),
+                           CASE WHEN (g->>'grantable')::boolean THEN ' WITH GRANT OPTION' ELSE '' END);
+            v_n := v_n + 1;
+        END LOOP;
+    END LOOP;
+    FOR r IN SELECT a.detail FROM iu_core.iu_adoption a WHERE a.kind = 'producer_grants' LOOP
+        FOR v_role IN SELECT jsonb_array_elements_text(r.detail->'roles') LOOP
+            CONTINUE WHEN to_regrole(v_role) IS NULL;
+            EXECUTE format('GRANT EXECUTE ON FUNCTION public.fn_iu_emit_event(text, text, text, text, text, text, text, jsonb) TO %s',
+                           to_regrole(v_role));
+            v_n := v_n + 1;
+        END LOOP;
+    END LOOP;
+    RETURN jsonb_build_object('grants', v_n, 'views_restored', iu_core.fn_iu_adopt_restore_views());
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_cursor(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_cursor() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_adopt_cursor() -> workers positioned: the first generation's route-worker cursors
+    -- (seed migration 008: a keyset (last_created_at, last_event_id) per worker) become the
+    -- package's, in place. Each keeps its name, domain, counters and last run; its keyset
+    -- stays as "the last event routed" (for people); its position becomes the snapshot the
+    -- outbox's adoption recorded (fn_iu_adopt_event_outbox, step 7): every event it audited
+    -- is behind it, and the events it never audited are the only ones its first window
+    -- holds. The package's columns are added (a lock id, the snapshots, the cluster's id,
+    -- the audit columns). Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_t regclass := 'public.iu_route_worker_cursor'::regclass;
+    v_n integer;
+BEGIN
+    PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
+    PERFORM iu_core.fn_iu_adopt_record('public.iu_route_worker_cursor', 'table', NULL, '{}');
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = 'created_at' AND NOT attisdropped)
+       AND NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = 'registered_at' AND NOT attisdropped) THEN
+        ALTER TABLE public.iu_route_worker_cursor RENAME COLUMN created_at TO registered_at;
+        PERFORM iu_core.fn_iu_adopt_record('public.iu_route_worker_cursor', 'rename',
+            'ALTER TABLE public.iu_route_worker_cursor RENAME COLUMN registered_at TO created_at', '{}');
+    END IF;
+    -- one row per worker: filling an identity column rewrites this small table only
+    IF iu_core.fn_iu_adopt_add_column(v_t, 'lock_id', 'integer GENERATED ALWAYS AS IDENTITY') THEN
+        ALTER TABLE public.iu_route_worker_cursor ADD CONSTRAINT iu_route_worker_cursor_lock_id_key UNIQUE (lock_id);
+    END IF;
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'done_snapshot', 'pg_snapshot');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'window_snapshot', 'pg_snapshot');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'window_txid', 'xid8');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'window_event_id', 'uuid');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'system_identifier', 'bigint');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'events_seen', 'bigint NOT NULL DEFAULT 0');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'attempts_written', 'bigint NOT NULL DEFAULT 0');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'dead_lettered', 'bigint NOT NULL DEFAULT 0');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'runs_total', 'bigint NOT NULL DEFAULT 0');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'last_run_at', 'timestamptz');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'last_run_summary', 'jsonb NOT NULL DEFAULT ''{}''::jsonb');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'registered_at', 'timestamptz NOT NULL DEFAULT now()');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'registered_by', 'text NOT NULL DEFAULT current_user');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'registered_session_user', 'text NOT NULL DEFAULT session_user');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'reset_at', 'timestamptz');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'reset_by', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'reset_session_user', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'iu_route_worker_cursor_worker_name_check', $c$worker_name <> ''$c$);
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'iu_route_worker_cursor_event_domain_check', $c$event_domain <> ''$c$);
+    UPDATE public.iu_route_worker_cursor c
+       SET done_snapshot = (a.detail->>'done_snapshot')::pg_snapshot,
+           window_snapshot = NULL, window_txid = NULL, window_event_id = NULL,
+           system_identifier = (SELECT s.system_identifier FROM pg_control_system() s)
+      FROM iu_core.iu_adoption a
+     WHERE a.kind = 'position' AND a.object = c.worker_name;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END;
+$_$;
+
+--
+-- Name: fn_iu_adopt_dead_letter(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_dead_letter() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_adopt_dead_letter(): the first generation's dead letters (seed migration 008:
+    -- the same columns as the package's) stay replayable, in place. Each snapshot gets the
+    -- txid its event has now (the package's replay and retention read it; the first
+    -- generation's snapshots had none); resolved_session_user, the package's CHECKs and its
+    -- triggers are added (the legacy no-delete trigger, of the same name, is replaced).
+    -- Internal.
+DECLARE
+    v_t regclass := 'public.iu_route_dead_letter'::regclass;
+    r   record;
+BEGIN
+    PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
+    PERFORM iu_core.fn_iu_adopt_record('public.iu_route_dead_letter', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'resolved_session_user', 'text');
+    FOR r IN SELECT t.tgname, pg_get_triggerdef(t.oid) AS def, t.tgfoid::regprocedure AS fn FROM pg_trigger t
+              WHERE t.tgrelid = v_t AND NOT t.tgisinternal
+                AND t.tgname IN ('trg_iu_route_dead_letter_no_delete', 'trg_iu_route_dead_letter_immutable',
+                                 'trg_iu_route_dead_letter_no_truncate') LOOP
+        PERFORM iu_core.fn_iu_adopt_record('public.iu_route_dead_letter', 'trigger', r.def, jsonb_build_object('function', r.fn::text));
+        EXECUTE format('DROP TRIGGER %I ON public.iu_route_dead_letter', r.tgname);
+        IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgfoid = r.fn::oid)
+           AND (SELECT pronamespace FROM pg_proc WHERE oid = r.fn::oid) <> 'iu_core'::regnamespace
+           AND NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption WHERE kind = 'function' AND object = r.fn::text) THEN
+            PERFORM iu_core.fn_iu_adopt_record(r.fn::text, 'function', pg_get_functiondef(r.fn), '{}');
+            EXECUTE format('DROP FUNCTION %s', r.fn);
+        END IF;
+    END LOOP;
+    UPDATE public.iu_route_dead_letter d
+       SET event_snapshot = d.event_snapshot || jsonb_build_object('txid',
+               coalesce((SELECT e.txid::text FROM public.event_outbox e WHERE e.id = d.event_id LIMIT 1), '3'))
+     WHERE NOT d.event_snapshot ? 'txid';
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'iu_route_dead_letter_failed_attempts_check', 'failed_attempts > 0');
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'iu_route_dead_letter_resolution_ck', '(resolved_at IS NULL) = (resolution IS NULL)', false);
+    IF to_regclass('public.iu_route_dead_letter_open_idx') IS NULL THEN
+        CREATE INDEX iu_route_dead_letter_open_idx ON public.iu_route_dead_letter (event_domain, last_failed_at)
+            WHERE resolved_at IS NULL;
+        PERFORM iu_core.fn_iu_adopt_record('public.iu_route_dead_letter', 'index', 'DROP INDEX public.iu_route_dead_letter_open_idx', '{}');
+    END IF;
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_detach_views(regclass[], text); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_detach_views(p_rels regclass[], p_package_views text DEFAULT 'detach'::text) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_adopt_detach_views(rels) -> views dropped: every view that reads one of p_rels,
+    -- directly or through other views, is recorded in iu_core.iu_adoption (its definition
+    -- with every name schema-qualified, its owner, grants, comment and options, its depth)
+    -- and dropped, deepest first. A column type change or a rename of a table would otherwise
+    -- be refused (a view uses the column) or leave the view reading the renamed table;
+    -- fn_iu_adopt_restore_views recreates them afterwards, reading the same names, so a view
+    -- defined on event_outbox sees the rows inserted after the adoption. The first
+    -- p_package_views says what happens to a view with a package name (v_iu_route_worker_status,
+    -- ...): 'replace' (adoption: the first generation's, recorded as replaced and not
+    -- recreated: the package creates its own), 'keep' (left alone: the rollback setting aside
+    -- the user's views on the package's), 'detach' (like any other view). Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v record;
+    n integer := 0;
+BEGIN
+    FOR v IN
+        WITH RECURSIVE deps(view_oid, depth) AS (
+            SELECT DISTINCT w.ev_class, 1
+              FROM pg_depend d JOIN pg_rewrite w ON w.oid = d.objid
+             WHERE d.classid = 'pg_rewrite'::regclass AND d.refclassid = 'pg_class'::regclass
+               AND d.refobjid = ANY (p_rels) AND w.ev_class <> d.refobjid
+            UNION
+            SELECT w.ev_class, deps.depth + 1
+              FROM deps JOIN pg_depend d ON d.refobjid = deps.view_oid AND d.refclassid = 'pg_class'::regclass
+              JOIN pg_rewrite w ON w.oid = d.objid AND d.classid = 'pg_rewrite'::regclass
+             WHERE w.ev_class <> deps.view_oid AND deps.depth < 50
+        )
+        SELECT c.oid, c.oid::regclass AS rel, c.relkind, d.depth, c.relowner::regrole AS owner,
+               c.relacl, c.reloptions, obj_description(c.oid, 'pg_class') AS comment,
+               c.relnamespace = 'public'::regnamespace
+               AND c.relname IN ('v_iu_route_worker_status', 'v_iu_route_dead_letter_open',
+                                 'v_iu_route_attempt_summary', 'v_queue_health') AS replaced
+          FROM (SELECT deps.view_oid, max(deps.depth) AS depth FROM deps GROUP BY deps.view_oid) d
+          JOIN pg_class c ON c.oid = d.view_oid
+         WHERE c.relkind IN ('v', 'm')
+         ORDER BY d.depth DESC, c.oid
+    LOOP
+        CONTINUE WHEN v.replaced AND p_package_views = 'keep';
+        PERFORM iu_core.fn_iu_adopt_record(v.rel::text, CASE WHEN v.replaced AND p_package_views = 'replace' THEN 'replaced_view' ELSE 'view' END,
+            format('CREATE %s %s%s AS %s', CASE v.relkind WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END, v.rel,
+                   CASE WHEN v.reloptions IS NOT NULL THEN ' WITH (' || array_to_string(v.reloptions, ', ') || ')' ELSE '' END,
+                   rtrim(pg_get_viewdef(v.oid, true), E'; \n')),
+            jsonb_build_object('depth', v.depth, 'owner', v.owner::text, 'comment', v.comment,
+                               'grants', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                             'grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END,
+                                             'privilege', a.privilege_type, 'grantable', a.is_grantable))
+                                         FROM aclexplode(v.relacl) a WHERE a.grantee <> v.owner::oid), '[]'::jsonb)));
+        EXECUTE format('DROP %s %s', CASE v.relkind WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END, v.rel);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_dot_config(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_dot_config() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_adopt_dot_config(): the first generation's dot_config in the package's shape, in
+    -- place: every key and value kept (the gates read as they did); description and
+    -- updated_by added. Migration 006 then adds the package's trigger and the keys it lacks
+    -- (never overwriting one). hc_executor_last_run becomes a heartbeat row with the heartbeat
+    -- table (migration 008). Internal.
+DECLARE
+    v_t regclass := 'public.dot_config'::regclass;
+BEGIN
+    PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
+    PERFORM iu_core.fn_iu_adopt_record('public.dot_config', 'table', NULL,
+        jsonb_build_object('keys', (SELECT coalesce(jsonb_agg(key ORDER BY key), '[]') FROM public.dot_config)));
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'description', 'text NOT NULL DEFAULT ''''');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'updated_at', 'timestamptz NOT NULL DEFAULT now()');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'updated_by', 'text NOT NULL DEFAULT current_user');
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_event_outbox(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_event_outbox() RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_adopt_event_outbox() -> what it did: brings a first-generation event_outbox to the
+    -- package's shape in place, in the caller's transaction (migration 003, after the install
+    -- plan accepted the table). Every row and id stays; nothing is rewritten (measured on
+    -- 1,000,000 rows: the whole step holds the table for well under a second). In order:
+    --   1. the first generation's worker stops: fn_iu_route_worker_run answers "gated:
+    --      iu_core_adoption_in_progress" until the package's replaces it (migration 009), so
+    --      nothing audits an event between now and then; its own delivery seam goes
+    --   2. the table and the legacy worker's tables are locked (fn_iu_adopt_lock: 200 ms
+    --      attempts, so producers never queue long behind the request)
+    --   3. the views reading the table are set aside (fn_iu_adopt_detach_views)
+    --   4. the legacy CHECKs and append-only trigger on it are recorded and dropped
+    --   5. its columns take the package's domains, still without their rules (a domain with
+    --      a rule would make PostgreSQL rewrite the table), and txid is added with the
+    --      constant 3 for every existing row (no rewrite), then defaults to the inserting
+    --      transaction; the caller adds the domains' rules NOT VALID: new rows are checked,
+    --      the legacy rows are kept as they are
+    --   6. the package's append-only and no-TRUNCATE triggers
+    --   7. what each legacy worker never audited (no attempt_no 1 under its key: the events
+    --      after its keyset, and those the keyset skipped, such as late commits) is
+    --      re-stamped with a txid of its own (4, 5, ... one per set of workers that still owe
+    --      it), and each worker's position is recorded: the pg_snapshot of this moment with
+    --      those txids listed as still in progress. The worker's first window then holds
+    --      exactly those events, each once; every audited event stays behind it for good
+    --      (fn_iu_adopt_worker_state writes the position in migration 008)
+    --   8. every role that may INSERT into the table (the table, or a column) may execute the
+    --      row-rule functions its domains call, and fn_iu_emit_event (kept through the
+    --      package's replacement of it: grants survive CREATE OR REPLACE)
+    --   9. the views are recreated as they were (those on a package-named view wait)
+    -- Everything replaced is recorded in iu_core.iu_adoption (fn_iu_unadopt_event_outbox
+    -- undoes it). Internal: the installing role runs it through migration 003.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_outbox   regclass := 'public.event_outbox'::regclass;
+    v_attempt  regclass := to_regclass('public.iu_route_attempt');
+    v_cursor   regclass := to_regclass('public.iu_route_worker_cursor');
+    v_run      regprocedure := to_regprocedure('public.fn_iu_route_worker_run(text, integer)');
+    v_emit     regprocedure := to_regprocedure('public.fn_iu_emit_event(text, text, text, text, text, text, text, jsonb)');
+    v_locks    regclass[];
+    v_tries    integer;
+    v_views    integer;
+    v_snap     pg_snapshot;
+    v_group    bigint := 3;
+    v_restamp  bigint := 0;
+    v_n        bigint;
+    v_grantees text[] := '{}';
+    v_aside    text[];
+    r          record;
+    g          record;
+BEGIN
+    -- 1. The legacy worker stops until the package's replaces it.
+    IF v_run IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_adopt_record(v_run::text, 'function', pg_get_functiondef(v_run),
+                                           jsonb_build_object('acl', (SELECT proacl::text FROM pg_proc WHERE oid = v_run)));
+        IF pg_get_function_arguments(v_run) <> 'p_worker_name text, p_batch_limit integer DEFAULT 100' THEN
+            EXECUTE format('DROP FUNCTION %s', v_run);
+        END IF;
+        CREATE OR REPLACE FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer DEFAULT 100)
+        RETURNS jsonb LANGUAGE sql
+        SET search_path = pg_catalog, pg_temp
+        AS $run$
+            -- Stand-in while iu-core adopts this database (migrations 003-009): the first
+            -- generation's worker must not audit anything in between. Replaced by the package's.
+            SELECT pg_catalog.jsonb_build_object('worker', p_worker_name, 'gated', true, 'busy', false,
+                       'reason', 'iu_core_adoption_in_progress', 'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
+                       'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0)
+        $run$;
+    END IF;
+    FOR r IN SELECT p.oid::regprocedure AS sig FROM pg_proc p
+              WHERE p.pronamespace = 'public'::regnamespace AND p.proname = 'fn_iu_route_deliver'
+                AND pg_get_function_identity_arguments(p.oid) <> 'p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text' LOOP
+        PERFORM iu_core.fn_iu_adopt_record(r.sig::text, 'function', pg_get_functiondef(r.sig), '{}');
+        EXECUTE format('DROP FUNCTION %s', r.sig);
+    END LOOP;
+
+    -- 2. The table, and the legacy worker's tables (their rows decide what is still to route).
+    v_locks := ARRAY[v_outbox];
+    IF v_attempt IS NOT NULL THEN v_locks := v_attempt || v_locks; END IF;
+    IF v_cursor IS NOT NULL THEN v_locks := v_cursor || v_locks; END IF;
+    v_tries := iu_core.fn_iu_adopt_lock(v_locks);
+
+    -- 3. Views reading it.
+    v_views := iu_core.fn_iu_adopt_detach_views(ARRAY[v_outbox], 'replace');
+
+    -- 4. The legacy row rules on the columns that take the package's domains, and the legacy
+    --    append-only trigger (the package's has the same name).
+    FOR r IN SELECT c.conname, pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
+              WHERE c.conrelid = v_outbox AND c.contype = 'c'
+                AND c.conkey && (SELECT array_agg(a.attnum) FROM pg_attribute a
+                                  WHERE a.attrelid = v_outbox AND a.attname IN ('event_domain', 'event_type', 'event_stream',
+                                        'delivery_lane', 'event_severity', 'safe_payload')) LOOP
+        PERFORM iu_core.fn_iu_adopt_record('public.event_outbox', 'constraint',
+            format('ALTER TABLE public.event_outbox ADD CONSTRAINT %I %s', r.conname, r.def), '{}');
+        EXECUTE format('ALTER TABLE public.event_outbox DROP CONSTRAINT %I', r.conname);
+    END LOOP;
+    FOR r IN SELECT t.tgname, pg_get_triggerdef(t.oid) AS def, t.tgfoid::regprocedure AS fn FROM pg_trigger t
+              WHERE t.tgrelid = v_outbox AND NOT t.tgisinternal
+                AND t.tgname IN ('trg_event_outbox_append_only', 'trg_event_outbox_no_truncate') LOOP
+        PERFORM iu_core.fn_iu_adopt_record('public.event_outbox', 'trigger', r.def, jsonb_build_object('function', r.fn::text));
+        EXECUTE format('DROP TRIGGER %I ON public.event_outbox', r.tgname);
+        IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgfoid = r.fn::oid)
+           AND (SELECT pronamespace FROM pg_proc WHERE oid = r.fn::oid) <> 'iu_core'::regnamespace
+           AND NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption WHERE kind = 'function' AND object = r.fn::text) THEN
+            PERFORM iu_core.fn_iu_adopt_record(r.fn::text, 'function', pg_get_functiondef(r.fn), '{}');
+            EXECUTE format('DROP FUNCTION %s', r.fn);
+        END IF;
+    END LOOP;
+
+    -- 5. The package's column types (bare domains: no rewrite, the indexes keep their
+    --    storage), and the txid: the constant 3 for every existing row, then the inserter's.
+    --    A user's trigger with a WHEN condition on a column would refuse the type change: set
+    --    aside and recreated as it was right after.
+    SELECT coalesce(array_agg(pg_get_triggerdef(t.oid) ORDER BY t.tgname), '{}') INTO v_aside
+      FROM pg_trigger t WHERE t.tgrelid = v_outbox AND NOT t.tgisinternal AND t.tgqual IS NOT NULL;
+    FOR r IN SELECT t.tgname FROM pg_trigger t WHERE t.tgrelid = v_outbox AND NOT t.tgisinternal AND t.tgqual IS NOT NULL LOOP
+        EXECUTE format('DROP TRIGGER %I ON public.event_outbox', r.tgname);
+    END LOOP;
+    PERFORM iu_core.fn_iu_adopt_record('public.event_outbox', 'columns',
+        'ALTER TABLE public.event_outbox DROP COLUMN txid, ALTER COLUMN event_domain TYPE text, ALTER COLUMN event_type TYPE text, '
+        || 'ALTER COLUMN event_stream TYPE text, ALTER COLUMN delivery_lane TYPE text, ALTER COLUMN event_severity TYPE text, '
+        || 'ALTER COLUMN safe_payload TYPE jsonb', '{}');
+    ALTER TABLE public.event_outbox
+        ALTER COLUMN event_domain   TYPE public.iu_event_name,
+        ALTER COLUMN event_type     TYPE public.iu_event_type,
+        ALTER COLUMN event_stream   TYPE public.iu_event_name,
+        ALTER COLUMN delivery_lane  TYPE public.iu_delivery_lane,
+        ALTER COLUMN event_severity TYPE public.iu_event_severity,
+        ALTER COLUMN safe_payload   TYPE public.iu_safe_payload,
+        ADD COLUMN txid public.iu_txid NOT NULL DEFAULT '3';
+    ALTER TABLE public.event_outbox ALTER COLUMN txid SET DEFAULT pg_current_xact_id();
+    FOR v_n IN 1 .. cardinality(v_aside) LOOP
+        EXECUTE v_aside[v_n];
+    END LOOP;
+
+    -- 6. The package's append-only guard (with its txid-rebase allowance, used just below)
+    --    and its TRUNCATE guard.
+    CREATE TRIGGER trg_event_outbox_append_only
+        BEFORE UPDATE OR DELETE ON public.event_outbox
+        FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_event_outbox_append_only();
+    CREATE TRIGGER trg_event_outbox_no_truncate
+        BEFORE TRUNCATE ON public.event_outbox
+        FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_event_outbox_append_only();
+
+    -- 7. What each legacy worker never audited, re-stamped per set of workers that owe it.
+    v_snap := pg_current_snapshot();
+    IF v_cursor IS NOT NULL AND v_attempt IS NOT NULL THEN
+        PERFORM set_config('iu.rebase_txid', 'on', true);
+        FOR g IN
+            WITH owed AS (
+                SELECT e.id, array_agg(c.worker_name ORDER BY c.worker_name) AS workers
+                  FROM public.iu_route_worker_cursor c
+                  JOIN public.event_outbox e ON e.event_domain::text = c.event_domain
+                 WHERE NOT EXISTS (SELECT 1 FROM public.iu_route_attempt a
+                                    WHERE a.event_ref = e.id AND a.attempt_no = 1
+                                      AND starts_with(a.idempotency_key, 'iu_wrk:' || c.worker_name || ':'))
+                 GROUP BY e.id)
+            SELECT o.workers, array_agg(o.id) AS ids FROM owed o GROUP BY o.workers ORDER BY o.workers
+        LOOP
+            v_group := v_group + 1;
+            UPDATE public.event_outbox e SET txid = v_group::text::xid8 WHERE e.id = ANY (g.ids);
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            v_restamp := v_restamp + v_n;
+            PERFORM iu_core.fn_iu_adopt_record('public.event_outbox', 'owed_events', NULL,
+                jsonb_build_object('txid', v_group, 'workers', to_jsonb(g.workers), 'events', v_n));
+        END LOOP;
+        PERFORM set_config('iu.rebase_txid', 'off', true);
+        FOR r IN SELECT c.worker_name,
+                        coalesce((SELECT array_agg((a.detail->>'txid')::bigint ORDER BY (a.detail->>'txid')::bigint)
+                                    FROM iu_core.iu_adoption a
+                                   WHERE a.kind = 'owed_events' AND a.detail->'workers' ? c.worker_name), '{}') AS txids
+                   FROM public.iu_route_worker_cursor c LOOP
+            PERFORM iu_core.fn_iu_adopt_record(r.worker_name, 'position', NULL,
+                jsonb_build_object('done_snapshot',
+                    CASE WHEN cardinality(r.txids) = 0 THEN v_snap::text
+                         ELSE format('%s:%s:%s', r.txids[1], pg_snapshot_xmax(v_snap),
+                                     array_to_string(r.txids || ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(v_snap) x ORDER BY 1), ','))
+                    END,
+                    'owed_txids', to_jsonb(r.txids)));
+        END LOOP;
+    END IF;
+
+    -- 8. Producers keep inserting, and keep emitting.
+    FOR r IN SELECT DISTINCT a.grantee FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
+              WHERE c.oid = v_outbox AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner AND a.grantee <> 0
+             UNION
+             SELECT DISTINCT a.grantee FROM pg_attribute t CROSS JOIN LATERAL aclexplode(t.attacl) a
+              WHERE t.attrelid = v_outbox AND a.privilege_type = 'INSERT' AND a.grantee <> 0
+                AND a.grantee <> (SELECT relowner FROM pg_class WHERE oid = v_outbox) LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION iu_core.fn_iu_payload_is_clean(jsonb), iu_core.fn_iu_event_outbox_refuse_payload(jsonb), iu_core.fn_iu_event_outbox_package_only(text) TO %s',
+                       r.grantee::regrole);
+        IF v_emit IS NOT NULL THEN
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s', v_emit, r.grantee::regrole);
+        END IF;
+        v_grantees := v_grantees || r.grantee::regrole::text;
+    END LOOP;
+    IF cardinality(v_grantees) > 0 THEN
+        PERFORM iu_core.fn_iu_adopt_record('public.event_outbox', 'producer_grants', NULL, jsonb_build_object('roles', to_jsonb(v_grantees)));
+    END IF;
+
+    -- 9. The views, as they were.
+    RETURN jsonb_build_object('lock_attempts', v_tries, 'views_detached', v_views,
+                              'views_restored', iu_core.fn_iu_adopt_restore_views(),
+                              'owed_events', v_restamp, 'producers', to_jsonb(v_grantees));
+END;
+$_$;
+
+--
+-- Name: fn_iu_adopt_heartbeat(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_heartbeat() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_adopt_heartbeat(): the first generation's queue_heartbeat (the cut pipeline's,
+    -- after its migration 052) becomes the package's, in place: every row a registered
+    -- executor with its history. The cut seed's names are the spec's other names for the
+    -- same columns: executor_name -> executor_id, last_tick_at -> last_beat_at, metadata ->
+    -- last_beat_payload, created_at -> registered_at (renamed; ticks_total, status and kind
+    -- as they are). Each row gets the default cadence and stale threshold of its kind
+    -- (iu_core.fn_queue_heartbeat_defaults: a PG_worker 60 s / 300 s, others 60 s / 180 s), an
+    -- empty domain scope, and the package's audit columns. The package's rules on the row
+    -- hold for new beats; legacy payloads are not re-checked. A legacy executor silent
+    -- longer than its new threshold is stale at once: the first stale-check alerts it, which
+    -- is right (the install plan says so). Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_t regclass := 'public.queue_heartbeat'::regclass;
+    r   record;
+BEGIN
+    PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
+    PERFORM iu_core.fn_iu_adopt_record('public.queue_heartbeat', 'table', NULL, '{}');
+    FOR r IN SELECT * FROM (VALUES ('executor_name', 'executor_id'), ('last_tick_at', 'last_beat_at'),
+                                   ('metadata', 'last_beat_payload'), ('created_at', 'registered_at')) v(old, new) LOOP
+        IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = r.old AND NOT attisdropped)
+           AND NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = r.new AND NOT attisdropped) THEN
+            EXECUTE format('ALTER TABLE public.queue_heartbeat RENAME COLUMN %I TO %I', r.old, r.new);
+            PERFORM iu_core.fn_iu_adopt_record('public.queue_heartbeat', 'rename',
+                format('ALTER TABLE public.queue_heartbeat RENAME COLUMN %I TO %I', r.new, r.old), '{}');
+        END IF;
+    END LOOP;
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'domain_scope', 'text[] NOT NULL DEFAULT ''{}''');
+    IF iu_core.fn_iu_adopt_add_column(v_t, 'expected_cadence_seconds', 'integer NOT NULL DEFAULT 60') THEN
+        PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'stale_threshold_seconds', 'integer NOT NULL DEFAULT 180');
+        UPDATE public.queue_heartbeat h
+           SET (expected_cadence_seconds, stale_threshold_seconds) =
+               (SELECT d.expected_cadence_seconds, d.stale_threshold_seconds
+                  FROM iu_core.fn_queue_heartbeat_defaults(h.executor_kind) d);
+        ALTER TABLE public.queue_heartbeat ALTER COLUMN expected_cadence_seconds DROP DEFAULT,
+                                           ALTER COLUMN stale_threshold_seconds DROP DEFAULT;
+    END IF;
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'registered_at', 'timestamptz NOT NULL DEFAULT now()');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'registered_by', 'text NOT NULL DEFAULT current_user');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'registered_session_user', 'text NOT NULL DEFAULT session_user');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'paused_at', 'timestamptz');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'paused_reason', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'paused_by', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'paused_session_user', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'last_beat_by', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'last_beat_session_user', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'owner_role', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'queue_heartbeat_executor_id_check', $c$executor_id <> ''$c$);
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'queue_heartbeat_expected_cadence_seconds_check', 'expected_cadence_seconds > 0');
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'queue_heartbeat_stale_threshold_seconds_check', 'stale_threshold_seconds > 0');
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = v_t AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%executor_kind%') THEN
+        PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'queue_heartbeat_executor_kind_check', 'executor_kind = ANY (iu_core.fn_queue_executor_kinds())');
+    END IF;
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'queue_heartbeat_payload_object', $c$jsonb_typeof(last_beat_payload) = 'object'$c$, false);
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'queue_heartbeat_payload_hygiene', 'iu_core.fn_iu_payload_is_clean(last_beat_payload)', false);
+
+    -- The hc executor's beat (dot_config hc_executor_last_run, updated each tick) becomes a
+    -- heartbeat row, beaten by that key from now on: its writer keeps working unchanged.
+    IF to_regclass('public.dot_config') IS NOT NULL
+       AND EXISTS (SELECT 1 FROM public.dot_config WHERE key = 'hc_executor_last_run')
+       AND NOT EXISTS (SELECT 1 FROM public.queue_heartbeat WHERE executor_id = 'hc_executor') THEN
+        INSERT INTO public.queue_heartbeat (executor_id, executor_kind, status, last_beat_at, ticks_total, last_beat_payload,
+                                            expected_cadence_seconds, stale_threshold_seconds)
+        SELECT 'hc_executor', 'DOT', 'ok', iu_core.fn_dot_config_hc_beat_at(c.value, c.updated_at), 1,
+               jsonb_build_object('source', 'dot_config.hc_executor_last_run'), d.expected_cadence_seconds, d.stale_threshold_seconds
+          FROM public.dot_config c, iu_core.fn_queue_heartbeat_defaults('DOT') d
+         WHERE c.key = 'hc_executor_last_run';
+        CREATE TRIGGER trg_dot_config_hc_beat
+            AFTER INSERT OR UPDATE ON public.dot_config
+            FOR EACH ROW WHEN (NEW.key = 'hc_executor_last_run')
+            EXECUTE FUNCTION iu_core.fn_dot_config_hc_beat();
+        PERFORM iu_core.fn_iu_adopt_record('public.queue_heartbeat', 'hc_executor',
+            'DROP TRIGGER trg_dot_config_hc_beat ON public.dot_config', '{}');
+    END IF;
+END;
+$_$;
+
+--
+-- Name: fn_iu_adopt_legacy_callables(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_legacy_callables() RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_adopt_legacy_callables() -> what it did: the first generation's functions and
+    -- views that bear a package name, made ready for the package's own (migrations 009, 011),
+    -- the last step of adoption before them. Every one is recorded with its definition and
+    -- grants (the rollback recreates it). A function whose arguments, defaults and result are
+    -- exactly the package's (the seeds' positional fn_iu_emit_event, fn_queue_heartbeat_tick,
+    -- fn_cut_heartbeat_ping, ...) is left in place: the package's CREATE OR REPLACE takes it
+    -- over without a moment in which callers find nothing, and keeps its grants. Any other
+    -- function of a package name (other parameter names, another overload) is dropped: the
+    -- package's is created in its place a moment later (callers of it fail meanwhile; the
+    -- install plan says so). The package-named views are dropped, and the views built on them
+    -- set aside until the package's exist (fn_iu_adopt_restore_views). Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    r         record;
+    v_kept    text[] := '{}';
+    v_dropped text[] := '{}';
+    v_views   integer := 0;
+BEGIN
+    FOR r IN
+        WITH api(name, args, result) AS (VALUES
+            ('fn_cut_heartbeat_ping', 'p_executor_name text, p_executor_kind text DEFAULT ''external_worker''::text, p_status text DEFAULT ''ok''::text, p_metadata jsonb DEFAULT ''{}''::jsonb', 'jsonb'),
+            ('fn_iu_core_routes_enabled', '', 'boolean'),
+            ('fn_iu_emit_event', 'p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text DEFAULT ''standard''::text, p_event_severity text DEFAULT ''info''::text, p_event_subject_table text DEFAULT NULL::text, p_event_subject_ref text DEFAULT NULL::text, p_safe_payload jsonb DEFAULT ''{}''::jsonb', 'uuid'),
+            ('fn_iu_event_outbox_rebase_foreign_txids', '', 'jsonb'),
+            ('fn_iu_gate_open', 'p_value text', 'boolean'),
+            ('fn_iu_partition_maintain', '', 'jsonb'),
+            ('fn_iu_retention_run', 'p_dry_run boolean DEFAULT true', 'jsonb'),
+            ('fn_iu_route_dead_letter_replay', 'p_dead_letter_id uuid', 'jsonb'),
+            ('fn_iu_route_dead_letter_replay_many', 'p_filter jsonb, p_limit integer DEFAULT 1000', 'jsonb'),
+            ('fn_iu_route_deliver', 'p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text', 'jsonb'),
+            ('fn_iu_route_worker_enabled', '', 'boolean'),
+            ('fn_iu_route_worker_health', 'p_worker_name text DEFAULT NULL::text', 'jsonb'),
+            ('fn_iu_route_worker_register', 'p_worker_name text, p_event_domain text DEFAULT ''iu''::text', 'jsonb'),
+            ('fn_iu_route_worker_reset_cursor', 'p_worker_name text', 'jsonb'),
+            ('fn_iu_route_worker_run', 'p_worker_name text, p_batch_limit integer DEFAULT 100', 'jsonb'),
+            ('fn_job_claim', 'p_worker text, p_job_kinds text[], p_limit integer DEFAULT 1, p_lease_seconds integer DEFAULT 60', 'SETOF public.job_queue'),
+            ('fn_job_complete', 'p_job_id uuid, p_worker text', 'jsonb'),
+            ('fn_job_complete', 'p_job_id uuid, p_worker text, p_lease_token uuid', 'jsonb'),
+            ('fn_job_complete_many', 'p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]', 'jsonb'),
+            ('fn_job_dead_letter_replay', 'p_dead_letter_id uuid, p_actor text DEFAULT NULL::text', 'jsonb'),
+            ('fn_job_dead_letter_replay_many', 'p_filter jsonb, p_limit integer DEFAULT 1000', 'jsonb'),
+            ('fn_job_dead_letter_resolve', 'p_dead_letter_id uuid, p_resolution text, p_actor text DEFAULT NULL::text', 'jsonb'),
+            ('fn_job_enqueue', 'p_job_kind text, p_event_domain text, p_payload jsonb DEFAULT ''{}''::jsonb, p_process_after timestamp with time zone DEFAULT now(), p_dedupe_key text DEFAULT NULL::text, p_max_attempts integer DEFAULT 5', 'uuid'),
+            ('fn_job_enqueue_many', 'p_job_kind text, p_event_domain text, p_payloads jsonb, p_process_after timestamp with time zone DEFAULT now(), p_dedupe_keys text[] DEFAULT NULL::text[], p_max_attempts integer DEFAULT 5', 'uuid[]'),
+            ('fn_job_extend_lease', 'p_job_id uuid, p_worker text, p_lease_token uuid, p_lease_seconds integer DEFAULT 60', 'jsonb'),
+            ('fn_job_fail', 'p_job_id uuid, p_worker text, p_error text', 'jsonb'),
+            ('fn_job_fail', 'p_job_id uuid, p_worker text, p_error text, p_lease_token uuid', 'jsonb'),
+            ('fn_job_fail_many', 'p_worker text, p_job_ids uuid[], p_lease_tokens uuid[], p_errors text[] DEFAULT NULL::text[]', 'jsonb'),
+            ('fn_job_kind_pause', 'p_job_kind text, p_reason text, p_actor text DEFAULT NULL::text', 'jsonb'),
+            ('fn_job_kind_resume', 'p_job_kind text, p_actor text DEFAULT NULL::text', 'jsonb'),
+            ('fn_job_prune', 'p_limit integer DEFAULT 10000', 'jsonb'),
+            ('fn_job_reap_expired_leases', '', 'jsonb'),
+            ('fn_queue_heartbeat_pause', 'p_executor_id text, p_reason text, p_actor text DEFAULT NULL::text', 'jsonb'),
+            ('fn_queue_heartbeat_register', 'p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text DEFAULT NULL::text, p_owner_role text DEFAULT NULL::text', 'jsonb'),
+            ('fn_queue_heartbeat_resume', 'p_executor_id text, p_actor text DEFAULT NULL::text', 'jsonb'),
+            ('fn_queue_heartbeat_tick', 'p_executor_name text, p_executor_kind text, p_status text DEFAULT ''ok''::text, p_metadata jsonb DEFAULT ''{}''::jsonb', 'jsonb'),
+            ('fn_queue_heartbeat_write', 'p_executor_id text, p_payload jsonb DEFAULT ''{}''::jsonb, p_actor text DEFAULT NULL::text', 'jsonb'),
+            ('fn_queue_notify_enabled', '', 'boolean'),
+            ('fn_queue_stale_check', '', 'jsonb'),
+            (NULL, NULL, NULL))
+        SELECT p.oid::regprocedure AS sig, p.proname::text AS name, p.proacl,
+               EXISTS (SELECT 1 FROM api WHERE api.name = p.proname AND api.args = pg_get_function_arguments(p.oid)
+                                           AND api.result = pg_get_function_result(p.oid)) AS same
+          FROM pg_proc p
+         WHERE p.pronamespace = 'public'::regnamespace
+           AND p.proname IN (SELECT name FROM api WHERE name IS NOT NULL)
+           AND NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption a WHERE a.kind = 'function' AND a.object = p.oid::regprocedure::text)
+    LOOP
+        PERFORM iu_core.fn_iu_adopt_record(r.sig::text, 'function', pg_get_functiondef(r.sig),
+            jsonb_build_object('kept', r.same, 'grants',
+                coalesce((SELECT jsonb_agg(jsonb_build_object('grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END,
+                                                              'grantable', a.is_grantable))
+                            FROM aclexplode(r.proacl) a
+                           WHERE a.privilege_type = 'EXECUTE'
+                             AND a.grantee <> (SELECT proowner FROM pg_proc WHERE oid = r.sig::oid)), '[]'::jsonb)));
+        IF r.same THEN
+            v_kept := v_kept || r.sig::text;
+        ELSE
+            EXECUTE format('DROP FUNCTION %s', r.sig);
+            v_dropped := v_dropped || r.sig::text;
+        END IF;
+    END LOOP;
+    -- The package-named views: what reads them set aside, then each recorded and dropped.
+    FOR r IN SELECT c.oid, c.oid::regclass AS rel FROM pg_class c
+              WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'v'
+                AND c.relname IN ('v_iu_route_worker_status', 'v_iu_route_dead_letter_open', 'v_iu_route_attempt_summary', 'v_queue_health') LOOP
+        v_views := v_views + iu_core.fn_iu_adopt_detach_views(ARRAY[r.oid::regclass], 'replace');
+        PERFORM iu_core.fn_iu_adopt_record(r.rel::text, 'replaced_view',
+            format('CREATE VIEW %s AS %s', r.rel, rtrim(pg_get_viewdef(r.oid, true), E'; \n')),
+            jsonb_build_object('grants', coalesce((SELECT jsonb_agg(jsonb_build_object('grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END,
+                                                                                     'privilege', a.privilege_type, 'grantable', a.is_grantable))
+                                                     FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
+                                                    WHERE c.oid = r.oid AND a.grantee <> c.relowner), '[]'::jsonb)));
+        EXECUTE format('DROP VIEW %s', r.rel);
+    END LOOP;
+    RETURN jsonb_build_object('kept_for_replacement', to_jsonb(v_kept), 'dropped', to_jsonb(v_dropped), 'views_set_aside', v_views);
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_lock(regclass[]); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_lock(p_tables regclass[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_adopt_lock(tables) -> the attempts it took: ACCESS EXCLUSIVE on every table, for
+    -- the rest of the caller's transaction, without ever making producers wait long. A lock
+    -- request queued behind a long reader would make every INSERT queue behind it, so each
+    -- attempt waits at most 200 ms (lock_timeout), then lets go and lets the queue drain for
+    -- 50-200 ms before the next. After 30 s of attempts it gives up (55P03) naming the
+    -- sessions in the way. Used by adoption and by the partitioning conversion, whose work
+    -- under the lock is catalog changes only (milliseconds).
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_try     integer := 0;
+    v_started timestamptz := clock_timestamp();
+    v_old     text := current_setting('lock_timeout');
+    v_rel     regclass;
+    v_holders text;
+BEGIN
+    LOOP
+        v_try := v_try + 1;
+        BEGIN
+            PERFORM set_config('lock_timeout', '200ms', true);
+            FOREACH v_rel IN ARRAY p_tables LOOP
+                EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', v_rel);
+            END LOOP;
+            PERFORM set_config('lock_timeout', v_old, true);
+            RETURN v_try;
+        EXCEPTION WHEN lock_not_available THEN
+            PERFORM set_config('lock_timeout', v_old, true);
+            IF clock_timestamp() - v_started > interval '30 seconds' THEN
+                SELECT string_agg(DISTINCT format('pid %s (%s, %s, in transaction for %s)', a.pid, a.usename, a.state,
+                                                  date_trunc('second', now() - a.xact_start)), '; ')
+                  INTO v_holders
+                  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                 WHERE l.relation = ANY (p_tables) AND l.pid <> pg_backend_pid() AND l.granted;
+                RAISE EXCEPTION 'iu-core: could not lock % in 30 s (% attempts of 200 ms)', p_tables, v_try
+                    USING ERRCODE = '55P03',
+                          DETAIL = coalesce('held by ' || v_holders, 'no holder found'),
+                          HINT = 'End the long transactions that hold these tables (SELECT pg_terminate_backend(pid) ...) and run the migration again; it changed nothing.';
+            END IF;
+        END;
+        PERFORM pg_sleep(0.05 + random() * 0.15);
+    END LOOP;
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_outbound_route(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_outbound_route() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    -- fn_iu_adopt_outbound_route(): the first generation's routes in the package's shape, in
+    -- place: every route kept with its id (a uuid there: the package never reads a route's
+    -- id); description added; the route_key rule (non-blank, not 'none', at most 200 bytes)
+    -- for new routes; the one-route-per-(domain, type, stream) key under the package's name.
+    -- Internal.
+DECLARE
+    v_t  regclass := 'public.iu_outbound_route'::regclass;
+    v_uq text;
+BEGIN
+    PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
+    PERFORM iu_core.fn_iu_adopt_record('public.iu_outbound_route', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'route_kind', 'text NOT NULL DEFAULT ''outbound''');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'description', 'text NOT NULL DEFAULT ''''');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'created_at', 'timestamptz NOT NULL DEFAULT now()');
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'iu_outbound_route_route_key_check',
+        $c$NOT iu_core.fn_iu_is_blank(route_key) AND route_key <> 'none' AND octet_length(route_key) <= 200$c$, false);
+    SELECT c.conname INTO v_uq FROM pg_constraint c
+     WHERE c.conrelid = v_t AND c.contype = 'u'
+       AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a
+             WHERE a.attrelid = v_t AND a.attnum = ANY (c.conkey)) = ARRAY['event_domain', 'event_stream', 'event_type'];
+    IF v_uq IS NULL THEN
+        ALTER TABLE public.iu_outbound_route ADD CONSTRAINT iu_outbound_route_match_uq UNIQUE (event_domain, event_type, event_stream);
+        PERFORM iu_core.fn_iu_adopt_record('public.iu_outbound_route', 'check',
+            'ALTER TABLE public.iu_outbound_route DROP CONSTRAINT iu_outbound_route_match_uq', '{}');
+    ELSIF v_uq <> 'iu_outbound_route_match_uq' THEN
+        EXECUTE format('ALTER TABLE public.iu_outbound_route RENAME CONSTRAINT %I TO iu_outbound_route_match_uq', v_uq);
+        PERFORM iu_core.fn_iu_adopt_record('public.iu_outbound_route', 'rename',
+            format('ALTER TABLE public.iu_outbound_route RENAME CONSTRAINT iu_outbound_route_match_uq TO %I', v_uq), '{}');
+    END IF;
+END;
+$_$;
+
+--
+-- Name: fn_iu_adopt_record(text, text, text, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_record(p_object text, p_kind text, p_definition text, p_detail jsonb DEFAULT '{}'::jsonb) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_adopt_record(object, kind, definition, detail): one line of the adoption ledger
+    -- (iu_core.iu_adoption): a legacy object adoption replaced, dropped or altered, with the
+    -- SQL that recreates it, so the rollback can give the legacy shape back. Internal.
+    INSERT INTO iu_core.iu_adoption (object, kind, definition, detail)
+    VALUES (p_object, p_kind, p_definition, coalesce(p_detail, '{}'::jsonb))
+$$;
+
+--
+-- Name: fn_iu_adopt_registry(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_registry() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_adopt_registry(): the first generation's event_type_registry in the package's
+    -- shape, in place: every registration kept (its own columns too); description,
+    -- registered_at and registered_by added (a legacy NULL description becomes ''); the name
+    -- rules on domain and type added for new registrations (legacy ones are not re-checked).
+    -- Migration 005 then registers the package's two alert types. Internal.
+DECLARE
+    v_t regclass := 'public.event_type_registry'::regclass;
+BEGIN
+    PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
+    PERFORM iu_core.fn_iu_adopt_record('public.event_type_registry', 'table', NULL,
+        jsonb_build_object('had_alert_types', EXISTS (SELECT 1 FROM public.event_type_registry
+                                                       WHERE event_domain = 'system' AND event_type IN ('queue_worker_silent', 'queue_worker_recovered'))));
+    IF NOT iu_core.fn_iu_adopt_add_column(v_t, 'description', 'text NOT NULL DEFAULT ''''') THEN
+        IF EXISTS (SELECT 1 FROM public.event_type_registry WHERE description IS NULL) THEN
+            UPDATE public.event_type_registry SET description = '' WHERE description IS NULL;
+        END IF;
+        IF (SELECT NOT attnotnull FROM pg_attribute WHERE attrelid = v_t AND attname = 'description') THEN
+            ALTER TABLE public.event_type_registry ALTER COLUMN description SET DEFAULT '', ALTER COLUMN description SET NOT NULL;
+            PERFORM iu_core.fn_iu_adopt_record('public.event_type_registry', 'column_rule',
+                'ALTER TABLE public.event_type_registry ALTER COLUMN description DROP NOT NULL, ALTER COLUMN description DROP DEFAULT', '{}');
+        END IF;
+    END IF;
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'registered_at', 'timestamptz NOT NULL DEFAULT now()');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'registered_by', 'text NOT NULL DEFAULT current_user');
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'event_type_registry_domain_is_name',
+        'NOT iu_core.fn_iu_is_blank(event_domain) AND octet_length(event_domain) <= 200', false);
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'event_type_registry_type_is_name',
+        'NOT iu_core.fn_iu_is_blank(event_type) AND octet_length(event_type) <= 200', false);
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_restore_views(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_restore_views() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_adopt_restore_views() -> views recreated: every view fn_iu_adopt_detach_views
+    -- dropped and that is not recreated yet, shallowest first, as it was (definition, owner,
+    -- grants, comment). A view that reads one the package has not created yet (a dashboard
+    -- on v_iu_route_worker_status, before the route worker's functions exist) stays pending
+    -- for the next call: the migrations call this after each step that may make one possible.
+    -- Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    r record;
+    g jsonb;
+    n integer := 0;
+BEGIN
+    FOR r IN SELECT a.id, a.object, a.definition, a.detail FROM iu_core.iu_adoption a
+              WHERE a.kind = 'view' AND a.restored_at IS NULL
+              ORDER BY (a.detail->>'depth')::integer, a.id LOOP
+        IF to_regclass(r.object) IS NOT NULL THEN
+            -- recreated already (a later record of the same view)
+            UPDATE iu_core.iu_adoption SET restored_at = now() WHERE id = r.id;
+            CONTINUE;
+        END IF;
+        BEGIN
+            EXECUTE r.definition;
+        EXCEPTION WHEN undefined_table OR undefined_column OR undefined_function THEN
+            CONTINUE; -- what it reads does not exist yet
+        END;
+        IF r.detail->>'owner' IS NOT NULL AND r.detail->>'owner' <> current_user::text THEN
+            EXECUTE format('ALTER VIEW %s OWNER TO %I', r.object, r.detail->>'owner');
+        END IF;
+        FOR g IN SELECT * FROM jsonb_array_elements(r.detail->'grants') LOOP
+            EXECUTE format('GRANT %s ON %s TO %s%s', g->>'privilege', r.object,
+                           CASE WHEN g->>'grantee' = 'PUBLIC' THEN 'PUBLIC' ELSE quote_ident(g->>'grantee') END,
+                           CASE WHEN (g->>'grantable')::boolean THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+        IF r.detail->>'comment' IS NOT NULL THEN
+            EXECUTE format('COMMENT ON VIEW %s IS %L', r.object, r.detail->>'comment');
+        END IF;
+        UPDATE iu_core.iu_adoption SET restored_at = now() WHERE id = r.id;
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_route_attempt(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_route_attempt() RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_adopt_route_attempt() -> what it did: brings the first generation's audit table
+    -- ("migration 002", which the route worker reuses) to the package's shape in place:
+    --   - every row kept; the package's columns added: worker_name and route_key (from each
+    --     row's detail, else read off its idempotency key iu_wrk:{worker}:{route}:{event}),
+    --     error_code and error_message (split from the legacy "<SQLSTATE>: <message>" error,
+    --     which stays), event_txid (the txid adoption gave the row's event: 3, or the txid it
+    --     re-stamped an owed event with)
+    --   - the idempotency keys stay as they are (the package's key is the same string), under
+    --     the package's constraint name; built when it is missing and no key occurs twice
+    --     (the install plan refuses duplicates)
+    --   - id becomes an identity (the serial's sequence goes, the identity continues after it)
+    --   - the attempt_no and status CHECKs, and the package's immutability triggers
+    -- Nobody else writes the table meanwhile: the first generation's worker was stopped by
+    -- the outbox's adoption (003). Records every change for the rollback. Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_t      regclass := 'public.iu_route_attempt'::regclass;
+    v_added  boolean;
+    v_next   bigint;
+    v_seq    text;
+    v_uq     text;
+    v_n      bigint;
+BEGIN
+    PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
+    PERFORM iu_core.fn_iu_adopt_record('public.iu_route_attempt', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'worker_name', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'route_key', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'route_kind', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'error_code', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'error_message', 'text');
+    PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'detail', 'jsonb NOT NULL DEFAULT ''{}''::jsonb');
+    v_added := iu_core.fn_iu_adopt_add_column(v_t, 'event_txid', 'xid8 NOT NULL DEFAULT ''3''');
+    IF v_added THEN
+        ALTER TABLE public.iu_route_attempt ALTER COLUMN event_txid DROP DEFAULT;
+    END IF;
+    -- The values of the new columns for the legacy rows (a few rows per routed event).
+    UPDATE public.iu_route_attempt a
+       SET worker_name = coalesce(a.worker_name, nullif(a.detail->>'worker', ''), split_part(a.idempotency_key, ':', 2)),
+           route_key   = coalesce(a.route_key, nullif(a.detail->>'route_key', ''),
+                                  nullif(substr(a.idempotency_key, length('iu_wrk:' || split_part(a.idempotency_key, ':', 2) || ':') + 1,
+                                                greatest(length(a.idempotency_key) - length('iu_wrk:' || split_part(a.idempotency_key, ':', 2) || ':') - 37, 0)),
+                                         'none'))
+     WHERE a.worker_name IS NULL AND starts_with(a.idempotency_key, 'iu_wrk:');
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = 'error' AND NOT attisdropped) THEN
+        EXECUTE $upd$
+            UPDATE public.iu_route_attempt a
+               SET error_code    = CASE WHEN strpos(a.error, ': ') > 0 THEN split_part(a.error, ': ', 1) END,
+                   error_message = CASE WHEN strpos(a.error, ': ') > 0 THEN substr(a.error, strpos(a.error, ': ') + 2) ELSE a.error END
+             WHERE a.error IS NOT NULL AND a.error_code IS NULL AND a.error_message IS NULL $upd$;
+    END IF;
+    -- Attempts of the events adoption re-stamped carry their event's txid.
+    IF v_added THEN
+        UPDATE public.iu_route_attempt a SET event_txid = e.txid
+          FROM public.event_outbox e
+         WHERE e.id = a.event_ref AND e.txid <> '3'::xid8;
+    END IF;
+
+    -- The re-scan guard under its package name (built when missing: the plan refused duplicates).
+    SELECT c.conname INTO v_uq FROM pg_constraint c
+     WHERE c.conrelid = v_t AND c.contype = 'u'
+       AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a
+             WHERE a.attrelid = v_t AND a.attnum = ANY (c.conkey)) = ARRAY['attempt_no', 'idempotency_key'];
+    IF v_uq IS NULL THEN
+        ALTER TABLE public.iu_route_attempt ADD CONSTRAINT iu_route_attempt_key_attempt_uq UNIQUE (idempotency_key, attempt_no);
+        PERFORM iu_core.fn_iu_adopt_record('public.iu_route_attempt', 'check',
+            'ALTER TABLE public.iu_route_attempt DROP CONSTRAINT iu_route_attempt_key_attempt_uq', '{}');
+    ELSIF v_uq <> 'iu_route_attempt_key_attempt_uq' THEN
+        EXECUTE format('ALTER TABLE public.iu_route_attempt RENAME CONSTRAINT %I TO iu_route_attempt_key_attempt_uq', v_uq);
+        PERFORM iu_core.fn_iu_adopt_record('public.iu_route_attempt', 'rename',
+            format('ALTER TABLE public.iu_route_attempt RENAME CONSTRAINT iu_route_attempt_key_attempt_uq TO %I', v_uq), '{}');
+    END IF;
+
+    -- id: a serial becomes the package's identity, continuing after the serial's last value.
+    IF (SELECT attidentity FROM pg_attribute WHERE attrelid = v_t AND attname = 'id') = '' THEN
+        v_seq := pg_get_serial_sequence('public.iu_route_attempt', 'id');
+        SELECT greatest(coalesce(max(id), 0), coalesce((SELECT last_value FROM pg_sequences
+                         WHERE format('%I.%I', schemaname, sequencename)::regclass = v_seq::regclass), 0)) + 1
+          INTO v_next FROM public.iu_route_attempt;
+        PERFORM iu_core.fn_iu_adopt_record('public.iu_route_attempt', 'identity',
+            format('ALTER TABLE public.iu_route_attempt ALTER COLUMN id DROP IDENTITY; CREATE SEQUENCE IF NOT EXISTS public.iu_route_attempt_id_seq OWNED BY public.iu_route_attempt.id; ALTER TABLE public.iu_route_attempt ALTER COLUMN id SET DEFAULT nextval(''public.iu_route_attempt_id_seq''); SELECT setval(''public.iu_route_attempt_id_seq'', %s)', v_next),
+            jsonb_build_object('sequence', v_seq));
+        ALTER TABLE public.iu_route_attempt ALTER COLUMN id DROP DEFAULT;
+        IF v_seq IS NOT NULL THEN
+            EXECUTE format('DROP SEQUENCE %s', v_seq);
+        END IF;
+        EXECUTE format('ALTER TABLE public.iu_route_attempt ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (START WITH %s)', v_next);
+    END IF;
+
+    PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'iu_route_attempt_attempt_no_check', 'attempt_no > 0');
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = v_t AND contype = 'c'
+                      AND pg_get_constraintdef(oid) LIKE '%status%dry_run%') THEN
+        PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'iu_route_attempt_status_check',
+                                              $c$status IN ('dry_run', 'disabled', 'skipped', 'failed', 'sent')$c$);
+    END IF;
+    CREATE TRIGGER trg_iu_route_attempt_immutable
+        BEFORE UPDATE OR DELETE ON public.iu_route_attempt
+        FOR EACH ROW EXECUTE FUNCTION iu_core.fn_iu_route_attempt_immutable();
+    CREATE TRIGGER trg_iu_route_attempt_no_truncate
+        BEFORE TRUNCATE ON public.iu_route_attempt
+        FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_route_attempt_immutable();
+    SELECT count(*) INTO v_n FROM public.iu_route_attempt;
+    RETURN jsonb_build_object('attempts', v_n, 'identity_start', v_next);
+END;
+$_$;
 
 --
 -- Name: fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
@@ -514,6 +1571,39 @@ BEGIN
         RAISE EXCEPTION '%: % %', p_caller, p_param, iu_core.fn_iu_payload_refusal(p_payload)
             USING ERRCODE = '22023',
                   HINT = 'Payloads are signals, never data: at most 65536 bytes, at most 32 levels deep, and never a key named body, content, raw, vector, embedding, secret, token, password, ssn or personal_data (in any letter case, at any depth).';
+    END IF;
+END;
+$$;
+
+--
+-- Name: fn_iu_require_empty_history(text, text); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_require_empty_history(p_table text, p_user_rows text DEFAULT 'true'::text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_require_empty_history(table, user_rows) : the rule of every Down that would drop
+    -- a table the package created: it drops no row the package did not create in that same
+    -- migration. p_user_rows is the predicate of such rows (all rows by default; the
+    -- package's own seed rows excluded where a migration seeds some). When there are any,
+    -- the rollback refuses (IU005) and says how to drop them on purpose: the session setting
+    -- iu.drop_history naming the table (or 'all'), which the operator sets for that one
+    -- rollback (iu-runner migrate down --drop-history, or PGOPTIONS). Internal.
+DECLARE
+    v_n bigint;
+BEGIN
+    IF to_regclass(p_table) IS NULL THEN
+        RETURN;
+    END IF;
+    IF current_setting('iu.drop_history', true) IN ('all', p_table, split_part(p_table, '.', 2)) THEN
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM %s WHERE %s LIMIT 1000000) s', p_table, p_user_rows) INTO v_n;
+    IF v_n > 0 THEN
+        RAISE EXCEPTION 'iu-core rollback refused: % holds % rows the package did not create; a rollback never destroys history', p_table, v_n
+            USING ERRCODE = 'IU005',
+                  HINT = format('Back them up first (pg_dump -t %s). To drop them on purpose, roll back with the setting iu.drop_history = ''%s'' (or ''all''): iu-runner migrate down --to N --drop-history, or PGOPTIONS=''-c iu.drop_history=all'' goose -table iu_core_db_version ... down.', p_table, p_table);
     END IF;
 END;
 $$;
@@ -2176,6 +3266,122 @@ CREATE FUNCTION iu_core.fn_iu_search_path_threats() RETURNS TABLE(threat text, o
       FROM pg_catalog.pg_operator o
      WHERE o.oprnamespace = 'public'::pg_catalog.regnamespace
        AND EXISTS (SELECT 1 FROM iu_core.fn_iu_untrusted_roles(ARRAY[o.oprowner]))
+$$;
+
+--
+-- Name: fn_iu_unadopt(text); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_unadopt(p_table text) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_unadopt(table) -> the changes undone: gives an adopted table its legacy shape
+    -- back, with every row (those written since the adoption included), by replaying what
+    -- its adoption recorded in iu_core.iu_adoption, newest first: the columns it added go,
+    -- the renamed ones get their names back, the column types their base types, the legacy
+    -- CHECKs and triggers return (their functions too, when the rollback of 008 has not
+    -- recreated them yet), the package's triggers go. The views reading the table are set
+    -- aside meanwhile and recreated as they were. Called by the Downs of the table
+    -- migrations; the table itself is never dropped. Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_t   regclass := to_regclass(p_table);
+    r     record;
+    v_fn  text;
+    v_n   integer := 0;
+    v_aside text[];
+BEGIN
+    IF v_t IS NULL THEN
+        RETURN 0;
+    END IF;
+    PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
+    PERFORM iu_core.fn_iu_adopt_detach_views(ARRAY[v_t]);
+    FOR r IN SELECT t.tgname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+              WHERE t.tgrelid = v_t AND NOT t.tgisinternal AND p.pronamespace = 'iu_core'::regnamespace LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, v_t);
+    END LOOP;
+    -- A user's trigger with a WHEN condition would refuse a column type change: set aside.
+    SELECT coalesce(array_agg(pg_get_triggerdef(t.oid) ORDER BY t.tgname), '{}') INTO v_aside
+      FROM pg_trigger t WHERE t.tgrelid = v_t AND NOT t.tgisinternal AND t.tgqual IS NOT NULL;
+    FOR r IN SELECT t.tgname FROM pg_trigger t WHERE t.tgrelid = v_t AND NOT t.tgisinternal AND t.tgqual IS NOT NULL LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, v_t);
+    END LOOP;
+    FOR r IN SELECT a.definition FROM iu_core.iu_adoption a
+              WHERE a.object = p_table AND a.definition IS NOT NULL
+                AND a.kind IN ('column', 'columns', 'check', 'constraint', 'rename', 'identity', 'column_rule', 'index', 'hc_executor')
+              ORDER BY a.id DESC LOOP
+        EXECUTE r.definition;
+        v_n := v_n + 1;
+    END LOOP;
+    FOR r IN SELECT a.definition, a.detail FROM iu_core.iu_adoption a
+              WHERE a.object = p_table AND a.kind = 'trigger' ORDER BY a.id LOOP
+        v_fn := r.detail->>'function';
+        IF v_fn IS NOT NULL AND to_regprocedure(v_fn) IS NULL THEN
+            PERFORM set_config('check_function_bodies', 'off', true);
+            EXECUTE (SELECT f.definition FROM iu_core.iu_adoption f WHERE f.kind = 'function' AND f.object = v_fn ORDER BY f.id LIMIT 1);
+        END IF;
+        EXECUTE r.definition;
+        v_n := v_n + 1;
+    END LOOP;
+    FOREACH v_fn IN ARRAY v_aside LOOP
+        EXECUTE v_fn;
+    END LOOP;
+    DELETE FROM iu_core.iu_adoption a WHERE a.object = p_table;
+    PERFORM iu_core.fn_iu_adopt_restore_views();
+    RETURN v_n;
+END;
+$$;
+
+--
+-- Name: fn_iu_unadopt_callables(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_unadopt_callables() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_unadopt_callables() -> objects recreated: the rollback of 008, once the
+    -- package's functions and views are gone (009 down): the first generation's functions
+    -- and views that adoption replaced come back as they were, with their grants (PUBLIC's
+    -- included), and the user's views on them after them. Internal.
+DECLARE
+    r   record;
+    g   jsonb;
+    v_n integer := 0;
+BEGIN
+    -- A legacy body names the legacy tables unqualified: it is checked when called (in
+    -- the legacy function's own search_path), not here, where nothing but pg_catalog is searched.
+    PERFORM set_config('check_function_bodies', 'off', true);
+    FOR r IN SELECT a.id, a.object, a.definition, a.detail FROM iu_core.iu_adoption a
+              WHERE a.kind = 'function' ORDER BY a.id LOOP
+        IF to_regprocedure(r.object) IS NULL THEN
+            EXECUTE r.definition;
+            FOR g IN SELECT * FROM jsonb_array_elements(coalesce(r.detail->'grants', '[]')) LOOP
+                CONTINUE WHEN g->>'grantee' <> 'PUBLIC' AND to_regrole(g->>'grantee') IS NULL;
+                EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s', r.object,
+                               CASE WHEN g->>'grantee' = 'PUBLIC' THEN 'PUBLIC' ELSE quote_ident(g->>'grantee') END);
+            END LOOP;
+            v_n := v_n + 1;
+        END IF;
+        DELETE FROM iu_core.iu_adoption WHERE id = r.id;
+    END LOOP;
+    FOR r IN SELECT a.id, a.object, a.definition, a.detail FROM iu_core.iu_adoption a
+              WHERE a.kind = 'replaced_view' ORDER BY a.id LOOP
+        IF to_regclass(r.object) IS NULL THEN
+            EXECUTE r.definition;
+            FOR g IN SELECT * FROM jsonb_array_elements(coalesce(r.detail->'grants', '[]')) LOOP
+                CONTINUE WHEN g->>'grantee' <> 'PUBLIC' AND to_regrole(g->>'grantee') IS NULL;
+                EXECUTE format('GRANT %s ON %s TO %s', g->>'privilege', r.object,
+                               CASE WHEN g->>'grantee' = 'PUBLIC' THEN 'PUBLIC' ELSE quote_ident(g->>'grantee') END);
+            END LOOP;
+            v_n := v_n + 1;
+        END IF;
+        DELETE FROM iu_core.iu_adoption WHERE id = r.id;
+    END LOOP;
+    RETURN v_n + iu_core.fn_iu_adopt_restore_views();
+END;
 $$;
 
 --
@@ -5190,6 +6396,39 @@ END;
 $$;
 
 --
+-- Name: iu_adoption; Type: TABLE; Schema: iu_core; Owner: -
+--
+
+CREATE TABLE iu_core.iu_adoption (
+    id bigint NOT NULL,
+    object text NOT NULL,
+    kind text NOT NULL,
+    definition text,
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL,
+    adopted_at timestamp with time zone DEFAULT now() NOT NULL,
+    restored_at timestamp with time zone
+);
+
+--
+-- Name: TABLE iu_adoption; Type: COMMENT; Schema: iu_core; Owner: -
+--
+
+COMMENT ON TABLE iu_core.iu_adoption IS 'What adopting a first-generation database replaced or altered, with the legacy definitions (the rollback restores them).';
+
+--
+-- Name: iu_adoption_id_seq; Type: SEQUENCE; Schema: iu_core; Owner: -
+--
+
+ALTER TABLE iu_core.iu_adoption ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME iu_core.iu_adoption_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: dot_config; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -5290,10 +6529,10 @@ COMMENT ON TABLE public.event_outbox_legacy IS 'Shared append-only event log. UP
 COMMENT ON COLUMN public.event_outbox_legacy.txid IS 'Top-level transaction that inserted the row; consumers batch by snapshot difference over it.';
 
 --
--- Name: event_outbox_p00000000000000000741; Type: TABLE; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000742; Type: TABLE; Schema: public; Owner: -
 --
 
-CREATE TABLE public.event_outbox_p00000000000000000741 (
+CREATE TABLE public.event_outbox_p00000000000000000742 (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     event_domain public.iu_event_name NOT NULL,
     event_type public.iu_event_type NOT NULL,
@@ -5515,10 +6754,10 @@ CREATE TABLE public.iu_route_attempt_legacy (
 COMMENT ON TABLE public.iu_route_attempt_legacy IS 'Route worker audit: one row per event decision (attempt_no 1) and per replay. Never changed or removed.';
 
 --
--- Name: iu_route_attempt_p00000000000000000741; Type: TABLE; Schema: public; Owner: -
+-- Name: iu_route_attempt_p00000000000000000742; Type: TABLE; Schema: public; Owner: -
 --
 
-CREATE TABLE public.iu_route_attempt_p00000000000000000741 (
+CREATE TABLE public.iu_route_attempt_p00000000000000000742 (
     id bigint NOT NULL,
     event_ref uuid NOT NULL,
     worker_name text,
@@ -5894,13 +7133,13 @@ ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_defaul
 -- Name: event_outbox_legacy; Type: TABLE ATTACH; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_legacy FOR VALUES FROM (MINVALUE) TO ('741');
+ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_legacy FOR VALUES FROM (MINVALUE) TO ('742');
 
 --
--- Name: event_outbox_p00000000000000000741; Type: TABLE ATTACH; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000742; Type: TABLE ATTACH; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_p00000000000000000741 FOR VALUES FROM ('741') TO ('100000741');
+ALTER TABLE ONLY public.event_outbox ATTACH PARTITION public.event_outbox_p00000000000000000742 FOR VALUES FROM ('742') TO ('100000742');
 
 --
 -- Name: iu_route_attempt_default; Type: TABLE ATTACH; Schema: public; Owner: -
@@ -5912,13 +7151,20 @@ ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attemp
 -- Name: iu_route_attempt_legacy; Type: TABLE ATTACH; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_legacy FOR VALUES FROM (MINVALUE) TO ('741');
+ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_legacy FOR VALUES FROM (MINVALUE) TO ('742');
 
 --
--- Name: iu_route_attempt_p00000000000000000741; Type: TABLE ATTACH; Schema: public; Owner: -
+-- Name: iu_route_attempt_p00000000000000000742; Type: TABLE ATTACH; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_p00000000000000000741 FOR VALUES FROM ('741') TO ('100000741');
+ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attempt_p00000000000000000742 FOR VALUES FROM ('742') TO ('100000742');
+
+--
+-- Name: iu_adoption iu_adoption_pkey; Type: CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER TABLE ONLY iu_core.iu_adoption
+    ADD CONSTRAINT iu_adoption_pkey PRIMARY KEY (id);
 
 --
 -- Name: dot_config dot_config_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -5942,11 +7188,11 @@ ALTER TABLE ONLY public.event_outbox_legacy
     ADD CONSTRAINT event_outbox_legacy_pkey PRIMARY KEY (id);
 
 --
--- Name: event_outbox_p00000000000000000741 event_outbox_p00000000000000000741_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000742 event_outbox_p00000000000000000742_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.event_outbox_p00000000000000000741
-    ADD CONSTRAINT event_outbox_p00000000000000000741_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.event_outbox_p00000000000000000742
+    ADD CONSTRAINT event_outbox_p00000000000000000742_pkey PRIMARY KEY (id);
 
 --
 -- Name: iu_txid event_outbox_txid_is_inserter; Type: CHECK CONSTRAINT; Schema: public; Owner: -
@@ -6040,17 +7286,17 @@ ALTER TABLE ONLY public.iu_route_attempt_legacy
     ADD CONSTRAINT iu_route_attempt_legacy_pkey PRIMARY KEY (id);
 
 --
--- Name: iu_route_attempt_p00000000000000000741 iu_route_attempt_p00000000000000000741_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: iu_route_attempt_p00000000000000000742 iu_route_attempt_p00000000000000000742_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.iu_route_attempt_p00000000000000000741
-    ADD CONSTRAINT iu_route_attempt_p00000000000000000741_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.iu_route_attempt_p00000000000000000742
+    ADD CONSTRAINT iu_route_attempt_p00000000000000000742_pkey PRIMARY KEY (id);
 
 --
--- Name: iu_route_attempt_p00000000000000000741 iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: iu_route_attempt_p00000000000000000742 iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
-ALTER TABLE ONLY public.iu_route_attempt_p00000000000000000741
+ALTER TABLE ONLY public.iu_route_attempt_p00000000000000000742
     ADD CONSTRAINT iu_route_attempt_p00000000000_idempotency_key_attempt_no_ev_key UNIQUE (idempotency_key, attempt_no, event_txid);
 
 --
@@ -6142,10 +7388,10 @@ CREATE INDEX event_outbox_default_domain_txid_idx ON public.event_outbox_default
 CREATE INDEX event_outbox_legacy_domain_txid_idx ON public.event_outbox_legacy USING btree (event_domain, txid, id);
 
 --
--- Name: event_outbox_p00000000000000000741_domain_txid_idx; Type: INDEX; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000742_domain_txid_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX event_outbox_p00000000000000000741_domain_txid_idx ON public.event_outbox_p00000000000000000741 USING btree (event_domain, txid, id);
+CREATE INDEX event_outbox_p00000000000000000742_domain_txid_idx ON public.event_outbox_p00000000000000000742 USING btree (event_domain, txid, id);
 
 --
 -- Name: iu_route_dead_letter_open_idx; Type: INDEX; Schema: public; Owner: -
@@ -6208,10 +7454,10 @@ ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_ou
 ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_outbox_legacy_domain_txid_idx;
 
 --
--- Name: event_outbox_p00000000000000000741_domain_txid_idx; Type: INDEX ATTACH; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000742_domain_txid_idx; Type: INDEX ATTACH; Schema: public; Owner: -
 --
 
-ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_outbox_p00000000000000000741_domain_txid_idx;
+ALTER INDEX public.event_outbox_domain_txid_idx ATTACH PARTITION public.event_outbox_p00000000000000000742_domain_txid_idx;
 
 --
 -- Name: iu_route_attempt_default_idempotency_key_attempt_no_event_t_key; Type: INDEX ATTACH; Schema: public; Owner: -
@@ -6268,10 +7514,10 @@ CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outb
 CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_legacy FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_event_outbox_append_only();
 
 --
--- Name: event_outbox_p00000000000000000741 trg_event_outbox_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+-- Name: event_outbox_p00000000000000000742 trg_event_outbox_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_p00000000000000000741 FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_event_outbox_append_only();
+CREATE TRIGGER trg_event_outbox_no_truncate BEFORE TRUNCATE ON public.event_outbox_p00000000000000000742 FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_event_outbox_append_only();
 
 --
 -- Name: iu_retention_ledger trg_iu_retention_ledger_immutable; Type: TRIGGER; Schema: public; Owner: -
@@ -6310,10 +7556,10 @@ CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_rou
 CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_legacy FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_route_attempt_immutable();
 
 --
--- Name: iu_route_attempt_p00000000000000000741 trg_iu_route_attempt_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+-- Name: iu_route_attempt_p00000000000000000742 trg_iu_route_attempt_no_truncate; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_p00000000000000000741 FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_route_attempt_immutable();
+CREATE TRIGGER trg_iu_route_attempt_no_truncate BEFORE TRUNCATE ON public.iu_route_attempt_p00000000000000000742 FOR EACH STATEMENT EXECUTE FUNCTION iu_core.fn_iu_route_attempt_immutable();
 
 --
 -- Name: iu_route_dead_letter trg_iu_route_dead_letter_immutable; Type: TRIGGER; Schema: public; Owner: -
@@ -6376,10 +7622,118 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_event_outbox_refuse_payload(p_payload jsonb
 REVOKE ALL ON FUNCTION iu_core.fn_iu_payload_is_clean(p_payload jsonb) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_dot_config_hc_beat(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_dot_config_hc_beat() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_dot_config_hc_beat_at(p_value text, p_updated_at timestamp with time zone); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_dot_config_hc_beat_at(p_value text, p_updated_at timestamp with time zone) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_dot_config_touch(); Type: ACL; Schema: iu_core; Owner: -
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_dot_config_touch() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_add_check(p_table regclass, p_name text, p_check text, p_validate boolean); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_add_check(p_table regclass, p_name text, p_check text, p_validate boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_add_column(p_table regclass, p_column text, p_definition text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_add_column(p_table regclass, p_column text, p_definition text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_after_functions(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_after_functions() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_cursor(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_cursor() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_dead_letter(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_dead_letter() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_detach_views(p_rels regclass[], p_package_views text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_detach_views(p_rels regclass[], p_package_views text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_dot_config(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_dot_config() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_event_outbox(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_event_outbox() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_heartbeat(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_heartbeat() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_legacy_callables(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_legacy_callables() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_lock(p_tables regclass[]); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_lock(p_tables regclass[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_outbound_route(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_outbound_route() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_record(p_object text, p_kind text, p_definition text, p_detail jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_record(p_object text, p_kind text, p_definition text, p_detail jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_registry(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_registry() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_restore_views(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_restore_views() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_adopt_route_attempt(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_route_attempt() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
@@ -6446,6 +7800,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_payload_refusal(p_payload jsonb) FROM PUBLI
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_iu_payload_require_clean(p_caller text, p_param text, p_payload jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_require_empty_history(p_table text, p_user_rows text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_require_empty_history(p_table text, p_user_rows text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer); Type: ACL; Schema: iu_core; Owner: -
@@ -6719,6 +8079,18 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_search_path_create_threats() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_iu_search_path_threats() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_unadopt(p_table text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_unadopt(p_table text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_unadopt_callables(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_unadopt_callables() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_untrusted_roles(p_roles oid[]); Type: ACL; Schema: iu_core; Owner: -

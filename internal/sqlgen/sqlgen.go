@@ -471,3 +471,48 @@ func describe(areas []string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Include markers: a hand-written migration may hold a file of the source tree verbatim
+// between these lines (the install plan, sql/adopt/plan.sql, in 001). `make generate`
+// rewrites what lies between them, and the freshness test fails when it differs, so the
+// included text is written once, in its own file.
+const (
+	includeBegin = "-- +iu include "
+	includeEnd   = "-- +iu end include"
+)
+
+// ExpandIncludes returns text with every include block holding the current content of the
+// file it names (a path relative to the source tree's root). ok is false when the text has
+// no include block.
+func ExpandIncludes(fsys fs.FS, text string) (out string, ok bool, err error) {
+	lines := strings.SplitAfter(text, "\n")
+	var b strings.Builder
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		b.WriteString(line)
+		name, found := strings.CutPrefix(strings.TrimRight(line, "\r\n"), includeBegin)
+		if !found {
+			continue
+		}
+		ok = true
+		name = strings.TrimSpace(name)
+		j := i + 1
+		for ; j < len(lines) && strings.TrimRight(lines[j], "\r\n") != includeEnd; j++ {
+		}
+		if j == len(lines) {
+			return "", true, fmt.Errorf("include of %s has no %q line", name, includeEnd)
+		}
+		content, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return "", true, fmt.Errorf("include of %s: %w", name, err)
+		}
+		c := string(content)
+		if !strings.HasSuffix(c, "\n") {
+			c += "\n"
+		}
+		b.WriteString(c)
+		b.WriteString(lines[j])
+		i = j
+	}
+	return b.String(), ok, nil
+}

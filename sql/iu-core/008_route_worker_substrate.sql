@@ -15,40 +15,55 @@
 --                            worker's retry queue: resolved, never deleted.
 --   iu_core.iu_route_run_tally  what a run has done so far (a type the run's steps pass on)
 --   iu_core.iu_route_window     a worker's position (done, window, keyset), passed as one value
+--
+-- On a database the first generation built, its heartbeat, cursor and dead-letter tables are
+-- adopted in place (iu_core.fn_iu_adopt_heartbeat, _cursor, _dead_letter): every row kept,
+-- each legacy worker positioned after exactly what it audited. Then its functions and views
+-- of package names are made ready for the package's (fn_iu_adopt_legacy_callables).
 
 -- +goose Up
-CREATE TABLE public.queue_heartbeat (
-    executor_id              text        PRIMARY KEY CHECK (executor_id <> ''),
-    executor_kind            text        NOT NULL
-        CHECK (executor_kind = ANY (iu_core.fn_queue_executor_kinds())),
-    domain_scope             text[]      NOT NULL DEFAULT '{}',
-    status                   text        NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'warn', 'error')),
-    last_beat_at             timestamptz NOT NULL DEFAULT now(),
-    last_beat_payload        jsonb       NOT NULL DEFAULT '{}'::jsonb,
-    ticks_total              bigint      NOT NULL DEFAULT 0,
-    expected_cadence_seconds integer     NOT NULL CHECK (expected_cadence_seconds > 0),
-    stale_threshold_seconds  integer     NOT NULL CHECK (stale_threshold_seconds > 0),
-    registered_at            timestamptz NOT NULL DEFAULT now(),
-    registered_by            text        NOT NULL DEFAULT current_user,
-    -- The login that really registered it: *_by columns hold the actor a caller claims
-    -- (p_actor, app.actor), the *_session_user twin what PostgreSQL authenticated.
-    registered_session_user  text        NOT NULL DEFAULT session_user,
-    -- planned maintenance: a paused executor raises no alert (fn_queue_heartbeat_pause/resume)
-    paused_at                timestamptz,
-    paused_reason            text,
-    paused_by                text,
-    -- The login (session_user) that paused it.
-    paused_session_user      text,
-    -- The actor of the last beat as the caller claims it (p_actor, app.actor or the login),
-    -- and the login that wrote it: what PostgreSQL authenticated.
-    last_beat_by             text,
-    last_beat_session_user   text,
-    -- The owning role (fn_queue_heartbeat_register p_owner_role): only its members' sessions
-    -- may beat the executor. NULL: any dot_executor.
-    owner_role               text,
-    CONSTRAINT queue_heartbeat_payload_object CHECK (jsonb_typeof(last_beat_payload) = 'object'),
-    CONSTRAINT queue_heartbeat_payload_hygiene CHECK (iu_core.fn_iu_payload_is_clean(last_beat_payload))
-);
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF to_regclass('public.queue_heartbeat') IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_adopt_heartbeat();
+        RETURN;
+    END IF;
+    CREATE TABLE public.queue_heartbeat (
+        executor_id              text        PRIMARY KEY CHECK (executor_id <> ''),
+        executor_kind            text        NOT NULL
+            CHECK (executor_kind = ANY (iu_core.fn_queue_executor_kinds())),
+        domain_scope             text[]      NOT NULL DEFAULT '{}',
+        status                   text        NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'warn', 'error')),
+        last_beat_at             timestamptz NOT NULL DEFAULT now(),
+        last_beat_payload        jsonb       NOT NULL DEFAULT '{}'::jsonb,
+        ticks_total              bigint      NOT NULL DEFAULT 0,
+        expected_cadence_seconds integer     NOT NULL CHECK (expected_cadence_seconds > 0),
+        stale_threshold_seconds  integer     NOT NULL CHECK (stale_threshold_seconds > 0),
+        registered_at            timestamptz NOT NULL DEFAULT now(),
+        registered_by            text        NOT NULL DEFAULT current_user,
+        -- The login that really registered it: *_by columns hold the actor a caller claims
+        -- (p_actor, app.actor), the *_session_user twin what PostgreSQL authenticated.
+        registered_session_user  text        NOT NULL DEFAULT session_user,
+        -- planned maintenance: a paused executor raises no alert (fn_queue_heartbeat_pause/resume)
+        paused_at                timestamptz,
+        paused_reason            text,
+        paused_by                text,
+        -- The login (session_user) that paused it.
+        paused_session_user      text,
+        -- The actor of the last beat as the caller claims it (p_actor, app.actor or the login),
+        -- and the login that wrote it: what PostgreSQL authenticated.
+        last_beat_by             text,
+        last_beat_session_user   text,
+        -- The owning role (fn_queue_heartbeat_register p_owner_role): only its members' sessions
+        -- may beat the executor. NULL: any dot_executor.
+        owner_role               text,
+        CONSTRAINT queue_heartbeat_payload_object CHECK (jsonb_typeof(last_beat_payload) = 'object'),
+        CONSTRAINT queue_heartbeat_payload_hygiene CHECK (iu_core.fn_iu_payload_is_clean(last_beat_payload))
+    );
+END;
+$$;
+-- +goose StatementEnd
 
 COMMENT ON TABLE public.queue_heartbeat IS
     'One row per executor. last_beat_at moves on every beat, work or no work, so "alive and idle" differs from "silently dead".';
@@ -59,39 +74,49 @@ COMMENT ON COLUMN public.queue_heartbeat.last_beat_at IS 'Also called last_tick_
 
 COMMENT ON COLUMN public.queue_heartbeat.last_beat_payload IS 'Also called metadata (by the cut-pipeline ping). Signal only: hygiene-checked at any depth.';
 
-CREATE TABLE public.iu_route_worker_cursor (
-    worker_name       text        PRIMARY KEY CHECK (worker_name <> ''),
-    -- The key of the worker's transaction-scoped advisory lock (one run at a time): taking
-    -- it writes nothing, where a row lock would assign a transaction id to every idle run.
-    lock_id           integer     GENERATED ALWAYS AS IDENTITY UNIQUE,
-    event_domain      text        NOT NULL DEFAULT 'iu' CHECK (event_domain <> ''),
-    -- The last event routed, for people: (created_at, id) of the newest decision.
-    last_created_at   timestamptz,
-    last_event_id     uuid,
-    -- The position, for the worker (PgQ-style snapshot difference, see 009):
-    --   done_snapshot    every row visible in it is routed (NULL: the start of the stream)
-    --   window_snapshot  the window being consumed: visible here, not in done_snapshot
-    --   window_txid/window_event_id  keyset position inside the open window
-    done_snapshot     pg_snapshot,
-    window_snapshot   pg_snapshot,
-    window_txid       xid8,
-    window_event_id   uuid,
-    -- The cluster the snapshots belong to (pg_control_system().system_identifier).
-    -- Transaction ids restart in another cluster (dump/restore): a mismatch is refused.
-    system_identifier bigint,
-    events_seen       bigint      NOT NULL DEFAULT 0,
-    attempts_written  bigint      NOT NULL DEFAULT 0,
-    dead_lettered     bigint      NOT NULL DEFAULT 0,
-    runs_total        bigint      NOT NULL DEFAULT 0,
-    last_run_at       timestamptz,
-    last_run_summary  jsonb       NOT NULL DEFAULT '{}'::jsonb,
-    registered_at     timestamptz NOT NULL DEFAULT now(),
-    registered_by     text        NOT NULL DEFAULT current_user,
-    registered_session_user text  NOT NULL DEFAULT session_user,
-    reset_at          timestamptz,
-    reset_by          text,
-    reset_session_user text
-);
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF to_regclass('public.iu_route_worker_cursor') IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_adopt_cursor();
+        RETURN;
+    END IF;
+    CREATE TABLE public.iu_route_worker_cursor (
+        worker_name       text        PRIMARY KEY CHECK (worker_name <> ''),
+        -- The key of the worker's transaction-scoped advisory lock (one run at a time): taking
+        -- it writes nothing, where a row lock would assign a transaction id to every idle run.
+        lock_id           integer     GENERATED ALWAYS AS IDENTITY UNIQUE,
+        event_domain      text        NOT NULL DEFAULT 'iu' CHECK (event_domain <> ''),
+        -- The last event routed, for people: (created_at, id) of the newest decision.
+        last_created_at   timestamptz,
+        last_event_id     uuid,
+        -- The position, for the worker (PgQ-style snapshot difference, see 009):
+        --   done_snapshot    every row visible in it is routed (NULL: the start of the stream)
+        --   window_snapshot  the window being consumed: visible here, not in done_snapshot
+        --   window_txid/window_event_id  keyset position inside the open window
+        done_snapshot     pg_snapshot,
+        window_snapshot   pg_snapshot,
+        window_txid       xid8,
+        window_event_id   uuid,
+        -- The cluster the snapshots belong to (pg_control_system().system_identifier).
+        -- Transaction ids restart in another cluster (dump/restore): a mismatch is refused.
+        system_identifier bigint,
+        events_seen       bigint      NOT NULL DEFAULT 0,
+        attempts_written  bigint      NOT NULL DEFAULT 0,
+        dead_lettered     bigint      NOT NULL DEFAULT 0,
+        runs_total        bigint      NOT NULL DEFAULT 0,
+        last_run_at       timestamptz,
+        last_run_summary  jsonb       NOT NULL DEFAULT '{}'::jsonb,
+        registered_at     timestamptz NOT NULL DEFAULT now(),
+        registered_by     text        NOT NULL DEFAULT current_user,
+        registered_session_user text  NOT NULL DEFAULT session_user,
+        reset_at          timestamptz,
+        reset_by          text,
+        reset_session_user text
+    );
+END;
+$$;
+-- +goose StatementEnd
 
 COMMENT ON TABLE public.iu_route_worker_cursor IS
     'One row per route worker: its own position in event_outbox (snapshot pair + keyset) and run counters.';
@@ -112,33 +137,43 @@ CREATE TABLE public.iu_route_attempt_tally (
 COMMENT ON TABLE public.iu_route_attempt_tally IS
     'Running counts of iu_route_attempt rows per worker and status (written with the attempts; read by v_iu_route_attempt_summary).';
 
-CREATE TABLE public.iu_route_dead_letter (
-    id               uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
-    worker_name      text        NOT NULL,
-    event_id         uuid        NOT NULL,
-    event_domain     text        NOT NULL,
-    event_type       text        NOT NULL,
-    event_stream     text        NOT NULL,
-    route_key        text,
-    idempotency_key  text        NOT NULL UNIQUE,
-    event_snapshot   jsonb       NOT NULL,
-    error_code       text,
-    error_message    text,
-    failed_attempts  integer     NOT NULL DEFAULT 1 CHECK (failed_attempts > 0),
-    first_failed_at  timestamptz NOT NULL DEFAULT now(),
-    last_failed_at   timestamptz NOT NULL DEFAULT now(),
-    resolved_at      timestamptz,
-    resolution       text,
-    resolved_by      text,
-    resolved_session_user text,
-    CONSTRAINT iu_route_dead_letter_resolution_ck CHECK ((resolved_at IS NULL) = (resolution IS NULL))
-);
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF to_regclass('public.iu_route_dead_letter') IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_adopt_dead_letter();
+        RETURN;
+    END IF;
+    CREATE TABLE public.iu_route_dead_letter (
+        id               uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+        worker_name      text        NOT NULL,
+        event_id         uuid        NOT NULL,
+        event_domain     text        NOT NULL,
+        event_type       text        NOT NULL,
+        event_stream     text        NOT NULL,
+        route_key        text,
+        idempotency_key  text        NOT NULL UNIQUE,
+        event_snapshot   jsonb       NOT NULL,
+        error_code       text,
+        error_message    text,
+        failed_attempts  integer     NOT NULL DEFAULT 1 CHECK (failed_attempts > 0),
+        first_failed_at  timestamptz NOT NULL DEFAULT now(),
+        last_failed_at   timestamptz NOT NULL DEFAULT now(),
+        resolved_at      timestamptz,
+        resolution       text,
+        resolved_by      text,
+        resolved_session_user text,
+        CONSTRAINT iu_route_dead_letter_resolution_ck CHECK ((resolved_at IS NULL) = (resolution IS NULL))
+    );
+END;
+$$;
+-- +goose StatementEnd
 
 COMMENT ON TABLE public.iu_route_dead_letter IS
     'Route worker retry queue. Replay with fn_iu_route_dead_letter_replay; rows are resolved, never deleted.';
 
 -- Open dead letters by domain: v_queue_health aggregates them, so keep that an index scan.
-CREATE INDEX iu_route_dead_letter_open_idx ON public.iu_route_dead_letter (event_domain, last_failed_at)
+CREATE INDEX IF NOT EXISTS iu_route_dead_letter_open_idx ON public.iu_route_dead_letter (event_domain, last_failed_at)
     WHERE resolved_at IS NULL;
 
 CREATE TRIGGER trg_iu_route_worker_cursor_stamp_reset
@@ -181,6 +216,26 @@ CREATE TYPE iu_core.iu_route_run_tally AS (
 );
 
 
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption) THEN
+        RETURN;
+    END IF;
+    -- An adopted audit log: the running counts start from its rows.
+    IF EXISTS (SELECT 1 FROM iu_core.iu_adoption WHERE object = 'public.iu_route_attempt') THEN
+        INSERT INTO public.iu_route_attempt_tally (worker_name, status, attempts, replays, first_at, last_at)
+        SELECT a.worker_name, a.status, count(*), count(*) FILTER (WHERE a.attempt_no > 1), min(a.created_at), max(a.created_at)
+          FROM public.iu_route_attempt a
+         WHERE a.worker_name IS NOT NULL
+         GROUP BY a.worker_name, a.status;
+    END IF;
+    -- The first generation's functions and views of package names, ready for the package's.
+    RAISE NOTICE 'iu-core: the first generation''s callables: %', iu_core.fn_iu_adopt_legacy_callables();
+END;
+$$;
+-- +goose StatementEnd
+
 -- The position of a worker in its window, as the run passes it to the claim and the page
 -- functions: the done snapshot (every row visible in it is routed; the start of the stream
 -- is '1:1:'), the window being consumed (rows visible in it and not in done), and the
@@ -193,9 +248,30 @@ CREATE TYPE iu_core.iu_route_window AS (
 );
 
 -- +goose Down
+-- +goose StatementBegin
+DO $$
+BEGIN
+    -- The first generation's functions and views, as they were (the package's are gone: 009).
+    PERFORM iu_core.fn_iu_unadopt_callables();
+END;
+$$;
+-- +goose StatementEnd
 DROP TYPE iu_core.iu_route_window;
 DROP TYPE iu_core.iu_route_run_tally;
-DROP TABLE public.iu_route_dead_letter;
+-- +goose StatementBegin
+DO $$
+DECLARE
+    v_t text;
+BEGIN
+    FOREACH v_t IN ARRAY ARRAY['public.iu_route_dead_letter', 'public.iu_route_worker_cursor', 'public.queue_heartbeat'] LOOP
+        IF EXISTS (SELECT 1 FROM iu_core.iu_adoption WHERE object = v_t) THEN
+            PERFORM iu_core.fn_iu_unadopt(v_t);
+        ELSE
+            PERFORM iu_core.fn_iu_require_empty_history(v_t);
+            EXECUTE format('DROP TABLE %s', v_t);
+        END IF;
+    END LOOP;
+END;
+$$;
+-- +goose StatementEnd
 DROP TABLE public.iu_route_attempt_tally;
-DROP TABLE public.iu_route_worker_cursor;
-DROP TABLE public.queue_heartbeat;

@@ -10,6 +10,20 @@
 -- table looks the way it does.
 
 -- +goose Up
+-- An adopted database: the package's functions and views exist now (009), so the roles that
+-- could call a first-generation function of a package name may call the package's, the
+-- producers may call fn_iu_emit_event, and the views built on a package-named view are
+-- recreated on the package's.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM iu_core.iu_adoption) THEN
+        RAISE NOTICE 'iu-core: adoption completed: %', iu_core.fn_iu_adopt_after_functions();
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
 -- The stale-check's own alert state. It used to live on the heartbeat row and the
 -- "already alerted in the window" rule read event_outbox: a caller able to write either
 -- could make a real silence look handled (a forged silent alert, or a held lock on the
@@ -159,6 +173,24 @@ ON CONFLICT (key) DO NOTHING;
 
 
 -- +goose Down
+-- An adopted database: the views the user built on the package's views are set aside (the
+-- rollback of 009 drops the package's; that of 008 recreates the legacy ones and then these).
+-- +goose StatementBegin
+DO $$
+DECLARE
+    v_views regclass[];
+BEGIN
+    IF EXISTS (SELECT 1 FROM iu_core.iu_adoption) THEN
+        SELECT array_agg(c.oid::regclass) INTO v_views FROM pg_catalog.pg_class c
+         WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'v'
+           AND c.relname IN ('v_iu_route_worker_status', 'v_iu_route_dead_letter_open', 'v_iu_route_attempt_summary', 'v_queue_health');
+        IF v_views IS NOT NULL THEN
+            PERFORM iu_core.fn_iu_adopt_detach_views(v_views, 'keep');
+        END IF;
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
 DROP TRIGGER trg_dot_config_notify_bridge_sync ON public.dot_config;
 DROP TRIGGER IF EXISTS trg_job_queue_wake_notify ON public.job_queue;
 DROP TRIGGER IF EXISTS trg_event_outbox_wake_notify ON public.event_outbox;

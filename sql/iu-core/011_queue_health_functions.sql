@@ -5,24 +5,6 @@
 -- +goose Up
 SET LOCAL check_function_bodies = off;
 
--- functions/heartbeat/fn_queue_heartbeat_defaults.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_queue_heartbeat_defaults(
-    p_executor_kind              text,
-    OUT expected_cadence_seconds integer,
-    OUT stale_threshold_seconds  integer
-)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    -- The cadence and stale threshold an executor gets when nobody registered its own, in
-    -- one place. A route worker (PG_worker) beats on every run; cron runs it every minute and
-    -- a batch may take a while under load, so it is stale after five missed minutes. Any other
-    -- executor first seen through the permissive tick is stale after three missed beats.
-    SELECT 60, CASE WHEN p_executor_kind = 'PG_worker' THEN 300 ELSE 180 END
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_defaults(text) FROM PUBLIC;
-
 -- functions/heartbeat/fn_queue_actor.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_queue_actor(p_actor text DEFAULT NULL, p_caller text DEFAULT 'fn_queue_actor')
@@ -2566,4 +2548,3 @@ DROP FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(timestamptz, integer, timesta
 DROP FUNCTION iu_core.fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz);
 DROP FUNCTION iu_core.fn_queue_heartbeat_floor_seconds();
 DROP FUNCTION iu_core.fn_queue_actor(text, text);
-DROP FUNCTION iu_core.fn_queue_heartbeat_defaults(text);

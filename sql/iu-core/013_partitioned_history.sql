@@ -1,4 +1,4 @@
--- 012_partitioned_history.sql
+-- 013_partitioned_history.sql
 --
 -- event_outbox and iu_route_attempt become RANGE-partitioned by transaction id, so history
 -- leaves in whole partitions (retention, fn_iu_retention_run) while single rows are still
@@ -87,8 +87,15 @@ DECLARE
     v_comment  text;
     r          record;
     v_next_id  bigint;
+    v_pkey     text;
+    v_idx      text[];
 BEGIN
-    LOCK TABLE public.event_outbox, public.iu_route_attempt IN ACCESS EXCLUSIVE MODE;
+    -- Both tables, in 200 ms attempts (producers never queue long behind the request);
+    -- everything below is catalog work but for ATTACH's check of the old rows' bounds.
+    PERFORM iu_core.fn_iu_adopt_lock(ARRAY['public.iu_route_attempt'::regclass, 'public.event_outbox'::regclass]);
+    -- Views reading them would keep reading the renamed tables: set aside, recreated below
+    -- on the partitioned parents (so a view on event_outbox sees every new row).
+    PERFORM iu_core.fn_iu_adopt_detach_views(ARRAY['public.event_outbox'::regclass, 'public.iu_route_attempt'::regclass]);
     FOREACH v_t IN ARRAY ARRAY['event_outbox', 'iu_route_attempt'] LOOP
         SELECT coalesce(array_agg(pg_get_triggerdef(t.oid) ORDER BY t.tgname), '{}') INTO v_trig
           FROM pg_trigger t WHERE t.tgrelid = v_t::regclass AND NOT t.tgisinternal;
@@ -97,8 +104,15 @@ BEGIN
         END LOOP;
         v_comment := obj_description(v_t::regclass, 'pg_class');
 
+        -- Indexes a user added (not the package's keys): kept on the old rows, and given to
+        -- the parent, so every partition gets them.
+        SELECT coalesce(array_agg(ic.relname::text || E'\t' || pg_get_indexdef(i.indexrelid)), '{}') INTO v_idx
+          FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+         WHERE i.indrelid = v_t::regclass AND NOT i.indisunique AND NOT i.indisprimary
+           AND ic.relname NOT IN ('event_outbox_domain_txid_idx');
+        SELECT c.conname INTO v_pkey FROM pg_constraint c WHERE c.conrelid = v_t::regclass AND c.contype = 'p';
         EXECUTE format('ALTER TABLE %I RENAME TO %I', v_t, v_t || '_legacy');
-        EXECUTE format('ALTER TABLE %I RENAME CONSTRAINT %I TO %I', v_t || '_legacy', v_t || '_pkey', v_t || '_legacy_pkey');
+        EXECUTE format('ALTER TABLE %I RENAME CONSTRAINT %I TO %I', v_t || '_legacy', v_pkey, v_t || '_legacy_pkey');
         IF v_t = 'event_outbox' THEN
             ALTER INDEX event_outbox_domain_txid_idx RENAME TO event_outbox_legacy_domain_txid_idx;
             CREATE TABLE public.event_outbox (LIKE public.event_outbox_legacy INCLUDING DEFAULTS INCLUDING COMMENTS)
@@ -140,10 +154,24 @@ BEGIN
                            CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.grantee::regrole::text) END,
                            CASE WHEN r.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
         END LOOP;
+        -- Column-level grants too (a producer granted INSERT on some columns only).
+        FOR r IN SELECT t.attname, a.privilege_type, a.grantee, a.is_grantable
+                   FROM pg_attribute t CROSS JOIN LATERAL aclexplode(t.attacl) a
+                  WHERE t.attrelid = (v_t || '_legacy')::regclass AND t.attacl IS NOT NULL
+                    AND a.grantee <> (SELECT relowner FROM pg_class WHERE oid = (v_t || '_legacy')::regclass) LOOP
+            EXECUTE format('GRANT %s (%I) ON %I TO %s%s', r.privilege_type, r.attname, v_t,
+                           CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.grantee::regrole::text) END,
+                           CASE WHEN r.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
         FOREACH v_comment IN ARRAY v_trig LOOP
             EXECUTE v_comment;     -- the definition names the table by its old (now the parent's) name
         END LOOP;
 
+        -- (each definition was read before the rename: it names the table the parent is now;
+        -- ATTACH below finds the old index matching it and adopts it: nothing is built)
+        FOR r IN SELECT split_part(x, E'\t', 1) AS name, split_part(x, E'\t', 2) AS def FROM unnest(v_idx) x LOOP
+            EXECUTE regexp_replace(r.def, '^CREATE INDEX \S+ ON ', format('CREATE INDEX %I ON ', 'p_' || r.name));
+        END LOOP;
         EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (MINVALUE) TO (%L)', v_t, v_t || '_legacy', v_b);
         EXECUTE format('CREATE TABLE %I PARTITION OF %I DEFAULT', v_t || '_default', v_t);
         EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (id)', v_t || '_default', v_t || '_default_pkey');
@@ -158,6 +186,7 @@ BEGIN
                        AND x.indrelid = 'event_outbox_default'::regclass));
     COMMENT ON COLUMN public.iu_route_attempt.event_txid IS
         'The routed event''s txid: the partition key, so every attempt of one event lands in one partition.';
+    PERFORM iu_core.fn_iu_adopt_restore_views();
 END;
 $$;
 -- +goose StatementEnd
@@ -175,10 +204,11 @@ DECLARE
     r         record;
     v_next_id bigint;
 BEGIN
-    LOCK TABLE public.event_outbox, public.iu_route_attempt IN ACCESS EXCLUSIVE MODE;
+    PERFORM iu_core.fn_iu_adopt_lock(ARRAY['public.iu_route_attempt'::regclass, 'public.event_outbox'::regclass]);
+    PERFORM iu_core.fn_iu_adopt_detach_views(ARRAY['public.event_outbox'::regclass, 'public.iu_route_attempt'::regclass]);
     FOREACH v_t IN ARRAY ARRAY['event_outbox', 'iu_route_attempt'] LOOP
         IF to_regclass(v_t || '_legacy') IS NULL THEN
-            RAISE EXCEPTION '017 down: partition %_legacy was dropped by retention; the unpartitioned shape cannot be restored from it', v_t
+            RAISE EXCEPTION '013 down: partition %_legacy was dropped by retention; the unpartitioned shape cannot be restored from it', v_t
                 USING ERRCODE = '0A000',
                       HINT = 'Create the old table by hand from one remaining partition, or restore from a backup.';
         END IF;
@@ -232,6 +262,7 @@ BEGIN
             EXECUTE format('COMMENT ON TABLE %I IS %L', v_t, v_comment);
         END IF;
     END LOOP;
+PERFORM iu_core.fn_iu_adopt_restore_views();
 END;
 $$;
 -- +goose StatementEnd
