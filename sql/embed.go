@@ -28,3 +28,11 @@ func Runtime() fs.FS {
 	}
 	return sub
 }
+
+//go:embed adopt/plan.sql
+var plan string
+
+// Plan is the install plan (sql/adopt/plan.sql): a statement that creates the temporary
+// function pg_temp.iu_core_plan(), whose rows say what `up` would do to each object that
+// exists (adopt, create, replace, keep, refuse). Migration 001 includes the same text.
+func Plan() string { return plan }

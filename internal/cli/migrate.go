@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5"
@@ -18,15 +20,25 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	var c common
 	c.register(fs, "warn", false)
 	to := fs.Int64("to", -1, "down: roll back to this version (0 undoes everything) instead of one step")
-	synopsis := "iu-runner migrate up|down|status|check|version [flags]\n\n" +
+	dropHistory := fs.Bool("drop-history", false, "down: drop the package's tables even when they hold rows it did not create (events, attempts, jobs...); without it such a rollback refuses (IU005)")
+	asJSON := fs.Bool("json", false, "plan: print the plan as JSON lines")
+	synopsis := "iu-runner migrate plan|up|down|status|check|version [flags]\n\n" +
 		"Applies the migrations embedded in the binary (the same files as sql/iu-core) with goose,\n" +
-		"holding goose's PostgreSQL session lock, so two deploys never migrate at once.\n" +
-		"  up       apply every pending migration\n" +
+		"holding a PostgreSQL session lock of its own, so two deploys never migrate at once. The\n" +
+		"package's history is the table iu_core_db_version (goose_db_version is never touched).\n" +
+		"  plan     before anything changes: one line per existing object, what up would do to it\n" +
+		"           (create, adopt, replace, keep, refuse and why); exit 3 when up would refuse\n" +
+		"  up       plan, then apply every pending migration (refuses with exit 3, changing\n" +
+		"           nothing, when the plan refuses)\n" +
 		"  down     roll back the newest migration (or to --to N)\n" +
 		"  status   list migrations and whether each is applied; exit 3 while any is pending\n" +
 		"  check    one line: up to date (exit 0) or how many are pending (exit 3); gates a deploy\n" +
 		"  version  print the database's current version\n" +
-		"Exit codes: 0 ok, 1 failure, 2 usage error, 3 migrations pending (status, check)."
+		"A rollback never destroys history: down refuses to drop a table holding rows the package\n" +
+		"did not create unless --drop-history says so; on an adopted database it gives the\n" +
+		"first generation's tables back with every row.\n" +
+		"Exit codes: 0 ok, 1 failure, 2 usage error, 3 migrations pending (status, check) or\n" +
+		"install refused (plan, up)."
 	// the action may come before or after the flags
 	var action string
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
@@ -41,11 +53,11 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 		return usageErr(env, "migrate", "unexpected argument %q", fs.Arg(0))
 	}
 	switch action {
-	case "up", "down", "status", "check", "version":
+	case "plan", "up", "down", "status", "check", "version":
 	case "":
-		return usageErr(env, "migrate", "missing action: up, down, status, check or version")
+		return usageErr(env, "migrate", "missing action: plan, up, down, status, check or version")
 	default:
-		return usageErr(env, "migrate", "unknown action %q: want up, down, status, check or version", action)
+		return usageErr(env, "migrate", "unknown action %q: want plan, up, down, status, check or version", action)
 	}
 	if err := c.db.Validate(); err != nil {
 		return usageErr(env, "migrate", "%v", err)
@@ -66,13 +78,42 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = c.db.ConnectTimeout
 	}
+	if *dropHistory {
+		// read by every Down that would drop a table holding rows the package did not create
+		cc.RuntimeParams["iu.drop_history"] = "all"
+	}
 	m, err := migrate.OpenConfig(cc)
 	if err != nil {
 		return fail(env, "migrate", err)
 	}
 	defer m.Close()
 	switch action {
+	case "plan":
+		plan, err := m.Plan(ctx)
+		if err != nil {
+			return fail(env, "migrate", err)
+		}
+		printPlan(env.Stdout, plan, *asJSON)
+		if n := len(migrate.Refusals(plan)); n > 0 {
+			fmt.Fprintf(env.Stdout, "up would refuse: %d object(s) cannot be adopted as they are (see refuse above)\n", n)
+			return ExitProblem
+		}
 	case "up":
+		// The plan first: a refusal changes nothing, not even goose's version table.
+		plan, err := m.Plan(ctx)
+		if err != nil {
+			return fail(env, "migrate", err)
+		}
+		if refused := migrate.Refusals(plan); len(refused) > 0 {
+			printPlan(env.Stdout, plan, false)
+			log.Error("iu-runner migrate up refused before changing anything", "refused", len(refused))
+			return ExitProblem
+		}
+		for _, l := range plan {
+			if l.Verdict == migrate.VerdictAdopt || l.Verdict == migrate.VerdictReplace {
+				fmt.Fprintf(env.Stdout, "%-8s %s: %s\n", l.Verdict, l.Object, l.Detail)
+			}
+		}
 		res, err := m.Up(ctx)
 		for _, r := range res {
 			fmt.Fprintf(env.Stdout, "applied %s (%s)\n", r.Source.Path, r.Duration.Round(1e6))
@@ -169,4 +210,21 @@ func latest(st []*goose.MigrationStatus) int64 {
 		v = max(v, s.Source.Version)
 	}
 	return v
+}
+
+// printPlan writes the plan as an aligned table (or JSON lines).
+func printPlan(w io.Writer, plan []migrate.PlanLine, asJSON bool) {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, l := range plan {
+			_ = enc.Encode(l)
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERDICT\tOBJECT\tDETAIL")
+	for _, l := range plan {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Verdict, l.Object, l.Detail)
+	}
+	tw.Flush()
 }

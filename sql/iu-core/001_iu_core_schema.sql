@@ -262,7 +262,7 @@ BEGIN
         ELSE
             EXECUTE format('SELECT count(*) FROM %s', v_rel) INTO v_rows;
             verdict := 'adopt';
-            detail := format('%s rows kept', v_rows) || CASE v_col.name
+            detail := format('%s %s kept', v_rows, CASE WHEN v_rows = 1 THEN 'row' ELSE 'rows' END) || CASE v_col.name
                 WHEN 'event_outbox' THEN '; adds txid, the package''s row rules for new rows (existing rows are not re-checked) and the claim index; becomes partitioned by txid with these rows as one partition, nothing copied; producers keep inserting throughout'
                 WHEN 'iu_route_attempt' THEN '; adds worker_name, route_key, error_code, error_message (from each row''s detail and error) and event_txid; the idempotency keys stay as they are, so no event is audited twice'
                 WHEN 'iu_route_worker_cursor' THEN '; the keyset position becomes the package''s snapshot position: the worker routes exactly the events it never audited (those after the keyset and those it skipped), each once'
