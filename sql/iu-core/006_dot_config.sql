@@ -44,6 +44,7 @@ ON CONFLICT (key) DO NOTHING;
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM iu_core.iu_adoption WHERE object = 'public.dot_config') THEN
+        PERFORM iu_core.fn_iu_forget_config(ARRAY['iu_core.routes_enabled', 'iu_core.route_worker_enabled']);
         PERFORM iu_core.fn_iu_unadopt('public.dot_config');
     ELSE
         PERFORM iu_core.fn_iu_require_empty_history('public.dot_config',

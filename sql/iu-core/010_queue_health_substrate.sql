@@ -194,13 +194,13 @@ $$;
 DROP TRIGGER trg_dot_config_notify_bridge_sync ON public.dot_config;
 DROP TRIGGER IF EXISTS trg_job_queue_wake_notify ON public.job_queue;
 DROP TRIGGER IF EXISTS trg_event_outbox_wake_notify ON public.event_outbox;
-DELETE FROM public.dot_config WHERE key = 'queue.notify.bridge_enabled';
-DELETE FROM public.dot_config WHERE key = 'queue.job.retention_seconds';
+SELECT iu_core.fn_iu_forget_config('{queue.notify.bridge_enabled}');
+SELECT iu_core.fn_iu_forget_config('{queue.job.retention_seconds}');
 DROP TABLE public.job_kind_pause;
 DROP TABLE public.job_dead_letter;
 DROP TABLE public.job_queue;
 
-DELETE FROM public.dot_config WHERE key IN ('queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',
-                                     'queue.heartbeat.protected_executors');
+SELECT iu_core.fn_iu_forget_config(ARRAY['queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',
+                                         'queue.heartbeat.protected_executors']);
 DROP TRIGGER trg_queue_stale_alert_row ON public.queue_heartbeat;
 DROP TABLE public.queue_stale_alert;

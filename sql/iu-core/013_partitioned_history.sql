@@ -7,9 +7,12 @@
 -- The conversion rewrites nothing: each table is renamed <table>_legacy, a partitioned
 -- parent is created under the old name with the same columns, defaults, CHECKs, comments,
 -- grants and triggers, and the old table is ATTACHed as the partition FROM (MINVALUE) TO
--- (B). B is this migration's own txid + 1: while the migration holds its ACCESS EXCLUSIVE
--- locks nothing inserts, and a transaction older than the migration that inserts later has
--- a txid < B, so it still lands in the legacy range. sql/functions/history/README.md tells
+-- (B). B is taken once the migration holds its ACCESS EXCLUSIVE locks: the xmax of the
+-- snapshot of that moment (or the migration's own txid + 1, if higher). Every transaction
+-- that inserted a row has ended by then, so every row is below B (producers insert
+-- throughout the adoption, with txids above the migration's own: B cannot be taken
+-- earlier), and a transaction older than B that inserts later still lands in the legacy
+-- range. sql/functions/history/README.md tells
 -- why the key is the txid and what the DEFAULT partitions are for.
 --
 -- Down gives the unpartitioned tables back with every row: the legacy partitions are
@@ -81,7 +84,7 @@ CREATE TRIGGER trg_iu_retention_ledger_no_truncate
 -- +goose StatementBegin
 DO $$
 DECLARE
-    v_b        xid8 := (pg_current_xact_id()::text::numeric + 1)::text::xid8;
+    v_b        xid8;
     v_t        text;
     v_trig     text[];
     v_comment  text;
@@ -93,6 +96,11 @@ BEGIN
     -- Both tables, in 200 ms attempts (producers never queue long behind the request);
     -- everything below is catalog work but for ATTACH's check of the old rows' bounds.
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY['public.iu_route_attempt'::regclass, 'public.event_outbox'::regclass]);
+    -- The bound, now that nothing else can insert: every transaction that wrote a row has
+    -- ended (an inserter holds a lock the one above waits for), so each row's txid is below
+    -- this snapshot's xmax, or is this migration's own.
+    v_b := greatest(pg_snapshot_xmax(pg_current_snapshot()),
+                    (pg_current_xact_id()::text::numeric + 1)::text::xid8);
     -- Views reading them would keep reading the renamed tables: set aside, recreated below
     -- on the partitioned parents (so a view on event_outbox sees every new row).
     PERFORM iu_core.fn_iu_adopt_detach_views(ARRAY['public.event_outbox'::regclass, 'public.iu_route_attempt'::regclass]);
@@ -267,6 +275,6 @@ END;
 $$;
 -- +goose StatementEnd
 
-DELETE FROM public.dot_config WHERE key IN ('retention.event_outbox_days', 'retention.route_attempt_days', 'retention.partition_txids');
+SELECT iu_core.fn_iu_forget_config(ARRAY['retention.event_outbox_days', 'retention.route_attempt_days', 'retention.partition_txids']);
 DROP TABLE public.iu_retention_ledger;
 DROP TABLE public.iu_history_partition;

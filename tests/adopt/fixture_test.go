@@ -25,7 +25,11 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	runner.Cleanup()
+	os.Exit(code)
+}
 
 // seedRows is the seed's size of the log: "event_outbox is a shared append-only log (93k+ rows)".
 const seedRows = 93001

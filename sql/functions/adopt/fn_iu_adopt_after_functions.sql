@@ -19,9 +19,9 @@ BEGIN
     FOR r IN SELECT a.object, a.detail FROM iu_core.iu_adoption a WHERE a.kind = 'function' LOOP
         v_sig := to_regprocedure(r.object);
         CONTINUE WHEN v_sig IS NULL;
-        FOR g IN SELECT * FROM jsonb_array_elements(coalesce(r.detail->'grants', '[]')) LOOP
-            CONTINUE WHEN g->>'grantee' = 'PUBLIC' OR to_regrole(g->>'grantee') IS NULL;
-            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_sig, to_regrole(g->>'grantee'),
+        FOR g IN SELECT * FROM jsonb_array_elements(coalesce(r.detail->'acl'->'grants', '[]')) LOOP
+            CONTINUE WHEN g->>'grantee' = 'PUBLIC' OR to_regrole(quote_ident(g->>'grantee')) IS NULL;
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_sig, to_regrole(quote_ident(g->>'grantee')),
                            CASE WHEN (g->>'grantable')::boolean THEN ' WITH GRANT OPTION' ELSE '' END);
             v_n := v_n + 1;
         END LOOP;

@@ -18,7 +18,7 @@ DECLARE
     v_n integer;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.iu_route_worker_cursor', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_table('public.iu_route_worker_cursor');
     IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = 'created_at' AND NOT attisdropped)
        AND NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = 'registered_at' AND NOT attisdropped) THEN
         ALTER TABLE public.iu_route_worker_cursor RENAME COLUMN created_at TO registered_at;

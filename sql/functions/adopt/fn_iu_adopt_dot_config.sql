@@ -12,7 +12,7 @@ DECLARE
     v_t regclass := 'public.dot_config'::regclass;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.dot_config', 'table', NULL,
+    PERFORM iu_core.fn_iu_adopt_table('public.dot_config',
         jsonb_build_object('keys', (SELECT coalesce(jsonb_agg(key ORDER BY key), '[]') FROM public.dot_config)));
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'description', 'text NOT NULL DEFAULT ''''');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'updated_at', 'timestamptz NOT NULL DEFAULT now()');

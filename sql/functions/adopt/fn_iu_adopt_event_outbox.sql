@@ -30,7 +30,8 @@ AS $$
     --      (fn_iu_adopt_worker_state writes the position in migration 008)
     --   8. every role that may INSERT into the table (the table, or a column) may execute the
     --      row-rule functions its domains call, and fn_iu_emit_event (kept through the
-    --      package's replacement of it: grants survive CREATE OR REPLACE)
+    --      package's replacement of it: grants survive CREATE OR REPLACE); the roles given
+    --      EXECUTE on emit here are recorded, so the rollback takes back exactly those
     --   9. the views are recreated as they were (those on a package-named view wait)
     -- Everything replaced is recorded in iu_core.iu_adoption (fn_iu_unadopt_event_outbox
     -- undoes it). Internal: the installing role runs it through migration 003.
@@ -49,14 +50,14 @@ DECLARE
     v_restamp  bigint := 0;
     v_n        bigint;
     v_grantees text[] := '{}';
+    v_emit_added text[] := '{}';
     v_aside    text[];
     r          record;
     g          record;
 BEGIN
     -- 1. The legacy worker stops until the package's replaces it.
     IF v_run IS NOT NULL THEN
-        PERFORM iu_core.fn_iu_adopt_record(v_run::text, 'function', pg_get_functiondef(v_run),
-                                           jsonb_build_object('acl', (SELECT proacl::text FROM pg_proc WHERE oid = v_run)));
+        PERFORM iu_core.fn_iu_adopt_record(v_run::text, 'function', pg_get_functiondef(v_run), '{}');
         IF pg_get_function_arguments(v_run) <> 'p_worker_name text, p_batch_limit integer DEFAULT 100' THEN
             EXECUTE format('DROP FUNCTION %s', v_run);
         END IF;
@@ -83,6 +84,7 @@ BEGIN
     IF v_attempt IS NOT NULL THEN v_locks := v_attempt || v_locks; END IF;
     IF v_cursor IS NOT NULL THEN v_locks := v_cursor || v_locks; END IF;
     v_tries := iu_core.fn_iu_adopt_lock(v_locks);
+    PERFORM iu_core.fn_iu_adopt_table(v_outbox);
 
     -- 3. Views reading it.
     v_views := iu_core.fn_iu_adopt_detach_views(ARRAY[v_outbox], 'replace');
@@ -193,13 +195,16 @@ BEGIN
                 AND a.grantee <> (SELECT relowner FROM pg_class WHERE oid = v_outbox) LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION iu_core.fn_iu_payload_is_clean(jsonb), iu_core.fn_iu_event_outbox_refuse_payload(jsonb), iu_core.fn_iu_event_outbox_package_only(text) TO %s',
                        r.grantee::regrole);
-        IF v_emit IS NOT NULL THEN
+        IF v_emit IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_proc p CROSS JOIN LATERAL aclexplode(p.proacl) a
+                                               WHERE p.oid = v_emit AND a.grantee = r.grantee AND a.privilege_type = 'EXECUTE') THEN
             EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s', v_emit, r.grantee::regrole);
+            v_emit_added := v_emit_added || pg_get_userbyid(r.grantee)::text;
         END IF;
         v_grantees := v_grantees || r.grantee::regrole::text;
     END LOOP;
     IF cardinality(v_grantees) > 0 THEN
-        PERFORM iu_core.fn_iu_adopt_record('public.event_outbox', 'producer_grants', NULL, jsonb_build_object('roles', to_jsonb(v_grantees)));
+        PERFORM iu_core.fn_iu_adopt_record('public.event_outbox', 'producer_grants', NULL,
+            jsonb_build_object('roles', to_jsonb(v_grantees), 'emit_added', to_jsonb(v_emit_added)));
     END IF;
 
     -- 9. The views, as they were.

@@ -21,7 +21,7 @@ DECLARE
     r   record;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.queue_heartbeat', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_table('public.queue_heartbeat');
     FOR r IN SELECT * FROM (VALUES ('executor_name', 'executor_id'), ('last_tick_at', 'last_beat_at'),
                                    ('metadata', 'last_beat_payload'), ('created_at', 'registered_at')) v(old, new) LOOP
         IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = r.old AND NOT attisdropped)

@@ -64,7 +64,7 @@ BEGIN
             ('fn_queue_notify_enabled', '', 'boolean'),
             ('fn_queue_stale_check', '', 'jsonb'),
             (NULL, NULL, NULL))
-        SELECT p.oid::regprocedure AS sig, p.proname::text AS name, p.proacl,
+        SELECT p.oid::regprocedure AS sig, p.proname::text AS name,
                EXISTS (SELECT 1 FROM api WHERE api.name = p.proname AND api.args = pg_get_function_arguments(p.oid)
                                            AND api.result = pg_get_function_result(p.oid)) AS same
           FROM pg_proc p
@@ -73,12 +73,7 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption a WHERE a.kind = 'function' AND a.object = p.oid::regprocedure::text)
     LOOP
         PERFORM iu_core.fn_iu_adopt_record(r.sig::text, 'function', pg_get_functiondef(r.sig),
-            jsonb_build_object('kept', r.same, 'grants',
-                coalesce((SELECT jsonb_agg(jsonb_build_object('grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END,
-                                                              'grantable', a.is_grantable))
-                            FROM aclexplode(r.proacl) a
-                           WHERE a.privilege_type = 'EXECUTE'
-                             AND a.grantee <> (SELECT proowner FROM pg_proc WHERE oid = r.sig::oid)), '[]'::jsonb)));
+            jsonb_build_object('kept', r.same));
         IF r.same THEN
             v_kept := v_kept || r.sig::text;
         ELSE
@@ -92,11 +87,7 @@ BEGIN
                 AND c.relname IN ('v_iu_route_worker_status', 'v_iu_route_dead_letter_open', 'v_iu_route_attempt_summary', 'v_queue_health') LOOP
         v_views := v_views + iu_core.fn_iu_adopt_detach_views(ARRAY[r.oid::regclass], 'replace');
         PERFORM iu_core.fn_iu_adopt_record(r.rel::text, 'replaced_view',
-            format('CREATE VIEW %s AS %s', r.rel, rtrim(pg_get_viewdef(r.oid, true), E'; \n')),
-            jsonb_build_object('grants', coalesce((SELECT jsonb_agg(jsonb_build_object('grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END,
-                                                                                     'privilege', a.privilege_type, 'grantable', a.is_grantable))
-                                                     FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
-                                                    WHERE c.oid = r.oid AND a.grantee <> c.relowner), '[]'::jsonb)));
+            format('CREATE VIEW %s AS %s', r.rel, rtrim(pg_get_viewdef(r.oid, true), E'; \n')), '{}');
         EXECUTE format('DROP VIEW %s', r.rel);
     END LOOP;
     RETURN jsonb_build_object('kept_for_replacement', to_jsonb(v_kept), 'dropped', to_jsonb(v_dropped), 'views_set_aside', v_views);

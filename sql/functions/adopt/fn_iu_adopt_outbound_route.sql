@@ -13,7 +13,7 @@ DECLARE
     v_uq text;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.iu_outbound_route', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_table('public.iu_outbound_route');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'route_kind', 'text NOT NULL DEFAULT ''outbound''');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'description', 'text NOT NULL DEFAULT ''''');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'created_at', 'timestamptz NOT NULL DEFAULT now()');

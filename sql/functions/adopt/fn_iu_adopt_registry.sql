@@ -12,7 +12,7 @@ DECLARE
     v_t regclass := 'public.event_type_registry'::regclass;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.event_type_registry', 'table', NULL,
+    PERFORM iu_core.fn_iu_adopt_table('public.event_type_registry',
         jsonb_build_object('had_alert_types', EXISTS (SELECT 1 FROM public.event_type_registry
                                                        WHERE event_domain = 'system' AND event_type IN ('queue_worker_silent', 'queue_worker_recovered'))));
     IF NOT iu_core.fn_iu_adopt_add_column(v_t, 'description', 'text NOT NULL DEFAULT ''''') THEN

@@ -28,7 +28,7 @@ DECLARE
     v_n      bigint;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.iu_route_attempt', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_table('public.iu_route_attempt');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'worker_name', 'text');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'route_key', 'text');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'route_kind', 'text');
@@ -76,14 +76,15 @@ BEGIN
             format('ALTER TABLE public.iu_route_attempt RENAME CONSTRAINT iu_route_attempt_key_attempt_uq TO %I', v_uq), '{}');
     END IF;
 
-    -- id: a serial becomes the package's identity, continuing after the serial's last value.
+    -- id: a serial becomes the package's identity, continuing after the serial's last value
+    -- (the rollback's serial continues after the last id written, the package's included).
     IF (SELECT attidentity FROM pg_attribute WHERE attrelid = v_t AND attname = 'id') = '' THEN
         v_seq := pg_get_serial_sequence('public.iu_route_attempt', 'id');
         SELECT greatest(coalesce(max(id), 0), coalesce((SELECT last_value FROM pg_sequences
                          WHERE format('%I.%I', schemaname, sequencename)::regclass = v_seq::regclass), 0)) + 1
           INTO v_next FROM public.iu_route_attempt;
         PERFORM iu_core.fn_iu_adopt_record('public.iu_route_attempt', 'identity',
-            format('ALTER TABLE public.iu_route_attempt ALTER COLUMN id DROP IDENTITY; CREATE SEQUENCE IF NOT EXISTS public.iu_route_attempt_id_seq OWNED BY public.iu_route_attempt.id; ALTER TABLE public.iu_route_attempt ALTER COLUMN id SET DEFAULT nextval(''public.iu_route_attempt_id_seq''); SELECT setval(''public.iu_route_attempt_id_seq'', %s)', v_next),
+            format('ALTER TABLE public.iu_route_attempt ALTER COLUMN id DROP IDENTITY; CREATE SEQUENCE IF NOT EXISTS public.iu_route_attempt_id_seq OWNED BY public.iu_route_attempt.id; ALTER TABLE public.iu_route_attempt ALTER COLUMN id SET DEFAULT nextval(''public.iu_route_attempt_id_seq''); SELECT setval(''public.iu_route_attempt_id_seq'', greatest(%s, (SELECT max(id) FROM public.iu_route_attempt)))', v_next - 1),
             jsonb_build_object('sequence', v_seq));
         ALTER TABLE public.iu_route_attempt ALTER COLUMN id DROP DEFAULT;
         IF v_seq IS NOT NULL THEN

@@ -9,7 +9,8 @@ AS $$
     -- its adoption recorded in iu_core.iu_adoption, newest first: the columns it added go,
     -- the renamed ones get their names back, the column types their base types, the legacy
     -- CHECKs and triggers return (their functions too, when the rollback of 008 has not
-    -- recreated them yet), the package's triggers go. The views reading the table are set
+    -- recreated them yet), the package's triggers go, and the table's and columns' comments
+    -- are the legacy ones again. The views reading the table are set
     -- aside meanwhile and recreated as they were. Called by the Downs of the table
     -- migrations; the table itself is never dropped. Internal.
     -- ---------------------------------------------------------------------------------------
@@ -37,7 +38,7 @@ BEGIN
     END LOOP;
     FOR r IN SELECT a.definition FROM iu_core.iu_adoption a
               WHERE a.object = p_table AND a.definition IS NOT NULL
-                AND a.kind IN ('column', 'columns', 'check', 'constraint', 'rename', 'identity', 'column_rule', 'index', 'hc_executor')
+                AND a.kind IN ('comments', 'rows', 'column', 'columns', 'check', 'constraint', 'rename', 'identity', 'column_rule', 'index', 'hc_executor')
               ORDER BY a.id DESC LOOP
         EXECUTE r.definition;
         v_n := v_n + 1;
@@ -48,6 +49,8 @@ BEGIN
         IF v_fn IS NOT NULL AND to_regprocedure(v_fn) IS NULL THEN
             PERFORM set_config('check_function_bodies', 'off', true);
             EXECUTE (SELECT f.definition FROM iu_core.iu_adoption f WHERE f.kind = 'function' AND f.object = v_fn ORDER BY f.id LIMIT 1);
+            PERFORM iu_core.fn_iu_adopt_restore_acl(v_fn, 'FUNCTION',
+                (SELECT f.detail->'acl' FROM iu_core.iu_adoption f WHERE f.kind = 'function' AND f.object = v_fn ORDER BY f.id LIMIT 1));
         END IF;
         EXECUTE r.definition;
         v_n := v_n + 1;

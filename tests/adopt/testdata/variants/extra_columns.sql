@@ -5,7 +5,7 @@
 --          and a schema version number. Some producers fill them, most do not.
 -- adoption: ADOPT.
 -- why:     extra columns break nothing the package does as long as it names its columns
---          (fn_iu_emit_event and the worker do) and a conversion carries them over (017's
+--          (fn_iu_emit_event and the worker do) and a conversion carries them over (013's
 --          LIKE copies columns and defaults; current_user is a stable default, not a
 --          volatile one). Adoption must keep them and their values, not drop them.
 -- check:   SELECT count(*) = 4 FROM information_schema.columns WHERE table_name = 'event_outbox' AND column_name IN ('tenant', 'trace_id', 'producer', 'schema_version')

@@ -4,7 +4,7 @@
 --          four columns only (column-level privilege), which is all it writes.
 -- adoption: ADOPT.
 -- why:     adoption must keep every privilege it finds, table- and column-level. Hazards:
---          017's conversion copies only the table's ACL (pg_class.relacl) to the new parent,
+--          013's conversion copies only the table's ACL (pg_class.relacl) to the new parent,
 --          not column ACLs (pg_attribute.attacl), so the column-level producer would lose
 --          its INSERT; a column-level INSERT also means a new NOT NULL column without a
 --          default breaks that producer, and the package's row rules call functions

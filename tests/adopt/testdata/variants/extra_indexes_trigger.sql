@@ -6,7 +6,7 @@
 -- adoption: ADOPT.
 -- why:     none of it touches the package's columns' meaning. Adoption must keep every
 --          index and the trigger working for new rows. Beware: a conversion of event_outbox
---          into a partitioned table (017 renames the old table and attaches it as a
+--          into a partitioned table (013 renames the old table and attaches it as a
 --          partition) leaves these indexes on the old partition only (new partitions lack
 --          them) and moves triggers by definition text; the user trigger function must still
 --          fire for rows inserted through the parent.

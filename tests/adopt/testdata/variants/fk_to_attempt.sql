@@ -1,8 +1,8 @@
 -- variant: fk_to_attempt
 -- models:  a review table of the operators that references audit rows with a FOREIGN KEY
 --          to iu_route_attempt(id): each reviewed failed attempt.
--- adoption: REFUSE (under the package's partitioned layout, migration 017).
--- why:     the package partitions iu_route_attempt by event_txid (017); a partitioned
+-- adoption: REFUSE (under the package's partitioned layout, migration 013).
+-- why:     the package partitions iu_route_attempt by event_txid (013); a partitioned
 --          table cannot be referenced by id alone, and the old table, renamed and attached
 --          as a partition, cannot stay a FK target (PostgreSQL refuses to attach a referenced
 --          table, and new attempts would live elsewhere). The legacy id is a bigserial, the

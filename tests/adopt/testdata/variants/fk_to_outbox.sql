@@ -1,7 +1,7 @@
 -- variant: fk_to_outbox
 -- models:  a user table that references events by id with a FOREIGN KEY: the cut
 --          pipeline's publication ledger records which event announced each publication.
--- adoption: REFUSE (under the package's partitioned layout, migration 017).
+-- adoption: REFUSE (under the package's partitioned layout, migration 013).
 -- why:     a foreign key needs a unique key on exactly event_outbox(id). The package
 --          partitions event_outbox by txid, and a partitioned table's keys must contain the
 --          partition key, so no FK can reference the partitioned event_outbox by id. Renaming

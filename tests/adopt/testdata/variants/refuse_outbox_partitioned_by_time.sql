@@ -4,7 +4,7 @@
 --          a DEFAULT partition), with the legacy trigger, indexes, views, grants and the
 --          delivery seam recreated on it. Every row kept.
 -- adoption: REFUSE.
--- why:     the package partitions event_outbox itself, by transaction id (migration 017:
+-- why:     the package partitions event_outbox itself, by transaction id (migration 013:
 --          the claim, the backlog and retention prune by txid ranges). A table already
 --          partitioned by another key cannot be converted in place (a partitioned table
 --          cannot be attached as a partition, and re-partitioning moves every row), and its

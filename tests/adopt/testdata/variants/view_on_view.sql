@@ -7,7 +7,7 @@
 --          row. Hazards the plan must handle: ALTER COLUMN TYPE on a column a view reads is
 --          refused by PostgreSQL ("cannot alter type of a column used by a view or rule"),
 --          so changing event_outbox's column types means dropping and recreating the whole
---          chain in dependency order; and renaming event_outbox (017's conversion) silently
+--          chain in dependency order; and renaming event_outbox (013's conversion) silently
 --          re-points every dependent view at the renamed table, so after the conversion
 --          they would read only the old partition. v_iu_route_worker_status is a legacy
 --          name the package reuses for a different view: replacing it means dropping it, and
