@@ -270,6 +270,30 @@ END;
 $$;
 
 --
+-- Name: fn_iu_adopt_acl(aclitem[], oid); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_acl(p_acl aclitem[], p_owner oid) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_adopt_acl(acl, owner) -> {"default": bool, "grants": [{grantee, privilege,
+    -- grantable}]}: a legacy function's or view's privileges, as the ledger keeps them so the
+    -- rollback can give them back exactly (fn_iu_adopt_restore_acl). "default" is a NULL acl:
+    -- the object never had a GRANT or REVOKE, so PUBLIC may execute a function. The owner's
+    -- own privileges are left out (a re-created object gives them back); the order is the
+    -- acl's, so the privileges come back in it. Grantees are kept by
+    -- name (unquoted): a role dropped since is skipped at the rollback. Internal.
+    SELECT jsonb_build_object('default', p_acl IS NULL, 'grants',
+             coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                 'grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee)::text END,
+                                 'privilege', a.privilege_type, 'grantable', a.is_grantable)
+                               ORDER BY a.n)
+                         FROM aclexplode(p_acl) WITH ORDINALITY a(grantor, grantee, privilege_type, is_grantable, n)
+                        WHERE a.grantee <> p_owner), '[]'::jsonb))
+$$;
+
+--
 -- Name: fn_iu_adopt_add_check(regclass, text, text, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
@@ -343,9 +367,9 @@ BEGIN
     FOR r IN SELECT a.object, a.detail FROM iu_core.iu_adoption a WHERE a.kind = 'function' LOOP
         v_sig := to_regprocedure(r.object);
         CONTINUE WHEN v_sig IS NULL;
-        FOR g IN SELECT * FROM jsonb_array_elements(coalesce(r.detail->'grants', '[]')) LOOP
-            CONTINUE WHEN g->>'grantee' = 'PUBLIC' OR to_regrole(g->>'grantee') IS NULL;
-            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_sig, to_regrole(g->>'grantee'),
+        FOR g IN SELECT * FROM jsonb_array_elements(coalesce(r.detail->'acl'->'grants', '[]')) LOOP
+            CONTINUE WHEN g->>'grantee' = 'PUBLIC' OR to_regrole(quote_ident(g->>'grantee')) IS NULL;
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s%s', v_sig, to_regrole(quote_ident(g->>'grantee')),
                            CASE WHEN (g->>'grantable')::boolean THEN ' WITH GRANT OPTION' ELSE '' END);
             v_n := v_n + 1;
         END LOOP;
@@ -385,7 +409,7 @@ DECLARE
     v_n integer;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.iu_route_worker_cursor', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_table('public.iu_route_worker_cursor');
     IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = 'created_at' AND NOT attisdropped)
        AND NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = 'registered_at' AND NOT attisdropped) THEN
         ALTER TABLE public.iu_route_worker_cursor RENAME COLUMN created_at TO registered_at;
@@ -437,15 +461,16 @@ CREATE FUNCTION iu_core.fn_iu_adopt_dead_letter() RETURNS void
     -- fn_iu_adopt_dead_letter(): the first generation's dead letters (seed migration 008:
     -- the same columns as the package's) stay replayable, in place. Each snapshot gets the
     -- txid its event has now (the package's replay and retention read it; the first
-    -- generation's snapshots had none); resolved_session_user, the package's CHECKs and its
+    -- generation's snapshots had none; the rollback takes the key out again); resolved_session_user, the package's CHECKs and its
     -- triggers are added (the legacy no-delete trigger, of the same name, is replaced).
     -- Internal.
 DECLARE
     v_t regclass := 'public.iu_route_dead_letter'::regclass;
-    r   record;
+    r     record;
+    v_ids uuid[];
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.iu_route_dead_letter', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_table('public.iu_route_dead_letter');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'resolved_session_user', 'text');
     FOR r IN SELECT t.tgname, pg_get_triggerdef(t.oid) AS def, t.tgfoid::regprocedure AS fn FROM pg_trigger t
               WHERE t.tgrelid = v_t AND NOT t.tgisinternal
@@ -460,10 +485,17 @@ BEGIN
             EXECUTE format('DROP FUNCTION %s', r.fn);
         END IF;
     END LOOP;
-    UPDATE public.iu_route_dead_letter d
-       SET event_snapshot = d.event_snapshot || jsonb_build_object('txid',
-               coalesce((SELECT e.txid::text FROM public.event_outbox e WHERE e.id = d.event_id LIMIT 1), '3'))
-     WHERE NOT d.event_snapshot ? 'txid';
+    WITH stamped AS (
+        UPDATE public.iu_route_dead_letter d
+           SET event_snapshot = d.event_snapshot || jsonb_build_object('txid',
+                   coalesce((SELECT e.txid::text FROM public.event_outbox e WHERE e.id = d.event_id LIMIT 1), '3'))
+         WHERE NOT d.event_snapshot ? 'txid'
+        RETURNING d.id)
+    SELECT array_agg(id ORDER BY id) INTO v_ids FROM stamped;
+    IF v_ids IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_adopt_record('public.iu_route_dead_letter', 'rows',
+            format('UPDATE public.iu_route_dead_letter SET event_snapshot = event_snapshot - %L WHERE id = ANY (%L::uuid[])', 'txid', v_ids), '{}');
+    END IF;
     PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'iu_route_dead_letter_failed_attempts_check', 'failed_attempts > 0');
     PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'iu_route_dead_letter_resolution_ck', '(resolved_at IS NULL) = (resolution IS NULL)', false);
     IF to_regclass('public.iu_route_dead_letter_open_idx') IS NULL THEN
@@ -555,7 +587,7 @@ DECLARE
     v_t regclass := 'public.dot_config'::regclass;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.dot_config', 'table', NULL,
+    PERFORM iu_core.fn_iu_adopt_table('public.dot_config',
         jsonb_build_object('keys', (SELECT coalesce(jsonb_agg(key ORDER BY key), '[]') FROM public.dot_config)));
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'description', 'text NOT NULL DEFAULT ''''');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'updated_at', 'timestamptz NOT NULL DEFAULT now()');
@@ -598,7 +630,8 @@ CREATE FUNCTION iu_core.fn_iu_adopt_event_outbox() RETURNS jsonb
     --      (fn_iu_adopt_worker_state writes the position in migration 008)
     --   8. every role that may INSERT into the table (the table, or a column) may execute the
     --      row-rule functions its domains call, and fn_iu_emit_event (kept through the
-    --      package's replacement of it: grants survive CREATE OR REPLACE)
+    --      package's replacement of it: grants survive CREATE OR REPLACE); the roles given
+    --      EXECUTE on emit here are recorded, so the rollback takes back exactly those
     --   9. the views are recreated as they were (those on a package-named view wait)
     -- Everything replaced is recorded in iu_core.iu_adoption (fn_iu_unadopt_event_outbox
     -- undoes it). Internal: the installing role runs it through migration 003.
@@ -617,14 +650,14 @@ DECLARE
     v_restamp  bigint := 0;
     v_n        bigint;
     v_grantees text[] := '{}';
+    v_emit_added text[] := '{}';
     v_aside    text[];
     r          record;
     g          record;
 BEGIN
     -- 1. The legacy worker stops until the package's replaces it.
     IF v_run IS NOT NULL THEN
-        PERFORM iu_core.fn_iu_adopt_record(v_run::text, 'function', pg_get_functiondef(v_run),
-                                           jsonb_build_object('acl', (SELECT proacl::text FROM pg_proc WHERE oid = v_run)));
+        PERFORM iu_core.fn_iu_adopt_record(v_run::text, 'function', pg_get_functiondef(v_run), '{}');
         IF pg_get_function_arguments(v_run) <> 'p_worker_name text, p_batch_limit integer DEFAULT 100' THEN
             EXECUTE format('DROP FUNCTION %s', v_run);
         END IF;
@@ -651,6 +684,7 @@ BEGIN
     IF v_attempt IS NOT NULL THEN v_locks := v_attempt || v_locks; END IF;
     IF v_cursor IS NOT NULL THEN v_locks := v_cursor || v_locks; END IF;
     v_tries := iu_core.fn_iu_adopt_lock(v_locks);
+    PERFORM iu_core.fn_iu_adopt_table(v_outbox);
 
     -- 3. Views reading it.
     v_views := iu_core.fn_iu_adopt_detach_views(ARRAY[v_outbox], 'replace');
@@ -761,13 +795,16 @@ BEGIN
                 AND a.grantee <> (SELECT relowner FROM pg_class WHERE oid = v_outbox) LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION iu_core.fn_iu_payload_is_clean(jsonb), iu_core.fn_iu_event_outbox_refuse_payload(jsonb), iu_core.fn_iu_event_outbox_package_only(text) TO %s',
                        r.grantee::regrole);
-        IF v_emit IS NOT NULL THEN
+        IF v_emit IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_proc p CROSS JOIN LATERAL aclexplode(p.proacl) a
+                                               WHERE p.oid = v_emit AND a.grantee = r.grantee AND a.privilege_type = 'EXECUTE') THEN
             EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s', v_emit, r.grantee::regrole);
+            v_emit_added := v_emit_added || pg_get_userbyid(r.grantee)::text;
         END IF;
         v_grantees := v_grantees || r.grantee::regrole::text;
     END LOOP;
     IF cardinality(v_grantees) > 0 THEN
-        PERFORM iu_core.fn_iu_adopt_record('public.event_outbox', 'producer_grants', NULL, jsonb_build_object('roles', to_jsonb(v_grantees)));
+        PERFORM iu_core.fn_iu_adopt_record('public.event_outbox', 'producer_grants', NULL,
+            jsonb_build_object('roles', to_jsonb(v_grantees), 'emit_added', to_jsonb(v_emit_added)));
     END IF;
 
     -- 9. The views, as they were.
@@ -803,7 +840,7 @@ DECLARE
     r   record;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.queue_heartbeat', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_table('public.queue_heartbeat');
     FOR r IN SELECT * FROM (VALUES ('executor_name', 'executor_id'), ('last_tick_at', 'last_beat_at'),
                                    ('metadata', 'last_beat_payload'), ('created_at', 'registered_at')) v(old, new) LOOP
         IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = v_t AND attname = r.old AND NOT attisdropped)
@@ -932,7 +969,7 @@ BEGIN
             ('fn_queue_notify_enabled', '', 'boolean'),
             ('fn_queue_stale_check', '', 'jsonb'),
             (NULL, NULL, NULL))
-        SELECT p.oid::regprocedure AS sig, p.proname::text AS name, p.proacl,
+        SELECT p.oid::regprocedure AS sig, p.proname::text AS name,
                EXISTS (SELECT 1 FROM api WHERE api.name = p.proname AND api.args = pg_get_function_arguments(p.oid)
                                            AND api.result = pg_get_function_result(p.oid)) AS same
           FROM pg_proc p
@@ -941,12 +978,7 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption a WHERE a.kind = 'function' AND a.object = p.oid::regprocedure::text)
     LOOP
         PERFORM iu_core.fn_iu_adopt_record(r.sig::text, 'function', pg_get_functiondef(r.sig),
-            jsonb_build_object('kept', r.same, 'grants',
-                coalesce((SELECT jsonb_agg(jsonb_build_object('grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END,
-                                                              'grantable', a.is_grantable))
-                            FROM aclexplode(r.proacl) a
-                           WHERE a.privilege_type = 'EXECUTE'
-                             AND a.grantee <> (SELECT proowner FROM pg_proc WHERE oid = r.sig::oid)), '[]'::jsonb)));
+            jsonb_build_object('kept', r.same));
         IF r.same THEN
             v_kept := v_kept || r.sig::text;
         ELSE
@@ -960,11 +992,7 @@ BEGIN
                 AND c.relname IN ('v_iu_route_worker_status', 'v_iu_route_dead_letter_open', 'v_iu_route_attempt_summary', 'v_queue_health') LOOP
         v_views := v_views + iu_core.fn_iu_adopt_detach_views(ARRAY[r.oid::regclass], 'replace');
         PERFORM iu_core.fn_iu_adopt_record(r.rel::text, 'replaced_view',
-            format('CREATE VIEW %s AS %s', r.rel, rtrim(pg_get_viewdef(r.oid, true), E'; \n')),
-            jsonb_build_object('grants', coalesce((SELECT jsonb_agg(jsonb_build_object('grantee', CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END,
-                                                                                     'privilege', a.privilege_type, 'grantable', a.is_grantable))
-                                                     FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
-                                                    WHERE c.oid = r.oid AND a.grantee <> c.relowner), '[]'::jsonb)));
+            format('CREATE VIEW %s AS %s', r.rel, rtrim(pg_get_viewdef(r.oid, true), E'; \n')), '{}');
         EXECUTE format('DROP VIEW %s', r.rel);
     END LOOP;
     RETURN jsonb_build_object('kept_for_replacement', to_jsonb(v_kept), 'dropped', to_jsonb(v_dropped), 'views_set_aside', v_views);
@@ -1041,7 +1069,7 @@ DECLARE
     v_uq text;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.iu_outbound_route', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_table('public.iu_outbound_route');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'route_kind', 'text NOT NULL DEFAULT ''outbound''');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'description', 'text NOT NULL DEFAULT ''''');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'created_at', 'timestamptz NOT NULL DEFAULT now()');
@@ -1068,14 +1096,28 @@ $_$;
 --
 
 CREATE FUNCTION iu_core.fn_iu_adopt_record(p_object text, p_kind text, p_definition text, p_detail jsonb DEFAULT '{}'::jsonb) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- fn_iu_adopt_record(object, kind, definition, detail): one line of the adoption ledger
     -- (iu_core.iu_adoption): a legacy object adoption replaced, dropped or altered, with the
-    -- SQL that recreates it, so the rollback can give the legacy shape back. Internal.
+    -- SQL that recreates it, so the rollback can give the legacy shape back. A legacy
+    -- function (kind 'function') or view (kind 'replaced_view') is recorded with its
+    -- privileges as they are now (detail.acl, fn_iu_adopt_acl), so the rollback gives them
+    -- back exactly. Internal.
+DECLARE
+    v_detail jsonb := coalesce(p_detail, '{}'::jsonb);
+BEGIN
+    IF p_kind = 'function' THEN
+        v_detail := v_detail || jsonb_build_object('acl',
+            (SELECT iu_core.fn_iu_adopt_acl(p.proacl, p.proowner) FROM pg_proc p WHERE p.oid = p_object::regprocedure));
+    ELSIF p_kind = 'replaced_view' THEN
+        v_detail := v_detail || jsonb_build_object('acl',
+            (SELECT iu_core.fn_iu_adopt_acl(c.relacl, c.relowner) FROM pg_class c WHERE c.oid = p_object::regclass));
+    END IF;
     INSERT INTO iu_core.iu_adoption (object, kind, definition, detail)
-    VALUES (p_object, p_kind, p_definition, coalesce(p_detail, '{}'::jsonb))
+    VALUES (p_object, p_kind, p_definition, v_detail);
+END;
 $$;
 
 --
@@ -1095,7 +1137,7 @@ DECLARE
     v_t regclass := 'public.event_type_registry'::regclass;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.event_type_registry', 'table', NULL,
+    PERFORM iu_core.fn_iu_adopt_table('public.event_type_registry',
         jsonb_build_object('had_alert_types', EXISTS (SELECT 1 FROM public.event_type_registry
                                                        WHERE event_domain = 'system' AND event_type IN ('queue_worker_silent', 'queue_worker_recovered'))));
     IF NOT iu_core.fn_iu_adopt_add_column(v_t, 'description', 'text NOT NULL DEFAULT ''''') THEN
@@ -1114,6 +1156,50 @@ BEGIN
         'NOT iu_core.fn_iu_is_blank(event_domain) AND octet_length(event_domain) <= 200', false);
     PERFORM iu_core.fn_iu_adopt_add_check(v_t, 'event_type_registry_type_is_name',
         'NOT iu_core.fn_iu_is_blank(event_type) AND octet_length(event_type) <= 200', false);
+END;
+$$;
+
+--
+-- Name: fn_iu_adopt_restore_acl(text, text, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_restore_acl(p_object text, p_kind text, p_acl jsonb) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_adopt_restore_acl(object, kind, acl): a legacy function (kind 'FUNCTION', object
+    -- a regprocedure text) or view (kind 'TABLE') given back exactly the privileges the
+    -- ledger recorded (fn_iu_adopt_acl), whatever it holds now: every grant but the owner's
+    -- revoked (PUBLIC's default EXECUTE too), then the recorded ones granted, and PUBLIC's
+    -- default EXECUTE back when the legacy object had never been granted or revoked. So a
+    -- legacy REVOKE ... FROM PUBLIC survives the rollback, and a grant adoption added (the
+    -- producers' EXECUTE on fn_iu_emit_event) does not. Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_acl   aclitem[];
+    v_owner oid;
+    g       jsonb;
+    r       record;
+BEGIN
+    IF p_kind = 'FUNCTION' THEN
+        SELECT p.proacl, p.proowner INTO v_acl, v_owner FROM pg_proc p WHERE p.oid = p_object::regprocedure;
+    ELSE
+        SELECT c.relacl, c.relowner INTO v_acl, v_owner FROM pg_class c WHERE c.oid = p_object::regclass;
+    END IF;
+    EXECUTE format('REVOKE ALL ON %s %s FROM PUBLIC', p_kind, p_object);
+    FOR r IN SELECT DISTINCT a.grantee FROM aclexplode(v_acl) a WHERE a.grantee NOT IN (0, v_owner) LOOP
+        EXECUTE format('REVOKE ALL ON %s %s FROM %s', p_kind, p_object, r.grantee::regrole);
+    END LOOP;
+    IF coalesce((p_acl->>'default')::boolean, false) AND p_kind = 'FUNCTION' THEN
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', p_object);
+    END IF;
+    FOR g IN SELECT * FROM jsonb_array_elements(coalesce(p_acl->'grants', '[]')) LOOP
+        CONTINUE WHEN g->>'grantee' <> 'PUBLIC' AND to_regrole(quote_ident(g->>'grantee')) IS NULL;
+        EXECUTE format('GRANT %s ON %s %s TO %s%s', coalesce(g->>'privilege', 'EXECUTE'), p_kind, p_object,
+                       CASE WHEN g->>'grantee' = 'PUBLIC' THEN 'PUBLIC' ELSE quote_ident(g->>'grantee') END,
+                       CASE WHEN (g->>'grantable')::boolean THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
 END;
 $$;
 
@@ -1202,7 +1288,7 @@ DECLARE
     v_n      bigint;
 BEGIN
     PERFORM iu_core.fn_iu_adopt_lock(ARRAY[v_t]);
-    PERFORM iu_core.fn_iu_adopt_record('public.iu_route_attempt', 'table', NULL, '{}');
+    PERFORM iu_core.fn_iu_adopt_table('public.iu_route_attempt');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'worker_name', 'text');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'route_key', 'text');
     PERFORM iu_core.fn_iu_adopt_add_column(v_t, 'route_kind', 'text');
@@ -1250,14 +1336,15 @@ BEGIN
             format('ALTER TABLE public.iu_route_attempt RENAME CONSTRAINT iu_route_attempt_key_attempt_uq TO %I', v_uq), '{}');
     END IF;
 
-    -- id: a serial becomes the package's identity, continuing after the serial's last value.
+    -- id: a serial becomes the package's identity, continuing after the serial's last value
+    -- (the rollback's serial continues after the last id written, the package's included).
     IF (SELECT attidentity FROM pg_attribute WHERE attrelid = v_t AND attname = 'id') = '' THEN
         v_seq := pg_get_serial_sequence('public.iu_route_attempt', 'id');
         SELECT greatest(coalesce(max(id), 0), coalesce((SELECT last_value FROM pg_sequences
                          WHERE format('%I.%I', schemaname, sequencename)::regclass = v_seq::regclass), 0)) + 1
           INTO v_next FROM public.iu_route_attempt;
         PERFORM iu_core.fn_iu_adopt_record('public.iu_route_attempt', 'identity',
-            format('ALTER TABLE public.iu_route_attempt ALTER COLUMN id DROP IDENTITY; CREATE SEQUENCE IF NOT EXISTS public.iu_route_attempt_id_seq OWNED BY public.iu_route_attempt.id; ALTER TABLE public.iu_route_attempt ALTER COLUMN id SET DEFAULT nextval(''public.iu_route_attempt_id_seq''); SELECT setval(''public.iu_route_attempt_id_seq'', %s)', v_next),
+            format('ALTER TABLE public.iu_route_attempt ALTER COLUMN id DROP IDENTITY; CREATE SEQUENCE IF NOT EXISTS public.iu_route_attempt_id_seq OWNED BY public.iu_route_attempt.id; ALTER TABLE public.iu_route_attempt ALTER COLUMN id SET DEFAULT nextval(''public.iu_route_attempt_id_seq''); SELECT setval(''public.iu_route_attempt_id_seq'', greatest(%s, (SELECT max(id) FROM public.iu_route_attempt)))', v_next - 1),
             jsonb_build_object('sequence', v_seq));
         ALTER TABLE public.iu_route_attempt ALTER COLUMN id DROP DEFAULT;
         IF v_seq IS NOT NULL THEN
@@ -1282,6 +1369,37 @@ BEGIN
     RETURN jsonb_build_object('attempts', v_n, 'identity_start', v_next);
 END;
 $_$;
+
+--
+-- Name: fn_iu_adopt_table(regclass, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_adopt_table(p_table regclass, p_detail jsonb DEFAULT '{}'::jsonb) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_adopt_table(table, detail): the first line of a table's adoption in the ledger
+    -- (iu_core.iu_adoption): the table itself (kind 'table', with what its adoption needs to
+    -- remember in detail), and its comments as they are now (kind 'comments': the statements
+    -- that give the table and each of its columns back exactly the comment it has, or none).
+    -- The package comments the tables it owns; the rollback replays the ledger newest first,
+    -- so these statements run last, once the columns have their legacy names again.
+    -- Called first by each fn_iu_adopt_<table>. Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_sql text;
+BEGIN
+    PERFORM iu_core.fn_iu_adopt_record(p_table::text, 'table', NULL, coalesce(p_detail, '{}'::jsonb));
+    SELECT format('COMMENT ON TABLE %s IS %s', p_table, coalesce(quote_literal(obj_description(p_table, 'pg_class')), 'NULL'))
+           || coalesce(string_agg(format('; COMMENT ON COLUMN %s.%I IS %s', p_table, a.attname,
+                                         coalesce(quote_literal(col_description(p_table, a.attnum)), 'NULL')), '' ORDER BY a.attnum), '')
+      INTO v_sql
+      FROM pg_attribute a
+     WHERE a.attrelid = p_table AND a.attnum > 0 AND NOT a.attisdropped;
+    PERFORM iu_core.fn_iu_adopt_record(p_table::text, 'comments', v_sql, '{}');
+END;
+$$;
 
 --
 -- Name: fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
@@ -1359,6 +1477,33 @@ BEGIN
     RAISE EXCEPTION 'fn_iu_event_outbox_append_only: event_outbox is append-only: % rejected', TG_OP
         USING ERRCODE = 'IU001',
               HINT = 'Emit a new event (fn_iu_emit_event) instead of changing or removing one.';
+END;
+$$;
+
+--
+-- Name: fn_iu_forget_config(text[]); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_forget_config(p_keys text[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_forget_config(keys) -> rows deleted: a Down takes back the dot_config keys its
+    -- Up inserted, except the keys the first generation already had when the package
+    -- adopted the table (recorded by fn_iu_adopt_dot_config): those stay, with whatever
+    -- value they hold now. The package inserts its keys ON CONFLICT DO NOTHING, so a legacy
+    -- key (queue.heartbeat.enabled, the two gates) was never the package's to delete.
+    -- Called by the Downs that insert keys. Internal.
+DECLARE
+    v_n integer;
+BEGIN
+    DELETE FROM public.dot_config d
+     WHERE d.key = ANY (p_keys)
+       AND NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption a
+                        WHERE a.object = 'public.dot_config' AND a.kind = 'table'
+                          AND a.detail->'keys' ? d.key);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
 END;
 $$;
 
@@ -3282,7 +3427,8 @@ CREATE FUNCTION iu_core.fn_iu_unadopt(p_table text) RETURNS integer
     -- its adoption recorded in iu_core.iu_adoption, newest first: the columns it added go,
     -- the renamed ones get their names back, the column types their base types, the legacy
     -- CHECKs and triggers return (their functions too, when the rollback of 008 has not
-    -- recreated them yet), the package's triggers go. The views reading the table are set
+    -- recreated them yet), the package's triggers go, and the table's and columns' comments
+    -- are the legacy ones again. The views reading the table are set
     -- aside meanwhile and recreated as they were. Called by the Downs of the table
     -- migrations; the table itself is never dropped. Internal.
     -- ---------------------------------------------------------------------------------------
@@ -3310,7 +3456,7 @@ BEGIN
     END LOOP;
     FOR r IN SELECT a.definition FROM iu_core.iu_adoption a
               WHERE a.object = p_table AND a.definition IS NOT NULL
-                AND a.kind IN ('column', 'columns', 'check', 'constraint', 'rename', 'identity', 'column_rule', 'index', 'hc_executor')
+                AND a.kind IN ('comments', 'rows', 'column', 'columns', 'check', 'constraint', 'rename', 'identity', 'column_rule', 'index', 'hc_executor')
               ORDER BY a.id DESC LOOP
         EXECUTE r.definition;
         v_n := v_n + 1;
@@ -3321,6 +3467,8 @@ BEGIN
         IF v_fn IS NOT NULL AND to_regprocedure(v_fn) IS NULL THEN
             PERFORM set_config('check_function_bodies', 'off', true);
             EXECUTE (SELECT f.definition FROM iu_core.iu_adoption f WHERE f.kind = 'function' AND f.object = v_fn ORDER BY f.id LIMIT 1);
+            PERFORM iu_core.fn_iu_adopt_restore_acl(v_fn, 'FUNCTION',
+                (SELECT f.detail->'acl' FROM iu_core.iu_adoption f WHERE f.kind = 'function' AND f.object = v_fn ORDER BY f.id LIMIT 1));
         END IF;
         EXECUTE r.definition;
         v_n := v_n + 1;
@@ -3344,12 +3492,13 @@ CREATE FUNCTION iu_core.fn_iu_unadopt_callables() RETURNS integer
     AS $$
     -- fn_iu_unadopt_callables() -> objects recreated: the rollback of 008, once the
     -- package's functions and views are gone (009 down): the first generation's functions
-    -- and views that adoption replaced come back as they were, with their grants (PUBLIC's
-    -- included), and the user's views on them after them. Internal.
+    -- and views that adoption replaced come back as they were, with exactly the privileges
+    -- they had (fn_iu_adopt_restore_acl: a REVOKE from PUBLIC kept, a grant adoption added
+    -- taken back), and the user's views on them after them. Internal.
 DECLARE
     r   record;
-    g   jsonb;
-    v_n integer := 0;
+    v_n    integer := 0;
+    v_emit regprocedure;
 BEGIN
     -- A legacy body names the legacy tables unqualified: it is checked when called (in
     -- the legacy function's own search_path), not here, where nothing but pg_catalog is searched.
@@ -3358,24 +3507,24 @@ BEGIN
               WHERE a.kind = 'function' ORDER BY a.id LOOP
         IF to_regprocedure(r.object) IS NULL THEN
             EXECUTE r.definition;
-            FOR g IN SELECT * FROM jsonb_array_elements(coalesce(r.detail->'grants', '[]')) LOOP
-                CONTINUE WHEN g->>'grantee' <> 'PUBLIC' AND to_regrole(g->>'grantee') IS NULL;
-                EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s', r.object,
-                               CASE WHEN g->>'grantee' = 'PUBLIC' THEN 'PUBLIC' ELSE quote_ident(g->>'grantee') END);
-            END LOOP;
+            PERFORM iu_core.fn_iu_adopt_restore_acl(r.object, 'FUNCTION', r.detail->'acl');
             v_n := v_n + 1;
         END IF;
         DELETE FROM iu_core.iu_adoption WHERE id = r.id;
+    END LOOP;
+    -- The producers adoption gave EXECUTE on the legacy emit (so they kept emitting through
+    -- the replacement) lose it again: the legacy function's privileges are as they were.
+    v_emit := to_regprocedure('public.fn_iu_emit_event(text, text, text, text, text, text, text, jsonb)');
+    FOR r IN SELECT jsonb_array_elements_text(a.detail->'emit_added') AS role
+               FROM iu_core.iu_adoption a WHERE a.kind = 'producer_grants' LOOP
+        CONTINUE WHEN v_emit IS NULL OR to_regrole(quote_ident(r.role)) IS NULL;
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I', v_emit, r.role);
     END LOOP;
     FOR r IN SELECT a.id, a.object, a.definition, a.detail FROM iu_core.iu_adoption a
               WHERE a.kind = 'replaced_view' ORDER BY a.id LOOP
         IF to_regclass(r.object) IS NULL THEN
             EXECUTE r.definition;
-            FOR g IN SELECT * FROM jsonb_array_elements(coalesce(r.detail->'grants', '[]')) LOOP
-                CONTINUE WHEN g->>'grantee' <> 'PUBLIC' AND to_regrole(g->>'grantee') IS NULL;
-                EXECUTE format('GRANT %s ON %s TO %s', g->>'privilege', r.object,
-                               CASE WHEN g->>'grantee' = 'PUBLIC' THEN 'PUBLIC' ELSE quote_ident(g->>'grantee') END);
-            END LOOP;
+            PERFORM iu_core.fn_iu_adopt_restore_acl(r.object, 'TABLE', r.detail->'acl');
             v_n := v_n + 1;
         END IF;
         DELETE FROM iu_core.iu_adoption WHERE id = r.id;
@@ -7640,6 +7789,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_dot_config_hc_beat_at(p_value text, p_updated_
 REVOKE ALL ON FUNCTION iu_core.fn_dot_config_touch() FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_adopt_acl(p_acl aclitem[], p_owner oid); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_acl(p_acl aclitem[], p_owner oid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_adopt_add_check(p_table regclass, p_name text, p_check text, p_validate boolean); Type: ACL; Schema: iu_core; Owner: -
 --
 
@@ -7724,6 +7879,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_record(p_object text, p_kind text, p_
 REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_registry() FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_adopt_restore_acl(p_object text, p_kind text, p_acl jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_restore_acl(p_object text, p_kind text, p_acl jsonb) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_adopt_restore_views(); Type: ACL; Schema: iu_core; Owner: -
 --
 
@@ -7736,6 +7897,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_restore_views() FROM PUBLIC;
 REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_route_attempt() FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_adopt_table(p_table regclass, p_detail jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_table(p_table regclass, p_detail jsonb) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
 --
 
@@ -7746,6 +7913,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_emit_event_refuse(p_event_domain text, p_ev
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_iu_event_outbox_append_only() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_forget_config(p_keys text[]); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_forget_config(p_keys text[]) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_is_blank(p_value text); Type: ACL; Schema: iu_core; Owner: -
