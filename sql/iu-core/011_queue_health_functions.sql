@@ -2335,8 +2335,8 @@ REVOKE ALL ON FUNCTION public.fn_iu_retention_run(boolean) FROM PUBLIC;
 -- +goose StatementBegin
 CREATE OR REPLACE VIEW public.v_queue_health AS
 WITH cfg AS MATERIALIZED (
-    -- The one floor parser (fn_queue_heartbeat_floor_seconds), evaluated once per query (MATERIALIZED: not pulled up
-    -- into a call per heartbeat row).
+    -- The one floor parser (fn_queue_heartbeat_floor_seconds), evaluated once per query
+    -- (MATERIALIZED: not pulled up into a call per heartbeat row).
     SELECT iu_core.fn_queue_heartbeat_floor_seconds() AS floor_seconds
 )
 SELECT 'cursor'::text                                            AS source,

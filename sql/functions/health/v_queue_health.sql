@@ -1,7 +1,7 @@
 CREATE OR REPLACE VIEW public.v_queue_health AS
 WITH cfg AS MATERIALIZED (
-    -- The one floor parser (fn_queue_heartbeat_floor_seconds), evaluated once per query (MATERIALIZED: not pulled up
-    -- into a call per heartbeat row).
+    -- The one floor parser (fn_queue_heartbeat_floor_seconds), evaluated once per query
+    -- (MATERIALIZED: not pulled up into a call per heartbeat row).
     SELECT iu_core.fn_queue_heartbeat_floor_seconds() AS floor_seconds
 )
 SELECT 'cursor'::text                                            AS source,
