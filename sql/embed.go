@@ -11,7 +11,7 @@ import (
 //go:embed iu-core/*.sql iu-core/runtime
 var files embed.FS
 
-// Migrations returns the goose migrations, rooted so that "001_event_outbox.sql" is at the top.
+// Migrations returns the goose migrations, rooted so that "001_iu_core_schema.sql" is at the top.
 func Migrations() fs.FS {
 	sub, err := fs.Sub(files, "iu-core")
 	if err != nil {

@@ -7,8 +7,8 @@
 --   dot_executor    executors: run the worker, beat, stale-check, claim and finish jobs
 --   workflow_admin  operators: register, activate, replay, reset, ping, reap, read the views
 -- A login that holds neither gets 42501 everywhere. Producers that INSERT into event_outbox
--- directly are granted by the DBA (README, "Producers"): INSERT on the table's columns and
--- EXECUTE on the row rules its domains call.
+-- directly are granted by the DBA (sql/README.md, "Producers"): INSERT on the table's
+-- columns and EXECUTE on the row rules its domains call.
 
 
 -- Producers and both roles: the event log

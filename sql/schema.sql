@@ -139,8 +139,8 @@ BEGIN
     -- caller who sets it by hand changes nothing but the wording and SQLSTATE of their own
     -- refusal: the row is refused either way.
     --
-    -- It runs inside emit's rights and search_path (public, pg_temp), so the writable-schema
-    -- guard comes first, as on emit's other refusing paths (called exactly typed).
+    -- It runs with search_path = pg_catalog, pg_temp and calls the package by its schema,
+    -- exactly typed, so nothing planted in a schema a caller can write is resolved by it.
     IF pg_catalog.current_setting('iu.emit_event'::pg_catalog.text, true) OPERATOR(pg_catalog.=) 'on'::pg_catalog.text THEN
         PERFORM iu_core.fn_iu_payload_require_clean('fn_iu_emit_event'::pg_catalog.text,
                                                    'p_safe_payload'::pg_catalog.text, p_payload);
@@ -1412,9 +1412,8 @@ CREATE FUNCTION iu_core.fn_iu_emit_event_refuse(p_event_domain text, p_event_typ
     -- caller's name: raises on the first one broken, returns when all hold. Called by
     -- fn_iu_emit_event only when its INSERT wrote nothing (its one-expression test flagged
     -- an argument, or the type is unregistered: then this returns and the caller says so).
-    -- Touches nothing. Runs inside fn_iu_emit_event's rights and
-    -- search_path, so the guard comes first (called exactly typed: nothing planted can
-    -- match it better).
+    -- Touches nothing. Runs inside fn_iu_emit_event's rights and pinned search_path
+    -- (pg_catalog, pg_temp) and names the package's functions by their schema.
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_domain', p_event_domain);
     PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_type', p_event_type);
@@ -1458,14 +1457,14 @@ CREATE FUNCTION iu_core.fn_iu_event_outbox_append_only() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    -- The one sanctioned change: fn_iu_event_outbox_rebase_foreign_txids (009) re-stamps the
+    -- The one sanctioned change: fn_iu_event_outbox_rebase_foreign_txids re-stamps the
     -- txid bookkeeping column of rows restored from another cluster. It sets this flag for
     -- its own transaction only, and nothing but txid may differ.
     IF TG_OP = 'UPDATE' AND current_setting('iu.rebase_txid', true) = 'on'
        AND (to_jsonb(NEW) - 'txid') = (to_jsonb(OLD) - 'txid') THEN
         RETURN NEW;
     END IF;
-    -- Its row-moving half: event_outbox is partitioned by txid (017), so re-stamping a row's
+    -- Its row-moving half: event_outbox is partitioned by txid, so re-stamping a row's
     -- txid moves it to another partition, which PostgreSQL performs as a DELETE from the old
     -- partition (firing BEFORE UPDATE, checked above, then BEFORE DELETE there) plus an
     -- INSERT. Allowed only inside a rebase, and only for a row whose txid lies ahead of this
@@ -1787,12 +1786,14 @@ CREATE FUNCTION iu_core.fn_iu_require_trusted_search_path(p_caller text, p_full 
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    -- The guard: the first statement of every SECURITY DEFINER function of the package
-    -- (p_full false: the ACL of public only, a few catalog probes per call) and of the
-    -- install (p_full true: also every function and operator in public). Returns true, or
-    -- raises 42501 naming the threats, with the statements that remove them in the HINT.
-    -- Runs with search_path = pg_catalog only, so nothing it calls can be hijacked, and the
-    -- inlined threat query is planned once per session (plpgsql caches it).
+    -- The install-time refusal: the install calls it with p_full true before it creates the
+    -- API (who may CREATE in public, and every function and operator in public that belongs
+    -- to an untrusted role); p_full false checks who may CREATE in public only. The API
+    -- lives in public and its callers look it up there, unqualified, so an overload planted
+    -- in public would be found by them; the package's own functions pin search_path =
+    -- pg_catalog, pg_temp and are not affected. Returns true, or raises 42501 naming the
+    -- threats, with the statements that remove them in the HINT. The runtime verification
+    -- (W10) runs the same scan later, read-only.
 DECLARE
     v_what text;
     v_fix  text;
@@ -2052,7 +2053,7 @@ CREATE FUNCTION iu_core.fn_iu_route_decide(p_route_key text, p_enabled boolean, 
     AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_decide: THE route decision, used by the page statement, the event-by-event
-    -- fallback and the replay (and mirrored in Go by internal/decision).
+    -- fallback and the replay (and mirrored in Go by tests/routeworker_mirror/decision).
     --   p_route_key  the matched iu_outbound_route's key, NULL when no route matched
     --   p_enabled, p_dry_run  that route's switches (ignored without a route)
     -- Returns skipped (no route), disabled (route off), dry_run (a logged decision, nothing
@@ -2074,7 +2075,7 @@ CREATE FUNCTION iu_core.fn_iu_route_event(p_event_id uuid) RETURNS jsonb
     AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_event(p_event_id) -> jsonb: THE event of an id, as the whole row (NULL when
-    -- no row has that id). An id is unique only within a history partition (017), so a
+    -- no row has that id). An id is unique only within a history partition, so a
     -- producer allowed to choose ids could store a second row under an id it learned; the
     -- event is the oldest row of the id (a copy is always younger: it can only be written
     -- after the original committed), never whichever row an index scan meets first. The
@@ -2356,11 +2357,10 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_cursor_check(p_cursor public.iu_route
     -- pg_upgrade into another cluster), or a stored snapshot or keyset position lies at or
     -- beyond this cluster's next transaction id (no transaction of this cluster can have
     -- produced it).
-    -- Internal and unguarded: inlinable SQL (no SECURITY DEFINER, no SET), so a run plans it
-    -- into its own sanity statement instead of paying a guarded call per run. Nobody but the
-    -- owner may execute it; its callers (fn_iu_route_worker_run, and
-    -- fn_iu_route_worker_cursor_problem for the status view) are SECURITY DEFINER entry
-    -- points that pin search_path and pass the writable-schema guard first.
+    -- Internal: inlinable SQL (no SECURITY DEFINER, no SET), so a run plans it into its own
+    -- sanity statement instead of paying a function call per run. Nobody but the owner may
+    -- execute it; its callers (fn_iu_route_worker_run, and fn_iu_route_worker_cursor_problem
+    -- for the status view) are SECURITY DEFINER entry points that pin search_path.
     -- ---------------------------------------------------------------------------------------
     SELECT CASE WHEN p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid
                 THEN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
@@ -2691,8 +2691,9 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_foreign_rows(p_event_domain text) RET
     -- before the statement's snapshot, so its txid is below xmax), so they were restored from
     -- another cluster: left alone they would stay invisible to every window. One probe at the
     -- top of the (event_domain, txid, id) index; normally it finds nothing.
-    -- Internal and unguarded, inlinable SQL like fn_iu_route_worker_cursor_check (and for the
-    -- same reason): executed by nobody but the owner, through guarded entry points.
+    -- Internal, inlinable SQL like fn_iu_route_worker_cursor_check (and for the same
+    -- reason): executed by nobody but the owner, through SECURITY DEFINER entry points that
+    -- pin search_path.
     -- ---------------------------------------------------------------------------------------
     SELECT o.txid
       FROM public.event_outbox o
@@ -2800,8 +2801,8 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text) RETURN
     -- question's snapshot and not to the stale done_snapshot, so that question finds them
     -- and the full pass re-reads the cursor under the lock.
     -- No rows: the worker is not registered (the full pass says so, with the fix).
-    -- Internal and unguarded: inlinable SQL, executed by nobody but the owner; its one caller,
-    -- fn_iu_route_worker_run, is SECURITY DEFINER and passed the guard.
+    -- Internal: inlinable SQL, executed by nobody but the owner; its one caller,
+    -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
     -- ---------------------------------------------------------------------------------------
     SELECT c.lock_id, c.event_domain, c.done_snapshot,
            EXISTS (SELECT 1 FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
@@ -2846,7 +2847,7 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_idle_rows(p_event_domain text, p_done
     -- upper bound is then 0, below every partition its lower bound keeps, so no scan is
     -- started for it at all (xmin = xmax alone would still leave the partition holding that
     -- one value).
-    -- Internal and unguarded: inlinable SQL, owner only, called by fn_iu_route_worker_run.
+    -- Internal: inlinable SQL, owner only, called by fn_iu_route_worker_run.
     -- ---------------------------------------------------------------------------------------
     SELECT 'late_commit'
       FROM pg_snapshot_xip(p_done) AS x(xip_txid)
@@ -2981,7 +2982,7 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limi
     -- fn_iu_route_worker_pass(p_worker_name, p_batch_limit) -> jsonb summary: the full pass of
     -- fn_iu_route_worker_run, for every run its idle path does not answer. Internal (nobody
     -- but the owner may execute it); it runs inside the run, under its pinned search_path and
-    -- plan_cache_mode, after its guard and batch-limit check; it checks the worker name first.
+    -- plan_cache_mode, after its batch-limit check; it checks the worker name first.
     --   1. the worker's advisory lock, without waiting: when another run holds it,
     --      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
     --      P0002 with the register call as HINT
@@ -3048,8 +3049,7 @@ BEGIN
     END IF;
 
     -- Cursor sanity (the stored position must belong to this cluster) and rows restored
-    -- from another cluster, in one statement: both checks are inlined, unguarded internals
-    -- (this function passed the guard above).
+    -- from another cluster, in one statement: both checks are internals inlined here.
     SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(c) k LIMIT 1),
            EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(c.event_domain))
       INTO v_problem, v_foreign;
@@ -3369,7 +3369,8 @@ $$;
 CREATE FUNCTION iu_core.fn_iu_search_path_create_threats() RETURNS TABLE(threat text, object text, holder text, fix text)
     LANGUAGE sql STABLE
     AS $$
-    -- The cheap half, checked on every SECURITY DEFINER call: who may CREATE in public.
+    -- The first half of the threat scan (fn_iu_search_path_threats adds what is planted
+    -- already): who may CREATE in public, where the API lives and its callers look it up.
     -- An untrusted holder of CREATE (PUBLIC, a login role, a group an untrusted role may act
     -- as) could plant an overload at any moment. The schema's owner holds CREATE implicitly:
     -- a NULL ACL means the default one (owner only). Inlinable like fn_iu_untrusted_roles.
@@ -3394,9 +3395,10 @@ CREATE FUNCTION iu_core.fn_iu_search_path_threats() RETURNS TABLE(threat text, o
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    -- The full scan (install and the runtime verification W10): who may CREATE in public,
-    -- and which functions and operators in public belong to an untrusted role (an overload
-    -- planted while the schema was open stays dangerous after CREATE is revoked).
+    -- The full scan (the install's refusal and the runtime verification's W10): who may
+    -- CREATE in public, and which functions and operators in public belong to an untrusted
+    -- role (an overload planted while the schema was open stays dangerous after CREATE is
+    -- revoked).
     SELECT * FROM iu_core.fn_iu_search_path_create_threats()
     UNION ALL
     SELECT 'function', p.oid::pg_catalog.regprocedure::text, p.proowner::pg_catalog.regrole::text,
@@ -4121,8 +4123,8 @@ CREATE FUNCTION iu_core.fn_queue_heartbeat_floor_seconds() RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
-    -- The global floor, parsed in this one place (the stale-check in 012 and v_queue_health
-    -- in 015 both call it). Any non-negative integer, surrounding whitespace ignored, is the
+    -- The global floor, parsed in this one place (fn_queue_stale_check and v_queue_health
+    -- both call it). Any non-negative integer, surrounding whitespace ignored, is the
     -- floor in seconds, clamped to 2147483647 (the largest integer): "set it huge and the
     -- stale-check is inert" holds for any number of digits. A missing, empty or non-integer
     -- value ('abc', '-5', '1e3', '1.5') means no floor (0), so every executor's own threshold
@@ -4173,8 +4175,8 @@ $$;
 CREATE FUNCTION iu_core.fn_queue_heartbeat_is_stale(p_last_beat_at timestamp with time zone, p_stale_threshold_seconds integer, p_floor_seconds integer, p_now timestamp with time zone) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
-    -- The staleness assessment, each rule once, read by fn_queue_stale_check (012) and
-    -- v_queue_health (015) alike. Three one-expression SQL functions, so the planner inlines
+    -- The staleness assessment, each rule once, read by fn_queue_stale_check and
+    -- v_queue_health alike. Three one-expression SQL functions, so the planner inlines
     -- them into both (no call per executor on 10,000 rows). All times are passed in, so the
     -- check and the view judge one instant.
     --   fn_queue_heartbeat_is_stale   silent for longer than greatest(own threshold, global floor)
@@ -4267,8 +4269,8 @@ CREATE FUNCTION iu_core.fn_queue_notify_bridge_sync() RETURNS trigger
     --   closed and a trigger is present -> DROP TRIGGER;
     --   otherwise nothing (no DDL, no lock: the other gates and settings change freely).
     -- SECURITY DEFINER: the DDL runs as the package owner, who owns both tables, whoever wrote
-    -- dot_config (today only the owner and superusers may). Guarded like every SECURITY
-    -- DEFINER function (the enabled test comes first and starts with the guard). CREATE and
+    -- dot_config (today only the owner and superusers may); its search_path is pinned to
+    -- pg_catalog, pg_temp and it names the tables and the gate by their schema. CREATE and
     -- DROP TRIGGER lock the table against inserts until the flip commits, so the wait for that
     -- lock is bounded (lock_timeout 5 s): behind a long transaction on the outbox the flip
     -- fails with 55P03 and a HINT instead of stalling every producer queued behind it.
@@ -4338,8 +4340,8 @@ DECLARE
     e record;
     v_payload text;
 BEGIN
-    -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
-    -- statement; nothing before the guard can resolve to a planted overload.
+    -- The enabled test comes first so a disabled bridge costs one call per statement (and
+    -- normally none: a closed gate drops this trigger).
     IF NOT public.fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;
@@ -4395,8 +4397,8 @@ DECLARE
     r         record;
     v_payload text;
 BEGIN
-    -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
-    -- statement; nothing before the guard can resolve to a planted overload.
+    -- The enabled test comes first so a disabled bridge costs one call per statement (and
+    -- normally none: a closed gate drops this trigger).
     IF NOT public.fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;
@@ -4498,13 +4500,12 @@ CREATE FUNCTION public.fn_iu_core_routes_enabled() RETURNS boolean
     -- The gate readers run with search_path = pg_catalog, pg_temp and name the table and the
     -- rule as public.dot_config and public.fn_iu_gate_open: public is not on their path, so
     -- nothing planted there (an operator, a function, a table) can be resolved by them, and
-    -- they need no writable-schema guard (fn_iu_require_trusted_search_path, 001). That keeps
-    -- them cheap enough to call anywhere. PostgreSQL never looks up functions or operators in
-    -- pg_temp. They are PL/pgSQL for the same reason: PostgreSQL re-parses and re-plans the
-    -- body of a LANGUAGE sql function that cannot be inlined (SECURITY DEFINER, SET) on every
-    -- call from a new statement, where PL/pgSQL plans its query once per session. The body
-    -- stays one RETURN of one SELECT over public.dot_config, so the runtime verification can
-    -- lift that SELECT out and run it against simulated values.
+    -- PostgreSQL never looks up functions or operators in pg_temp. They are PL/pgSQL so they
+    -- stay cheap enough to call anywhere: PostgreSQL re-parses and re-plans the body of a
+    -- LANGUAGE sql function that cannot be inlined (SECURITY DEFINER, SET) on every call
+    -- from a new statement, where PL/pgSQL plans its query once per session. The body stays
+    -- one RETURN of one SELECT over public.dot_config, so the runtime verification can lift
+    -- that SELECT out and run it against simulated values.
 BEGIN
     RETURN (SELECT public.fn_iu_gate_open((SELECT c.value FROM public.dot_config c WHERE c.key = 'iu_core.routes_enabled')));
 END;
@@ -4537,7 +4538,8 @@ DECLARE
     -- costs the INSERT a projection and the call a result row.
     v_id pg_catalog.uuid := pg_catalog.gen_random_uuid();
 BEGIN
-    -- Everything on the accepting path is qualified and exactly typed (see the header).
+    -- Everything on the accepting path is schema-qualified and exactly typed, so it resolves
+    -- the same under any search_path (the pinned one holds only pg_catalog and pg_temp).
     -- The row is produced only when the type is registered (the join) and every condition
     -- holds. Each is written so that a NULL argument fails it (a NULL comparison is not
     -- true), except the subjects' bounds, for which NULL is valid. What the WHERE leaves to the
@@ -4580,7 +4582,7 @@ BEGIN
                 p_safe_payload);
         END IF;
         -- Nothing written: explain why. A broken argument rule raises in the refuse
-        -- function (guarded); otherwise the type is not registered.
+        -- function; otherwise the type is not registered.
         PERFORM iu_core.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
                                                p_event_severity, p_event_subject_table, p_event_subject_ref,
                                                p_safe_payload);
@@ -6455,7 +6457,8 @@ BEGIN
                     v_open := false;
                 END IF;
 
-                -- The assessment of 010: severity decided on the very gap_ratio the payload reports.
+                -- The shared assessment (fn_queue_heartbeat_gap_ratio, _severity): severity
+                -- decided on the very gap_ratio the payload reports.
                 v_ratio    := iu_core.fn_queue_heartbeat_gap_ratio(r.last_beat_at, r.expected_cadence_seconds, v_now);
                 v_severity := iu_core.fn_queue_heartbeat_severity(v_ratio);
                 v_since    := r.last_beat_at + make_interval(secs => v_threshold);

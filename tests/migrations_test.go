@@ -229,7 +229,7 @@ func TestMigrations_OwnVersionTableLeavesTheProjectsGooseHistory(t *testing.T) {
 // Rule (a Down that really undoes, roles are cluster-wide): taking the package down
 // must not silently strip operators of their membership in the group roles. On a private
 // cluster (where no other database holds grants that would block the drop anyway), a role
-// with members is kept by 007's Down, so down-to-zero then up leaves the operator's access.
+// with members is kept by the Down of 001_iu_core_schema.sql, so down-to-zero then up leaves the operator's access.
 func TestMigrations_DownKeepsRoleMemberships(t *testing.T) {
 	t.Parallel()
 	srv, err := pgtest.StartLocal(ctx(t))

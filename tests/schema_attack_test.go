@@ -229,9 +229,8 @@ func requirePgErr(t testing.TB, err error, code string) *pgconn.PgError {
 
 // Rule: the two gate readers never resolve anything in public, so they read the real
 // gates even while public is writable and holds a planted operator. They run with
-// search_path = pg_catalog, pg_temp and name public.dot_config, which is why they carry no
-// writable-schema guard of their own (every run still passes the guard before it reads
-// them). The attack: an untrusted login plants public.=(text, text) answering true for
+// search_path = pg_catalog, pg_temp and name public.dot_config, so nothing in public is on
+// their path. The attack: an untrusted login plants public.=(text, text) answering true for
 // anything, so a reader resolving "value = 'true'" through public would open both gates.
 func TestSchemaAttack_GateReadersResolveNothingInPublic(t *testing.T) {
 	t.Parallel()
@@ -283,8 +282,8 @@ func TestSchemaAttack_GateReadersResolveNothingInPublic(t *testing.T) {
 		t.Fatalf("closed gates read routes_enabled=%v route_worker_enabled=%v; the planted operator ran as %q", master, worker, ranAs)
 	}
 	// And an open gate still reads open (the readers are not simply answering false). The
-	// gate is written after CREATE is revoked (dot_config's own writers are guarded); the
-	// planted operator stays in public.
+	// gate is written after CREATE is revoked, as an operator would after W10 reported it;
+	// the planted operator stays in public.
 	mustExec(t, super, `REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
 	mustExec(t, super, `UPDATE dot_config SET value = 'true' WHERE key = 'iu_core.routes_enabled'`)
 	if err := exe.QueryRow(c, `SELECT fn_iu_core_routes_enabled(), fn_iu_route_worker_enabled()`).Scan(&master, &worker); err != nil {

@@ -17,7 +17,7 @@ func producer(t testing.TB, db *pgtest.DB) (*pgx.Conn, string) {
 	role := "tp_" + db.Name
 	id := pgx.Identifier{role}.Sanitize()
 	db.Exec(t, `CREATE ROLE `+id+` LOGIN PASSWORD 'pw'`)
-	// What the README tells a DBA to grant a direct-INSERT producer.
+	// What sql/README.md tells a DBA to grant a direct-INSERT producer.
 	db.Exec(t, pgtest.ProducerInsertGrant(id))
 	db.Exec(t, pgtest.ProducerExecuteGrant(id))
 	db.Exec(t, `CREATE SCHEMA evil AUTHORIZATION `+id)

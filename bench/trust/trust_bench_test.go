@@ -70,10 +70,12 @@ BEGIN
     RETURN extract(epoch FROM clock_timestamp() - t0) * 1e6 / p_calls;
 END $f$;`
 
-// The writable-schema guard on every SECURITY DEFINER call: its cost per call against an
+// What the former per-call writable-schema guard cost (the ACL check of public,
+// iu_core.fn_iu_require_trusted_search_path with p_full false), which no package function
+// calls any more: the SECURITY DEFINER functions pin search_path = pg_catalog, pg_temp
+// instead, and only the install refuses a writable public. Its cost per call against an
 // empty function with the same call shape (plpgsql, SET search_path), and against a whole
-// gated fn_iu_route_worker_run (which pays for it through its two gate readers, plus once
-// more when the run itself starts with the guard).
+// gated fn_iu_route_worker_run, the "before" of that change.
 func BenchmarkSearchPathGuardPerCall(b *testing.B) {
 	db := pgtest.NewDB(b)
 	db.Exec(b, loopFn)

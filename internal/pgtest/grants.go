@@ -75,9 +75,9 @@ func pinsSearchPath(config []string) bool {
 	return false
 }
 
-// ProducerInsertGrant is the grant the README tells a DBA to give a producer that INSERTs
-// into event_outbox directly: every column except id and created_at, which the log stamps
-// itself. An id is unique only within a history partition, so a producer that could choose
+// ProducerInsertGrant is the grant sql/README.md ("Producers") tells a DBA to give a
+// producer that INSERTs into event_outbox directly: every column except id and created_at,
+// which the log stamps itself. An id is unique only within a history partition, so a producer that could choose
 // one could store a second row under a routed event's id in a later partition.
 func ProducerInsertGrant(role string) string {
 	return `GRANT INSERT (event_domain, event_type, event_stream, delivery_lane, event_severity,

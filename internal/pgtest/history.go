@@ -11,7 +11,7 @@ import "fmt"
 // Tests of plan pruning and the idle bench share it.
 func PastPartitionsSQL(n int) []string {
 	return []string{
-		// the first partitions 017 made are empty here: drop them so the narrow ones start low
+		// the first partitions the partitioning migration made are empty here: drop them so the narrow ones start low
 		`DO $$
 		DECLARE r record;
 		BEGIN

@@ -58,7 +58,8 @@ CREATE OR REPLACE FUNCTION iu_core.fn_iu_search_path_create_threats()
 RETURNS TABLE (threat text, object text, holder text, fix text)
 LANGUAGE sql STABLE
 AS $$
-    -- The cheap half, checked on every SECURITY DEFINER call: who may CREATE in public.
+    -- The first half of the threat scan (fn_iu_search_path_threats adds what is planted
+    -- already): who may CREATE in public, where the API lives and its callers look it up.
     -- An untrusted holder of CREATE (PUBLIC, a login role, a group an untrusted role may act
     -- as) could plant an overload at any moment. The schema's owner holds CREATE implicitly:
     -- a NULL ACL means the default one (owner only). Inlinable like fn_iu_untrusted_roles.
@@ -84,9 +85,10 @@ RETURNS TABLE (threat text, object text, holder text, fix text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- The full scan (install and the runtime verification W10): who may CREATE in public,
-    -- and which functions and operators in public belong to an untrusted role (an overload
-    -- planted while the schema was open stays dangerous after CREATE is revoked).
+    -- The full scan (the install's refusal and the runtime verification's W10): who may
+    -- CREATE in public, and which functions and operators in public belong to an untrusted
+    -- role (an overload planted while the schema was open stays dangerous after CREATE is
+    -- revoked).
     SELECT * FROM iu_core.fn_iu_search_path_create_threats()
     UNION ALL
     SELECT 'function', p.oid::pg_catalog.regprocedure::text, p.proowner::pg_catalog.regrole::text,
@@ -112,12 +114,14 @@ RETURNS boolean
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- The guard: the first statement of every SECURITY DEFINER function of the package
-    -- (p_full false: the ACL of public only, a few catalog probes per call) and of the
-    -- install (p_full true: also every function and operator in public). Returns true, or
-    -- raises 42501 naming the threats, with the statements that remove them in the HINT.
-    -- Runs with search_path = pg_catalog only, so nothing it calls can be hijacked, and the
-    -- inlined threat query is planned once per session (plpgsql caches it).
+    -- The install-time refusal: the install calls it with p_full true before it creates the
+    -- API (who may CREATE in public, and every function and operator in public that belongs
+    -- to an untrusted role); p_full false checks who may CREATE in public only. The API
+    -- lives in public and its callers look it up there, unqualified, so an overload planted
+    -- in public would be found by them; the package's own functions pin search_path =
+    -- pg_catalog, pg_temp and are not affected. Returns true, or raises 42501 naming the
+    -- threats, with the statements that remove them in the HINT. The runtime verification
+    -- (W10) runs the same scan later, read-only.
 DECLARE
     v_what text;
     v_fix  text;
@@ -369,8 +373,8 @@ BEGIN
     -- caller who sets it by hand changes nothing but the wording and SQLSTATE of their own
     -- refusal: the row is refused either way.
     --
-    -- It runs inside emit's rights and search_path (public, pg_temp), so the writable-schema
-    -- guard comes first, as on emit's other refusing paths (called exactly typed).
+    -- It runs with search_path = pg_catalog, pg_temp and calls the package by its schema,
+    -- exactly typed, so nothing planted in a schema a caller can write is resolved by it.
     IF pg_catalog.current_setting('iu.emit_event'::pg_catalog.text, true) OPERATOR(pg_catalog.=) 'on'::pg_catalog.text THEN
         PERFORM iu_core.fn_iu_payload_require_clean('fn_iu_emit_event'::pg_catalog.text,
                                                    'p_safe_payload'::pg_catalog.text, p_payload);
@@ -388,14 +392,14 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    -- The one sanctioned change: fn_iu_event_outbox_rebase_foreign_txids (009) re-stamps the
+    -- The one sanctioned change: fn_iu_event_outbox_rebase_foreign_txids re-stamps the
     -- txid bookkeeping column of rows restored from another cluster. It sets this flag for
     -- its own transaction only, and nothing but txid may differ.
     IF TG_OP = 'UPDATE' AND current_setting('iu.rebase_txid', true) = 'on'
        AND (to_jsonb(NEW) - 'txid') = (to_jsonb(OLD) - 'txid') THEN
         RETURN NEW;
     END IF;
-    -- Its row-moving half: event_outbox is partitioned by txid (017), so re-stamping a row's
+    -- Its row-moving half: event_outbox is partitioned by txid, so re-stamping a row's
     -- txid moves it to another partition, which PostgreSQL performs as a DELETE from the old
     -- partition (firing BEFORE UPDATE, checked above, then BEFORE DELETE there) plus an
     -- INSERT. Allowed only inside a rebase, and only for a row whose txid lies ahead of this
@@ -610,8 +614,8 @@ DECLARE
     e record;
     v_payload text;
 BEGIN
-    -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
-    -- statement; nothing before the guard can resolve to a planted overload.
+    -- The enabled test comes first so a disabled bridge costs one call per statement (and
+    -- normally none: a closed gate drops this trigger).
     IF NOT public.fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;
@@ -669,8 +673,8 @@ DECLARE
     r         record;
     v_payload text;
 BEGIN
-    -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
-    -- statement; nothing before the guard can resolve to a planted overload.
+    -- The enabled test comes first so a disabled bridge costs one call per statement (and
+    -- normally none: a closed gate drops this trigger).
     IF NOT public.fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;
@@ -737,8 +741,8 @@ AS $$
     --   closed and a trigger is present -> DROP TRIGGER;
     --   otherwise nothing (no DDL, no lock: the other gates and settings change freely).
     -- SECURITY DEFINER: the DDL runs as the package owner, who owns both tables, whoever wrote
-    -- dot_config (today only the owner and superusers may). Guarded like every SECURITY
-    -- DEFINER function (the enabled test comes first and starts with the guard). CREATE and
+    -- dot_config (today only the owner and superusers may); its search_path is pinned to
+    -- pg_catalog, pg_temp and it names the tables and the gate by their schema. CREATE and
     -- DROP TRIGGER lock the table against inserts until the flip commits, so the wait for that
     -- lock is bounded (lock_timeout 5 s): behind a long transaction on the outbox the flip
     -- fails with 55P03 and a HINT instead of stalling every producer queued behind it.

@@ -27,7 +27,8 @@
 -- expressions are stored resolved. The constraint names say which rule refused a row
 -- (SQLSTATE 23514); hygiene keeps the name producers already see. The rules call the
 -- rules of 002 (iu_core.fn_iu_payload_is_clean, iu_core.fn_iu_event_outbox_package_only):
--- a producer that INSERTs directly is granted EXECUTE on them (README, "Producers").
+-- a producer that INSERTs directly needs EXECUTE on them (PostgreSQL checks it for every
+-- INSERT), granted by the DBA with its INSERT.
 --
 -- The domains are created bare and their rules added afterwards, NOT VALID: a column of an
 -- adopted table takes a bare domain without a rewrite, and a rule added NOT VALID checks

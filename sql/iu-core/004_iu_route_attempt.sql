@@ -33,7 +33,7 @@ BEGIN
         error_code      text,
         error_message   text,
         created_at      timestamptz NOT NULL DEFAULT now(),
-        -- The routed event's txid (replays: from the dead letter's snapshot). 017 partitions the
+        -- The routed event's txid (replays: from the dead letter's snapshot). 013 partitions the
         -- table by it, so every attempt of one event lands in one partition; no default: every
         -- writer passes it.
         event_txid      xid8        NOT NULL,

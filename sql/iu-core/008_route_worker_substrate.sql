@@ -90,7 +90,8 @@ BEGIN
         -- The last event routed, for people: (created_at, id) of the newest decision.
         last_created_at   timestamptz,
         last_event_id     uuid,
-        -- The position, for the worker (PgQ-style snapshot difference, see 009):
+        -- The position, for the worker: a PgQ-style snapshot difference, so a late commit is
+        -- never skipped and a long transaction holds back only its own rows:
         --   done_snapshot    every row visible in it is routed (NULL: the start of the stream)
         --   window_snapshot  the window being consumed: visible here, not in done_snapshot
         --   window_txid/window_event_id  keyset position inside the open window
@@ -251,7 +252,7 @@ CREATE TYPE iu_core.iu_route_window AS (
 -- +goose StatementBegin
 DO $$
 BEGIN
-    -- The first generation's functions and views, as they were (the package's are gone: 009).
+    -- The first generation's functions and views, as they were (the package's are gone: 009's Down ran first).
     PERFORM iu_core.fn_iu_unadopt_callables();
 END;
 $$;

@@ -24,9 +24,8 @@ AS $$
     -- caller's name: raises on the first one broken, returns when all hold. Called by
     -- fn_iu_emit_event only when its INSERT wrote nothing (its one-expression test flagged
     -- an argument, or the type is unregistered: then this returns and the caller says so).
-    -- Touches nothing. Runs inside fn_iu_emit_event's rights and
-    -- search_path, so the guard comes first (called exactly typed: nothing planted can
-    -- match it better).
+    -- Touches nothing. Runs inside fn_iu_emit_event's rights and pinned search_path
+    -- (pg_catalog, pg_temp) and names the package's functions by their schema.
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_domain', p_event_domain);
     PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_type', p_event_type);
@@ -100,7 +99,8 @@ DECLARE
     -- costs the INSERT a projection and the call a result row.
     v_id pg_catalog.uuid := pg_catalog.gen_random_uuid();
 BEGIN
-    -- Everything on the accepting path is qualified and exactly typed (see the header).
+    -- Everything on the accepting path is schema-qualified and exactly typed, so it resolves
+    -- the same under any search_path (the pinned one holds only pg_catalog and pg_temp).
     -- The row is produced only when the type is registered (the join) and every condition
     -- holds. Each is written so that a NULL argument fails it (a NULL comparison is not
     -- true), except the subjects' bounds, for which NULL is valid. What the WHERE leaves to the
@@ -143,7 +143,7 @@ BEGIN
                 p_safe_payload);
         END IF;
         -- Nothing written: explain why. A broken argument rule raises in the refuse
-        -- function (guarded); otherwise the type is not registered.
+        -- function; otherwise the type is not registered.
         PERFORM iu_core.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
                                                p_event_severity, p_event_subject_table, p_event_subject_ref,
                                                p_safe_payload);
@@ -183,13 +183,12 @@ AS $$
     -- The gate readers run with search_path = pg_catalog, pg_temp and name the table and the
     -- rule as public.dot_config and public.fn_iu_gate_open: public is not on their path, so
     -- nothing planted there (an operator, a function, a table) can be resolved by them, and
-    -- they need no writable-schema guard (fn_iu_require_trusted_search_path, 001). That keeps
-    -- them cheap enough to call anywhere. PostgreSQL never looks up functions or operators in
-    -- pg_temp. They are PL/pgSQL for the same reason: PostgreSQL re-parses and re-plans the
-    -- body of a LANGUAGE sql function that cannot be inlined (SECURITY DEFINER, SET) on every
-    -- call from a new statement, where PL/pgSQL plans its query once per session. The body
-    -- stays one RETURN of one SELECT over public.dot_config, so the runtime verification can
-    -- lift that SELECT out and run it against simulated values.
+    -- PostgreSQL never looks up functions or operators in pg_temp. They are PL/pgSQL so they
+    -- stay cheap enough to call anywhere: PostgreSQL re-parses and re-plans the body of a
+    -- LANGUAGE sql function that cannot be inlined (SECURITY DEFINER, SET) on every call
+    -- from a new statement, where PL/pgSQL plans its query once per session. The body stays
+    -- one RETURN of one SELECT over public.dot_config, so the runtime verification can lift
+    -- that SELECT out and run it against simulated values.
 BEGIN
     RETURN (SELECT public.fn_iu_gate_open((SELECT c.value FROM public.dot_config c WHERE c.key = 'iu_core.routes_enabled')));
 END;
@@ -326,8 +325,8 @@ AS $$
     -- question's snapshot and not to the stale done_snapshot, so that question finds them
     -- and the full pass re-reads the cursor under the lock.
     -- No rows: the worker is not registered (the full pass says so, with the fix).
-    -- Internal and unguarded: inlinable SQL, executed by nobody but the owner; its one caller,
-    -- fn_iu_route_worker_run, is SECURITY DEFINER and passed the guard.
+    -- Internal: inlinable SQL, executed by nobody but the owner; its one caller,
+    -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
     -- ---------------------------------------------------------------------------------------
     SELECT c.lock_id, c.event_domain, c.done_snapshot,
            EXISTS (SELECT 1 FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
@@ -373,7 +372,7 @@ AS $$
     -- upper bound is then 0, below every partition its lower bound keeps, so no scan is
     -- started for it at all (xmin = xmax alone would still leave the partition holding that
     -- one value).
-    -- Internal and unguarded: inlinable SQL, owner only, called by fn_iu_route_worker_run.
+    -- Internal: inlinable SQL, owner only, called by fn_iu_route_worker_run.
     -- ---------------------------------------------------------------------------------------
     SELECT 'late_commit'
       FROM pg_snapshot_xip(p_done) AS x(xip_txid)
@@ -507,7 +506,7 @@ AS $$
     -- fn_iu_route_worker_pass(p_worker_name, p_batch_limit) -> jsonb summary: the full pass of
     -- fn_iu_route_worker_run, for every run its idle path does not answer. Internal (nobody
     -- but the owner may execute it); it runs inside the run, under its pinned search_path and
-    -- plan_cache_mode, after its guard and batch-limit check; it checks the worker name first.
+    -- plan_cache_mode, after its batch-limit check; it checks the worker name first.
     --   1. the worker's advisory lock, without waiting: when another run holds it,
     --      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
     --      P0002 with the register call as HINT
@@ -574,8 +573,7 @@ BEGIN
     END IF;
 
     -- Cursor sanity (the stored position must belong to this cluster) and rows restored
-    -- from another cluster, in one statement: both checks are inlined, unguarded internals
-    -- (this function passed the guard above).
+    -- from another cluster, in one statement: both checks are internals inlined here.
     SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(c) k LIMIT 1),
            EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(c.event_domain))
       INTO v_problem, v_foreign;
@@ -819,11 +817,10 @@ AS $$
     -- pg_upgrade into another cluster), or a stored snapshot or keyset position lies at or
     -- beyond this cluster's next transaction id (no transaction of this cluster can have
     -- produced it).
-    -- Internal and unguarded: inlinable SQL (no SECURITY DEFINER, no SET), so a run plans it
-    -- into its own sanity statement instead of paying a guarded call per run. Nobody but the
-    -- owner may execute it; its callers (fn_iu_route_worker_run, and
-    -- fn_iu_route_worker_cursor_problem for the status view) are SECURITY DEFINER entry
-    -- points that pin search_path and pass the writable-schema guard first.
+    -- Internal: inlinable SQL (no SECURITY DEFINER, no SET), so a run plans it into its own
+    -- sanity statement instead of paying a function call per run. Nobody but the owner may
+    -- execute it; its callers (fn_iu_route_worker_run, and fn_iu_route_worker_cursor_problem
+    -- for the status view) are SECURITY DEFINER entry points that pin search_path.
     -- ---------------------------------------------------------------------------------------
     SELECT CASE WHEN p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid
                 THEN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',
@@ -874,8 +871,9 @@ AS $$
     -- before the statement's snapshot, so its txid is below xmax), so they were restored from
     -- another cluster: left alone they would stay invisible to every window. One probe at the
     -- top of the (event_domain, txid, id) index; normally it finds nothing.
-    -- Internal and unguarded, inlinable SQL like fn_iu_route_worker_cursor_check (and for the
-    -- same reason): executed by nobody but the owner, through guarded entry points.
+    -- Internal, inlinable SQL like fn_iu_route_worker_cursor_check (and for the same
+    -- reason): executed by nobody but the owner, through SECURITY DEFINER entry points that
+    -- pin search_path.
     -- ---------------------------------------------------------------------------------------
     SELECT o.txid
       FROM public.event_outbox o
@@ -1140,7 +1138,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_decide: THE route decision, used by the page statement, the event-by-event
-    -- fallback and the replay (and mirrored in Go by internal/decision).
+    -- fallback and the replay (and mirrored in Go by tests/routeworker_mirror/decision).
     --   p_route_key  the matched iu_outbound_route's key, NULL when no route matched
     --   p_enabled, p_dry_run  that route's switches (ignored without a route)
     -- Returns skipped (no route), disabled (route off), dry_run (a logged decision, nothing
@@ -1382,7 +1380,7 @@ LANGUAGE sql STABLE
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_event(p_event_id) -> jsonb: THE event of an id, as the whole row (NULL when
-    -- no row has that id). An id is unique only within a history partition (017), so a
+    -- no row has that id). An id is unique only within a history partition, so a
     -- producer allowed to choose ids could store a second row under an id it learned; the
     -- event is the oldest row of the id (a copy is always younger: it can only be written
     -- after the original committed), never whichever row an index scan meets first. The

@@ -40,8 +40,8 @@ LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- The global floor, parsed in this one place (the stale-check in 012 and v_queue_health
-    -- in 015 both call it). Any non-negative integer, surrounding whitespace ignored, is the
+    -- The global floor, parsed in this one place (fn_queue_stale_check and v_queue_health
+    -- both call it). Any non-negative integer, surrounding whitespace ignored, is the
     -- floor in seconds, clamped to 2147483647 (the largest integer): "set it huge and the
     -- stale-check is inert" holds for any number of digits. A missing, empty or non-integer
     -- value ('abc', '-5', '1e3', '1.5') means no floor (0), so every executor's own threshold
@@ -67,8 +67,8 @@ CREATE OR REPLACE FUNCTION iu_core.fn_queue_heartbeat_is_stale(p_last_beat_at ti
 RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-    -- The staleness assessment, each rule once, read by fn_queue_stale_check (012) and
-    -- v_queue_health (015) alike. Three one-expression SQL functions, so the planner inlines
+    -- The staleness assessment, each rule once, read by fn_queue_stale_check and
+    -- v_queue_health alike. Three one-expression SQL functions, so the planner inlines
     -- them into both (no call per executor on 10,000 rows). All times are passed in, so the
     -- check and the view judge one instant.
     --   fn_queue_heartbeat_is_stale   silent for longer than greatest(own threshold, global floor)
@@ -667,7 +667,8 @@ BEGIN
                     v_open := false;
                 END IF;
 
-                -- The assessment of 010: severity decided on the very gap_ratio the payload reports.
+                -- The shared assessment (fn_queue_heartbeat_gap_ratio, _severity): severity
+                -- decided on the very gap_ratio the payload reports.
                 v_ratio    := iu_core.fn_queue_heartbeat_gap_ratio(r.last_beat_at, r.expected_cadence_seconds, v_now);
                 v_severity := iu_core.fn_queue_heartbeat_severity(v_ratio);
                 v_since    := r.last_beat_at + make_interval(secs => v_threshold);
@@ -2334,8 +2335,8 @@ REVOKE ALL ON FUNCTION public.fn_iu_retention_run(boolean) FROM PUBLIC;
 -- +goose StatementBegin
 CREATE OR REPLACE VIEW public.v_queue_health AS
 WITH cfg AS MATERIALIZED (
-    -- The one floor parser (010), evaluated once per query (MATERIALIZED: not pulled up
-    -- into a call per heartbeat row).
+    -- The one floor parser (fn_queue_heartbeat_floor_seconds), evaluated once per query
+    -- (MATERIALIZED: not pulled up into a call per heartbeat row).
     SELECT iu_core.fn_queue_heartbeat_floor_seconds() AS floor_seconds
 )
 SELECT 'cursor'::text                                            AS source,
@@ -2422,9 +2423,10 @@ SELECT 'dead_letter_event'::text,
 UNION ALL
 SELECT 'dead_letter_job'::text,
        x.job_kind,
-       -- one row per job kind (spec 8): domain is the kind's domain, or its distinct domains
-       -- sorted and comma separated when its open dead letters span several (the same
-       -- shape as a heartbeat row's domain_scope); detail.domains has the count per domain.
+       -- one row per job kind, not per dead letter: domain is the kind's domain, or its
+       -- distinct domains sorted and comma separated when its open dead letters span
+       -- several (the same shape as a heartbeat row's domain_scope); detail.domains has the
+       -- count per domain.
        string_agg(x.event_domain, ',' ORDER BY x.event_domain),
        max(x.newest),
        floor(extract(epoch FROM (now() - max(x.newest))))::bigint,

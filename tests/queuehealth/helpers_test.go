@@ -112,3 +112,30 @@ func asRole(t testing.TB, db *pgtest.DB, group string) *pgx.Conn {
 	}
 	return conn
 }
+
+// enqueue enqueues one job of kind in domain iu and returns its id; extra is a dedupe key and
+// max attempts.
+func enqueue(t testing.TB, q querier, kind string, extra ...any) string {
+	t.Helper()
+	var id string
+	sql := `SELECT fn_job_enqueue($1, 'iu')::text`
+	args := []any{kind}
+	if len(extra) == 2 { // dedupe key, max attempts
+		sql = `SELECT fn_job_enqueue($1, 'iu', '{"ref": 1}', now(), $2, $3)::text`
+		args = append(args, extra...)
+	}
+	if err := q.QueryRow(ctx(t), sql, args...).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// claim leases up to limit jobs of kind k to worker for 60 s and returns their ids, sorted.
+func claim(t testing.TB, q querier, worker string, limit int) []string {
+	t.Helper()
+	var ids []string
+	if err := q.QueryRow(ctx(t), `SELECT coalesce(array_agg(job_id::text ORDER BY job_id), '{}') FROM fn_job_claim($1, '{k}', $2, 60)`, worker, limit).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}

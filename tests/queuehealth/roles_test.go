@@ -6,73 +6,44 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// queueFunctions is the queue-health surface with the group roles that may execute each
-// function; internal helpers and trigger functions are granted to nobody.
+// queueFunctions is the queue-health surface (heartbeats, the ping, the stale-check, the
+// NOTIFY bridge) with the group roles that may execute each function; internal helpers and
+// trigger functions are granted to nobody. The job queue's is in tests/jobqueue.
 var queueFunctions = pgtest.GrantMatrix{
-	"fn_queue_heartbeat_register(text,text,text[],integer,integer,text,text)":       {"workflow_admin"},
-	"fn_queue_heartbeat_pause(text,text,text)":                                      {"workflow_admin"},
-	"fn_queue_heartbeat_resume(text,text)":                                          {"workflow_admin"},
-	"fn_cut_heartbeat_ping(text,text,text,jsonb)":                                   {"workflow_admin"},
-	"fn_job_reap_expired_leases()":                                                  {"workflow_admin"},
-	"fn_job_dead_letter_replay(uuid,text)":                                          {"workflow_admin"},
-	"fn_job_dead_letter_resolve(uuid,text,text)":                                    {"workflow_admin"},
-	"fn_queue_heartbeat_write(text,jsonb,text)":                                     {"dot_executor"},
-	"fn_queue_heartbeat_tick(text,text,text,jsonb)":                                 {"dot_executor"},
-	"fn_queue_stale_check()":                                                        {"dot_executor"},
-	"fn_job_enqueue(text,text,jsonb,timestamptz,text,integer)":                      {"dot_executor"},
-	"fn_job_claim(text,text[],integer,integer)":                                     {"dot_executor"},
-	"fn_job_complete(uuid,text)":                                                    {"dot_executor"},
-	"fn_job_fail(uuid,text,text)":                                                   {"dot_executor"},
-	"fn_queue_notify_enabled()":                                                     {"workflow_admin", "dot_executor"},
-	"iu_core.fn_queue_actor(text,text)":                                                     nil,
-	"iu_core.fn_queue_heartbeat_refusal(text)":                                              nil, // the protected-executor refusal
-	"iu_core.fn_queue_heartbeat_may_beat(text)":                                             nil, // the owning-role rule
-	"iu_core.fn_queue_heartbeat_refuse_foreign(text,text,text)":                             nil,
-	"iu_core.fn_queue_stale_alert_row()":                                                    nil,                // trigger: alert-state row per executor
-	"iu_core.fn_queue_alert_emit(text,text,text,jsonb)":                                     nil,                // the stale-check's own writer
-	"iu_core.fn_queue_heartbeat_is_stale(timestamptz,integer,integer,timestamptz)":          {"workflow_admin"}, // the assessment v_queue_health inlines
-	"iu_core.fn_queue_heartbeat_gap_ratio(timestamptz,integer,timestamptz)":                 {"workflow_admin"},
-	"iu_core.fn_queue_heartbeat_severity(numeric)":                                          {"workflow_admin"},
-	"iu_core.fn_queue_heartbeat_defaults(text)":                                             nil, // 008: default cadence and threshold
-	"iu_core.fn_queue_executor_kinds()":                                                     nil, // 008: the vocabulary
-	"iu_core.fn_queue_heartbeat_floor_seconds()":                                            {"workflow_admin"},
-	"iu_core.fn_queue_heartbeat_is_protected(text)":                                         nil,
-	"iu_core.fn_queue_heartbeat_describe(queue_heartbeat)":                                  nil,
-	"iu_core.fn_job_lease_row(text,uuid,text)":                                              nil,
-	"iu_core.fn_job_dead_letter_insert(uuid)":                                               nil,
-	"iu_core.fn_job_dead_letter_guard()":                                                    nil,
-	"iu_core.fn_queue_wake_notify_event_outbox()":                                           nil,
-	"iu_core.fn_queue_wake_notify_job_queue()":                                              nil,
-	"iu_core.fn_queue_notify_bridge_sync()":                                                 nil, // trigger: adds/drops the bridge's triggers with the gate
-	"fn_job_complete(uuid,text,uuid)":                                               {"dot_executor"},
-	"fn_job_fail(uuid,text,text,uuid)":                                              {"dot_executor"},
-	"fn_job_extend_lease(uuid,text,uuid,integer)":                                   {"dot_executor"},
-	"fn_job_enqueue_many(text,text,jsonb,timestamptz,text[],integer)":               {"dot_executor"},
-	"fn_job_complete_many(text,uuid[],uuid[])":                                      {"dot_executor"},
-	"fn_job_fail_many(text,uuid[],uuid[],text[])":                                   {"dot_executor"},
-	"fn_job_prune(integer)":                                                         {"workflow_admin"},
-	"fn_job_kind_pause(text,text,text)":                                             {"workflow_admin"},
-	"fn_job_kind_resume(text,text)":                                                 {"workflow_admin"},
-	"fn_job_dead_letter_replay_many(jsonb,integer)":                                 {"workflow_admin"},
-	"iu_core.fn_job_require_process_after(text,timestamptz)":                                nil,
-	"iu_core.fn_job_require_range(text,text,integer,integer,integer)":                       nil,
-	"iu_core.fn_job_holds_lease(job_queue,text,uuid)":                                       nil,
-	"iu_core.fn_job_retry_delay(integer)":                                                   nil,
-	"iu_core.fn_job_error_text(text)":                                                       nil,
-	"iu_core.fn_job_require_batch(text,text,uuid[],uuid[])":                                 nil,
-	"iu_core.fn_job_complete_one(text,uuid,text,uuid)":                                      nil,
-	"iu_core.fn_job_dead_letter_matches(job_dead_letter,text,text,timestamptz,timestamptz)": nil, // 016
-	"iu_core.fn_queue_dead_letter_filter(text,jsonb,text)":                                  nil, // 016
-	"iu_core.fn_job_new_id()":                                                               nil,
-	"iu_core.fn_job_fail_one(text,uuid,text,text,uuid)":                                     nil,
+	"fn_queue_heartbeat_register(text,text,text[],integer,integer,text,text)":      {"workflow_admin"},
+	"fn_queue_heartbeat_pause(text,text,text)":                                     {"workflow_admin"},
+	"fn_queue_heartbeat_resume(text,text)":                                         {"workflow_admin"},
+	"fn_cut_heartbeat_ping(text,text,text,jsonb)":                                  {"workflow_admin"},
+	"fn_queue_heartbeat_write(text,jsonb,text)":                                    {"dot_executor"},
+	"fn_queue_heartbeat_tick(text,text,text,jsonb)":                                {"dot_executor"},
+	"fn_queue_stale_check()":                                                       {"dot_executor"},
+	"fn_queue_notify_enabled()":                                                    {"workflow_admin", "dot_executor"},
+	"iu_core.fn_queue_actor(text,text)":                                            nil,
+	"iu_core.fn_queue_heartbeat_refusal(text)":                                     nil, // the protected-executor refusal
+	"iu_core.fn_queue_heartbeat_may_beat(text)":                                    nil, // the owning-role rule
+	"iu_core.fn_queue_heartbeat_refuse_foreign(text,text,text)":                    nil,
+	"iu_core.fn_queue_stale_alert_row()":                                           nil,                // trigger: alert-state row per executor
+	"iu_core.fn_queue_alert_emit(text,text,text,jsonb)":                            nil,                // the stale-check's own writer
+	"iu_core.fn_queue_heartbeat_is_stale(timestamptz,integer,integer,timestamptz)": {"workflow_admin"}, // the assessment v_queue_health inlines
+	"iu_core.fn_queue_heartbeat_gap_ratio(timestamptz,integer,timestamptz)":        {"workflow_admin"},
+	"iu_core.fn_queue_heartbeat_severity(numeric)":                                 {"workflow_admin"},
+	"iu_core.fn_queue_heartbeat_defaults(text)":                                    nil, // default cadence and threshold
+	"iu_core.fn_queue_executor_kinds()":                                            nil, // the vocabulary
+	"iu_core.fn_queue_heartbeat_floor_seconds()":                                   {"workflow_admin"},
+	"iu_core.fn_queue_heartbeat_is_protected(text)":                                nil,
+	"iu_core.fn_queue_heartbeat_describe(queue_heartbeat)":                         nil,
+	"iu_core.fn_queue_wake_notify_event_outbox()":                                  nil,
+	"iu_core.fn_queue_wake_notify_job_queue()":                                     nil,
+	"iu_core.fn_queue_notify_bridge_sync()":                                        nil, // trigger: adds/drops the bridge's triggers with the gate
+	"iu_core.fn_queue_dead_letter_filter(text,jsonb,text)":                         nil, // bulk replay
 }
 
 // Rule: PUBLIC executes none of them; each group role executes exactly its share; every
-// SECURITY DEFINER one pins search_path = public, pg_temp.
+// SECURITY DEFINER one pins search_path = pg_catalog, pg_temp.
 func TestQueueRoles_GrantMatrixAndPinnedSearchPath(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
-	pgtest.RequireGrants(t, db, queueFunctions, `fn\_queue\_%`, `fn\_job\_%`, `fn\_cut\_%`)
+	pgtest.RequireGrants(t, db, queueFunctions, `fn\_queue\_%`, `fn\_cut\_%`)
 }
 
 // Rule: executors and operators reach the tables only through the functions; a login

@@ -129,7 +129,7 @@ func TestAttack_ProducerReusesAnUnroutedEventIdInALaterPartition(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	prod, _ := loginIn(t, db, "prod", "")
-	// What the README tells a DBA to grant a direct-INSERT producer.
+	// What sql/README.md tells a DBA to grant a direct-INSERT producer.
 	db.Exec(t, pgtest.ProducerInsertGrant(pgx.Identifier{"prod_" + db.Name}.Sanitize()))
 	db.Exec(t, pgtest.ProducerExecuteGrant(pgx.Identifier{"prod_" + db.Name}.Sanitize()))
 

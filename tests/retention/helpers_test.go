@@ -21,7 +21,7 @@ import (
 // that a test can burn through a partition's txids in a moment.
 const width = 1000
 
-// setup gives a test its own database, migrated to the last migration but with 017 run
+// setup gives a test its own database, migrated to the last migration but with the partitioning (013_partitioned_history) run
 // (down and up again) under retention.partition_txids = width, both gates open, routes
 //
 //	iu/dry  -> r_dry  enabled, dry_run  -> "dry_run"
@@ -44,7 +44,7 @@ func setupOn(t *testing.T, db *pgtest.DB) *pgtest.DB {
 	downBeforeConversion(t, m)
 	db.Exec(t, fmt.Sprintf(`INSERT INTO dot_config (key, value) VALUES ('retention.partition_txids', '%d')`, width))
 	if _, err := m.Up(pgtest.Ctx(t)); err != nil {
-		t.Fatalf("017 up: %v", err)
+		t.Fatalf("partitioning up: %v", err)
 	}
 	seed(t, db)
 	return db

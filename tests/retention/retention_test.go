@@ -285,9 +285,9 @@ func relkind(t *testing.T, db *pgtest.DB, rel string) string {
 	return k
 }
 
-// Rule: converting a populated, unpartitioned install (migration 017 up) keeps every row
+// Rule: converting a populated, unpartitioned install (the partitioning migration up) keeps every row
 // and every cursor position — a worker stopped in the middle of a window resumes where it
-// was, nothing missed, nothing twice — and 017 down gives the old unpartitioned tables back
+// was, nothing missed, nothing twice — and its down gives the old unpartitioned tables back
 // with every row (those written after the conversion too), on which the worker goes on.
 func TestConversion_PopulatedInstallKeepsEveryRowAndCursor(t *testing.T) {
 	t.Parallel()
@@ -331,10 +331,10 @@ func conversionKeepsEveryRowAndCursor(t *testing.T, db *pgtest.DB) {
 	}
 
 	if _, err := m.Up(pgtest.Ctx(t)); err != nil {
-		t.Fatalf("017 up on a populated install: %v", err)
+		t.Fatalf("partitioning up on a populated install: %v", err)
 	}
 	if relkind(t, db, "event_outbox") != "p" || relkind(t, db, "iu_route_attempt") != "p" {
-		t.Fatal("017 up: the tables are not partitioned")
+		t.Fatal("partitioning up: the tables are not partitioned")
 	}
 	if after := fp(t, db); after != before {
 		t.Fatalf("the conversion changed rows or cursors:\nbefore %v\nafter  %v", before, after)
@@ -355,10 +355,10 @@ func conversionKeepsEveryRowAndCursor(t *testing.T, db *pgtest.DB) {
 	mid := fp(t, db)
 	downBeforeConversion(t, m)
 	if relkind(t, db, "event_outbox") != "r" || relkind(t, db, "iu_route_attempt") != "r" {
-		t.Fatal("017 down: the tables are still partitioned")
+		t.Fatal("partitioning down: the tables are still partitioned")
 	}
 	if after := fp(t, db); after != mid {
-		t.Fatalf("017 down lost or changed rows:\nbefore %v\nafter  %v", mid, after)
+		t.Fatalf("partitioning down lost or changed rows:\nbefore %v\nafter  %v", mid, after)
 	}
 	if got := triggers(); got != triggersBefore {
 		t.Fatalf("event_outbox triggers after down: %s, want its own back: %s", got, triggersBefore)
@@ -371,7 +371,7 @@ func conversionKeepsEveryRowAndCursor(t *testing.T, db *pgtest.DB) {
 	}
 	requireExactlyOnce(t, db, "w")
 	if _, err := m.Up(pgtest.Ctx(t)); err != nil {
-		t.Fatalf("017 up again: %v", err)
+		t.Fatalf("partitioning up again: %v", err)
 	}
 }
 

@@ -191,8 +191,8 @@ var routeFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_iu_route_worker_lock_class()":                                                                                     nil,
 	"iu_core.fn_iu_route_worker_try_lock(integer)":                                                                                nil,
 	"iu_core.fn_iu_route_worker_pass(text,integer)":                                                                               nil, // the run's full pass
-	"iu_core.fn_iu_route_worker_idle_probe(text)":                                                                                 nil, // the run's idle probe, unguarded: owner only
-	"iu_core.fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                          nil, // the run's idle outbox question, unguarded: owner only
+	"iu_core.fn_iu_route_worker_idle_probe(text)":                                                                                 nil, // the run's idle probe, owner only
+	"iu_core.fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                          nil, // the run's idle outbox question, owner only
 	"iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)": nil,
 	"iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean)":                  nil,
 	"iu_core.fn_iu_route_run_tally_zero()":                                                                                        nil,
@@ -202,19 +202,19 @@ var routeFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)":                               {"workflow_admin"},
 	"public.fn_iu_route_deliver(jsonb,text,text,text)":                                                nil,
 	"iu_core.fn_iu_route_worker_snapshot()":                                                           nil,
-	"iu_core.fn_iu_route_worker_cursor_check(iu_route_worker_cursor)":                                 nil, // the rule, unguarded: owner only
-	"iu_core.fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor)":                                 nil, // half of the rule, unguarded: owner only
-	"iu_core.fn_iu_route_worker_foreign_rows(text)":                                                   nil, // the probe, unguarded: owner only
+	"iu_core.fn_iu_route_worker_cursor_check(iu_route_worker_cursor)":                                 nil, // the rule, owner only
+	"iu_core.fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor)":                                 nil, // half of the rule, owner only
+	"iu_core.fn_iu_route_worker_foreign_rows(text)":                                                   nil, // the probe, owner only
 	"iu_core.fn_iu_route_worker_foreign_txids(text)":                                                  {"workflow_admin"},
 	"fn_iu_event_outbox_rebase_foreign_txids()":                                                       {"workflow_admin"},                 // the IU002 fix
-	"fn_iu_route_worker_enabled()":                                                                    {"dot_executor", "workflow_admin"}, // 005
-	"iu_core.fn_iu_route_attempt_immutable()":                                                         nil,                                // 002 trigger
-	"iu_core.fn_iu_route_dead_letter_immutable()":                                                     nil,                                // 008 trigger
-	"iu_core.fn_iu_route_worker_cursor_stamp_reset()":                                                 nil,                                // 008 trigger
-	"iu_core.fn_iu_route_dead_letter_no_delete()":                                                     nil,                                // 008 trigger
-	"iu_core.fn_iu_route_dead_letter_matches(iu_route_dead_letter,text,text,timestamptz,timestamptz)": nil,                                // 016
-	"fn_iu_route_dead_letter_replay_many(jsonb,integer)":                                              {"workflow_admin"},                 // 016
-	// 017: history partitions and retention
+	"fn_iu_route_worker_enabled()":                                                                    {"dot_executor", "workflow_admin"}, // the worker gate
+	"iu_core.fn_iu_route_attempt_immutable()":                                                         nil,                                // trigger
+	"iu_core.fn_iu_route_dead_letter_immutable()":                                                     nil,                                // trigger
+	"iu_core.fn_iu_route_worker_cursor_stamp_reset()":                                                 nil,                                // trigger
+	"iu_core.fn_iu_route_dead_letter_no_delete()":                                                     nil,                                // trigger
+	"iu_core.fn_iu_route_dead_letter_matches(iu_route_dead_letter,text,text,timestamptz,timestamptz)": nil,                                // bulk replay
+	"fn_iu_route_dead_letter_replay_many(jsonb,integer)":                                              {"workflow_admin"},                 // bulk replay
+	// history partitions and retention
 	"fn_iu_partition_maintain()":                              {"dot_executor", "workflow_admin"}, // the runner keeps partitions ahead
 	"fn_iu_retention_run(boolean)":                            {"workflow_admin"},                 // drops history: operators only
 	"iu_core.fn_iu_partition_guard(regclass,regclass)":        nil,

@@ -62,7 +62,7 @@ func explainClaim(t *testing.T, db *pgtest.DB, limit int) (buffers int, root pla
 
 // checkClaimPlan requires an index range scan on event_outbox_domain_txid_idx (and no
 // other access to event_outbox) returning limit rows, and returns the buffers touched.
-// event_outbox is partitioned (017): the scans are on its partitions (event_outbox_*) and
+// event_outbox is partitioned by txid: the scans are on its partitions (event_outbox_*) and
 // their copies of the claim index (<partition>_domain_txid_idx).
 func checkClaimPlan(t *testing.T, raw []byte, limit int) (buffers int, root planNode) {
 	t.Helper()

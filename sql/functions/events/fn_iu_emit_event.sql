@@ -32,7 +32,8 @@ DECLARE
     -- costs the INSERT a projection and the call a result row.
     v_id pg_catalog.uuid := pg_catalog.gen_random_uuid();
 BEGIN
-    -- Everything on the accepting path is qualified and exactly typed (see the header).
+    -- Everything on the accepting path is schema-qualified and exactly typed, so it resolves
+    -- the same under any search_path (the pinned one holds only pg_catalog and pg_temp).
     -- The row is produced only when the type is registered (the join) and every condition
     -- holds. Each is written so that a NULL argument fails it (a NULL comparison is not
     -- true), except the subjects' bounds, for which NULL is valid. What the WHERE leaves to the
@@ -75,7 +76,7 @@ BEGIN
                 p_safe_payload);
         END IF;
         -- Nothing written: explain why. A broken argument rule raises in the refuse
-        -- function (guarded); otherwise the type is not registered.
+        -- function; otherwise the type is not registered.
         PERFORM iu_core.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
                                                p_event_severity, p_event_subject_table, p_event_subject_ref,
                                                p_safe_payload);

@@ -15,9 +15,8 @@ AS $$
     -- caller's name: raises on the first one broken, returns when all hold. Called by
     -- fn_iu_emit_event only when its INSERT wrote nothing (its one-expression test flagged
     -- an argument, or the type is unregistered: then this returns and the caller says so).
-    -- Touches nothing. Runs inside fn_iu_emit_event's rights and
-    -- search_path, so the guard comes first (called exactly typed: nothing planted can
-    -- match it better).
+    -- Touches nothing. Runs inside fn_iu_emit_event's rights and pinned search_path
+    -- (pg_catalog, pg_temp) and names the package's functions by their schema.
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_domain', p_event_domain);
     PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_type', p_event_type);

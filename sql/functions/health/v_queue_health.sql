@@ -1,7 +1,7 @@
 CREATE OR REPLACE VIEW public.v_queue_health AS
 WITH cfg AS MATERIALIZED (
-    -- The one floor parser (010), evaluated once per query (MATERIALIZED: not pulled up
-    -- into a call per heartbeat row).
+    -- The one floor parser (fn_queue_heartbeat_floor_seconds), evaluated once per query
+    -- (MATERIALIZED: not pulled up into a call per heartbeat row).
     SELECT iu_core.fn_queue_heartbeat_floor_seconds() AS floor_seconds
 )
 SELECT 'cursor'::text                                            AS source,
@@ -88,9 +88,10 @@ SELECT 'dead_letter_event'::text,
 UNION ALL
 SELECT 'dead_letter_job'::text,
        x.job_kind,
-       -- one row per job kind (spec 8): domain is the kind's domain, or its distinct domains
-       -- sorted and comma separated when its open dead letters span several (the same
-       -- shape as a heartbeat row's domain_scope); detail.domains has the count per domain.
+       -- one row per job kind, not per dead letter: domain is the kind's domain, or its
+       -- distinct domains sorted and comma separated when its open dead letters span
+       -- several (the same shape as a heartbeat row's domain_scope); detail.domains has the
+       -- count per domain.
        string_agg(x.event_domain, ',' ORDER BY x.event_domain),
        max(x.newest),
        floor(extract(epoch FROM (now() - max(x.newest))))::bigint,

@@ -4,8 +4,8 @@ LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- The global floor, parsed in this one place (the stale-check in 012 and v_queue_health
-    -- in 015 both call it). Any non-negative integer, surrounding whitespace ignored, is the
+    -- The global floor, parsed in this one place (fn_queue_stale_check and v_queue_health
+    -- both call it). Any non-negative integer, surrounding whitespace ignored, is the
     -- floor in seconds, clamped to 2147483647 (the largest integer): "set it huge and the
     -- stale-check is inert" holds for any number of digits. A missing, empty or non-integer
     -- value ('abc', '-5', '1e3', '1.5') means no floor (0), so every executor's own threshold

@@ -3,8 +3,8 @@ CREATE OR REPLACE FUNCTION iu_core.fn_queue_heartbeat_is_stale(p_last_beat_at ti
 RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-    -- The staleness assessment, each rule once, read by fn_queue_stale_check (012) and
-    -- v_queue_health (015) alike. Three one-expression SQL functions, so the planner inlines
+    -- The staleness assessment, each rule once, read by fn_queue_stale_check and
+    -- v_queue_health alike. Three one-expression SQL functions, so the planner inlines
     -- them into both (no call per executor on 10,000 rows). All times are passed in, so the
     -- check and the view judge one instant.
     --   fn_queue_heartbeat_is_stale   silent for longer than greatest(own threshold, global floor)

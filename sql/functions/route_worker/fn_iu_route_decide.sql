@@ -4,7 +4,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_decide: THE route decision, used by the page statement, the event-by-event
-    -- fallback and the replay (and mirrored in Go by internal/decision).
+    -- fallback and the replay (and mirrored in Go by tests/routeworker_mirror/decision).
     --   p_route_key  the matched iu_outbound_route's key, NULL when no route matched
     --   p_enabled, p_dry_run  that route's switches (ignored without a route)
     -- Returns skipped (no route), disabled (route off), dry_run (a logged decision, nothing

@@ -4,7 +4,7 @@ LANGUAGE sql STABLE
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_event(p_event_id) -> jsonb: THE event of an id, as the whole row (NULL when
-    -- no row has that id). An id is unique only within a history partition (017), so a
+    -- no row has that id). An id is unique only within a history partition, so a
     -- producer allowed to choose ids could store a second row under an id it learned; the
     -- event is the oldest row of the id (a copy is always younger: it can only be written
     -- after the original committed), never whichever row an index scan meets first. The

@@ -10,11 +10,10 @@ AS $$
     -- pg_upgrade into another cluster), or a stored snapshot or keyset position lies at or
     -- beyond this cluster's next transaction id (no transaction of this cluster can have
     -- produced it).
-    -- Internal and unguarded: inlinable SQL (no SECURITY DEFINER, no SET), so a run plans it
-    -- into its own sanity statement instead of paying a guarded call per run. Nobody but the
-    -- owner may execute it; its callers (fn_iu_route_worker_run, and
-    -- fn_iu_route_worker_cursor_problem for the status view) are SECURITY DEFINER entry
-    -- points that pin search_path and pass the writable-schema guard first.
+    -- Internal: inlinable SQL (no SECURITY DEFINER, no SET), so a run plans it into its own
+    -- sanity statement instead of paying a function call per run. Nobody but the owner may
+    -- execute it; its callers (fn_iu_route_worker_run, and fn_iu_route_worker_cursor_problem
+    -- for the status view) are SECURITY DEFINER entry points that pin search_path.
     -- ---------------------------------------------------------------------------------------
     SELECT CASE WHEN p_cursor.system_identifier IS NOT NULL AND p_cursor.system_identifier <> k.sysid
                 THEN format('cursor of worker %s was recorded in another cluster (system_identifier %s, this cluster %s)',

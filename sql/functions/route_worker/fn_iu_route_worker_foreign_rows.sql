@@ -9,8 +9,9 @@ AS $$
     -- before the statement's snapshot, so its txid is below xmax), so they were restored from
     -- another cluster: left alone they would stay invisible to every window. One probe at the
     -- top of the (event_domain, txid, id) index; normally it finds nothing.
-    -- Internal and unguarded, inlinable SQL like fn_iu_route_worker_cursor_check (and for the
-    -- same reason): executed by nobody but the owner, through guarded entry points.
+    -- Internal, inlinable SQL like fn_iu_route_worker_cursor_check (and for the same
+    -- reason): executed by nobody but the owner, through SECURITY DEFINER entry points that
+    -- pin search_path.
     -- ---------------------------------------------------------------------------------------
     SELECT o.txid
       FROM public.event_outbox o

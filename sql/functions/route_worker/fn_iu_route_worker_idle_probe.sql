@@ -27,8 +27,8 @@ AS $$
     -- question's snapshot and not to the stale done_snapshot, so that question finds them
     -- and the full pass re-reads the cursor under the lock.
     -- No rows: the worker is not registered (the full pass says so, with the fix).
-    -- Internal and unguarded: inlinable SQL, executed by nobody but the owner; its one caller,
-    -- fn_iu_route_worker_run, is SECURITY DEFINER and passed the guard.
+    -- Internal: inlinable SQL, executed by nobody but the owner; its one caller,
+    -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
     -- ---------------------------------------------------------------------------------------
     SELECT c.lock_id, c.event_domain, c.done_snapshot,
            EXISTS (SELECT 1 FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)

@@ -25,7 +25,7 @@ AS $$
     -- upper bound is then 0, below every partition its lower bound keeps, so no scan is
     -- started for it at all (xmin = xmax alone would still leave the partition holding that
     -- one value).
-    -- Internal and unguarded: inlinable SQL, owner only, called by fn_iu_route_worker_run.
+    -- Internal: inlinable SQL, owner only, called by fn_iu_route_worker_run.
     -- ---------------------------------------------------------------------------------------
     SELECT 'late_commit'
       FROM pg_snapshot_xip(p_done) AS x(xip_txid)

@@ -6,7 +6,7 @@ AS $$
     -- fn_iu_route_worker_pass(p_worker_name, p_batch_limit) -> jsonb summary: the full pass of
     -- fn_iu_route_worker_run, for every run its idle path does not answer. Internal (nobody
     -- but the owner may execute it); it runs inside the run, under its pinned search_path and
-    -- plan_cache_mode, after its guard and batch-limit check; it checks the worker name first.
+    -- plan_cache_mode, after its batch-limit check; it checks the worker name first.
     --   1. the worker's advisory lock, without waiting: when another run holds it,
     --      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
     --      P0002 with the register call as HINT
@@ -73,8 +73,7 @@ BEGIN
     END IF;
 
     -- Cursor sanity (the stored position must belong to this cluster) and rows restored
-    -- from another cluster, in one statement: both checks are inlined, unguarded internals
-    -- (this function passed the guard above).
+    -- from another cluster, in one statement: both checks are internals inlined here.
     SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(c) k LIMIT 1),
            EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(c.event_domain))
       INTO v_problem, v_foreign;

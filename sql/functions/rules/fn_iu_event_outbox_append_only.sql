@@ -3,14 +3,14 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    -- The one sanctioned change: fn_iu_event_outbox_rebase_foreign_txids (009) re-stamps the
+    -- The one sanctioned change: fn_iu_event_outbox_rebase_foreign_txids re-stamps the
     -- txid bookkeeping column of rows restored from another cluster. It sets this flag for
     -- its own transaction only, and nothing but txid may differ.
     IF TG_OP = 'UPDATE' AND current_setting('iu.rebase_txid', true) = 'on'
        AND (to_jsonb(NEW) - 'txid') = (to_jsonb(OLD) - 'txid') THEN
         RETURN NEW;
     END IF;
-    -- Its row-moving half: event_outbox is partitioned by txid (017), so re-stamping a row's
+    -- Its row-moving half: event_outbox is partitioned by txid, so re-stamping a row's
     -- txid moves it to another partition, which PostgreSQL performs as a DELETE from the old
     -- partition (firing BEFORE UPDATE, checked above, then BEFORE DELETE there) plus an
     -- INSERT. Allowed only inside a rebase, and only for a row whose txid lies ahead of this

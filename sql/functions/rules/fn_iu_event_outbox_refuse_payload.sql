@@ -19,8 +19,8 @@ BEGIN
     -- caller who sets it by hand changes nothing but the wording and SQLSTATE of their own
     -- refusal: the row is refused either way.
     --
-    -- It runs inside emit's rights and search_path (public, pg_temp), so the writable-schema
-    -- guard comes first, as on emit's other refusing paths (called exactly typed).
+    -- It runs with search_path = pg_catalog, pg_temp and calls the package by its schema,
+    -- exactly typed, so nothing planted in a schema a caller can write is resolved by it.
     IF pg_catalog.current_setting('iu.emit_event'::pg_catalog.text, true) OPERATOR(pg_catalog.=) 'on'::pg_catalog.text THEN
         PERFORM iu_core.fn_iu_payload_require_clean('fn_iu_emit_event'::pg_catalog.text,
                                                    'p_safe_payload'::pg_catalog.text, p_payload);

@@ -3,12 +3,14 @@ RETURNS boolean
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- The guard: the first statement of every SECURITY DEFINER function of the package
-    -- (p_full false: the ACL of public only, a few catalog probes per call) and of the
-    -- install (p_full true: also every function and operator in public). Returns true, or
-    -- raises 42501 naming the threats, with the statements that remove them in the HINT.
-    -- Runs with search_path = pg_catalog only, so nothing it calls can be hijacked, and the
-    -- inlined threat query is planned once per session (plpgsql caches it).
+    -- The install-time refusal: the install calls it with p_full true before it creates the
+    -- API (who may CREATE in public, and every function and operator in public that belongs
+    -- to an untrusted role); p_full false checks who may CREATE in public only. The API
+    -- lives in public and its callers look it up there, unqualified, so an overload planted
+    -- in public would be found by them; the package's own functions pin search_path =
+    -- pg_catalog, pg_temp and are not affected. Returns true, or raises 42501 naming the
+    -- threats, with the statements that remove them in the HINT. The runtime verification
+    -- (W10) runs the same scan later, read-only.
 DECLARE
     v_what text;
     v_fix  text;

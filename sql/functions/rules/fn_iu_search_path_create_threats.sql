@@ -2,7 +2,8 @@ CREATE OR REPLACE FUNCTION iu_core.fn_iu_search_path_create_threats()
 RETURNS TABLE (threat text, object text, holder text, fix text)
 LANGUAGE sql STABLE
 AS $$
-    -- The cheap half, checked on every SECURITY DEFINER call: who may CREATE in public.
+    -- The first half of the threat scan (fn_iu_search_path_threats adds what is planted
+    -- already): who may CREATE in public, where the API lives and its callers look it up.
     -- An untrusted holder of CREATE (PUBLIC, a login role, a group an untrusted role may act
     -- as) could plant an overload at any moment. The schema's owner holds CREATE implicitly:
     -- a NULL ACL means the default one (owner only). Inlinable like fn_iu_untrusted_roles.

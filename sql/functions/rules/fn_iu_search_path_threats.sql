@@ -3,9 +3,10 @@ RETURNS TABLE (threat text, object text, holder text, fix text)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- The full scan (install and the runtime verification W10): who may CREATE in public,
-    -- and which functions and operators in public belong to an untrusted role (an overload
-    -- planted while the schema was open stays dangerous after CREATE is revoked).
+    -- The full scan (the install's refusal and the runtime verification's W10): who may
+    -- CREATE in public, and which functions and operators in public belong to an untrusted
+    -- role (an overload planted while the schema was open stays dangerous after CREATE is
+    -- revoked).
     SELECT * FROM iu_core.fn_iu_search_path_create_threats()
     UNION ALL
     SELECT 'function', p.oid::pg_catalog.regprocedure::text, p.proowner::pg_catalog.regrole::text,

@@ -13,8 +13,8 @@ AS $$
     --   closed and a trigger is present -> DROP TRIGGER;
     --   otherwise nothing (no DDL, no lock: the other gates and settings change freely).
     -- SECURITY DEFINER: the DDL runs as the package owner, who owns both tables, whoever wrote
-    -- dot_config (today only the owner and superusers may). Guarded like every SECURITY
-    -- DEFINER function (the enabled test comes first and starts with the guard). CREATE and
+    -- dot_config (today only the owner and superusers may); its search_path is pinned to
+    -- pg_catalog, pg_temp and it names the tables and the gate by their schema. CREATE and
     -- DROP TRIGGER lock the table against inserts until the flip commits, so the wait for that
     -- lock is bounded (lock_timeout 5 s): behind a long transaction on the outbox the flip
     -- fails with 55P03 and a HINT instead of stalling every producer queued behind it.

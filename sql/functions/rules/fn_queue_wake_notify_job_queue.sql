@@ -8,8 +8,8 @@ DECLARE
     r         record;
     v_payload text;
 BEGIN
-    -- The enabled test (itself guarded) comes first so a disabled bridge costs one call per
-    -- statement; nothing before the guard can resolve to a planted overload.
+    -- The enabled test comes first so a disabled bridge costs one call per statement (and
+    -- normally none: a closed gate drops this trigger).
     IF NOT public.fn_queue_notify_enabled() THEN
         RETURN NULL;
     END IF;

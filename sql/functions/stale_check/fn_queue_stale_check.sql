@@ -88,7 +88,8 @@ BEGIN
                     v_open := false;
                 END IF;
 
-                -- The assessment of 010: severity decided on the very gap_ratio the payload reports.
+                -- The shared assessment (fn_queue_heartbeat_gap_ratio, _severity): severity
+                -- decided on the very gap_ratio the payload reports.
                 v_ratio    := iu_core.fn_queue_heartbeat_gap_ratio(r.last_beat_at, r.expected_cadence_seconds, v_now);
                 v_severity := iu_core.fn_queue_heartbeat_severity(v_ratio);
                 v_since    := r.last_beat_at + make_interval(secs => v_threshold);

@@ -94,7 +94,7 @@ BEGIN
                                v_case.value, 'unrelated.key', 'true', v_body)
                    INTO v_got;
             EXCEPTION WHEN OTHERS THEN
-                -- e.g. the writable-schema guard refusing (W10 says why)
+                -- e.g. a reader replaced by one that raises, or no EXECUTE on fn_iu_gate_open
                 v_bad := v_bad || format('%s: simulation raised %s', v_fn, SQLERRM);
                 EXIT;
             END;
@@ -104,8 +104,8 @@ BEGIN
             END IF;
         END LOOP;
     END LOOP;
-    -- The live reads, caught: a gate reader that raises (the writable-schema guard) is a
-    -- finding, not the end of the report.
+    -- The live reads, caught: a gate reader that raises (replaced, or not executable by the
+    -- verifying role) is a finding, not the end of the report.
     BEGIN
         PERFORM set_config('iu_verify.w3_master_reads', public.fn_iu_core_routes_enabled()::text, true);
         PERFORM set_config('iu_verify.w3_worker_reads', public.fn_iu_route_worker_enabled()::text, true);

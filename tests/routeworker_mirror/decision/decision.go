@@ -9,7 +9,7 @@ import (
 // Status is the iu_route_attempt.status the worker writes for one claimed event.
 type Status string
 
-// The five statuses of iu_route_attempt (CHECK constraint in migration 002).
+// The five statuses of iu_route_attempt (its status CHECK constraint).
 const (
 	StatusDryRun   Status = "dry_run"
 	StatusDisabled Status = "disabled"

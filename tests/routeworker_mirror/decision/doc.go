@@ -1,6 +1,6 @@
 // Package decision is the pure, DB-free mirror of the route worker's decision contract.
 // The SQL is the authority (fn_iu_route_decide, fn_iu_route_idempotency_key and the name
-// rules of migration 009, the route_key CHECK of 006); this package answers, for one event
+// rules, the route_key CHECK of iu_outbound_route); this package answers, for one event
 // and one named worker, the same questions without a database:
 //
 //   - Is the event claimed at all? A worker consumes one event domain (its cursor's

@@ -1,4 +1,4 @@
-package queuehealth
+package jobqueue
 
 import (
 	"regexp"

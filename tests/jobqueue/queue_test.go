@@ -1,4 +1,4 @@
-package queuehealth
+package jobqueue
 
 import (
 	"strings"
@@ -7,30 +7,6 @@ import (
 
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
-
-func enqueue(t testing.TB, q querier, kind string, extra ...any) string {
-	t.Helper()
-	var id string
-	sql := `SELECT fn_job_enqueue($1, 'iu')::text`
-	args := []any{kind}
-	if len(extra) == 2 { // dedupe key, max attempts
-		sql = `SELECT fn_job_enqueue($1, 'iu', '{"ref": 1}', now(), $2, $3)::text`
-		args = append(args, extra...)
-	}
-	if err := q.QueryRow(ctx(t), sql, args...).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
-func claim(t testing.TB, q querier, worker string, limit int) []string {
-	t.Helper()
-	var ids []string
-	if err := q.QueryRow(ctx(t), `SELECT coalesce(array_agg(job_id::text ORDER BY job_id), '{}') FROM fn_job_claim($1, '{k}', $2, 60)`, worker, limit).Scan(&ids); err != nil {
-		t.Fatal(err)
-	}
-	return ids
-}
 
 // Rule: the dedupe key is unique while the job is live: enqueueing it again returns the
 // live job; once the job has finished the key is free again.
