@@ -47,7 +47,7 @@ Usage:
   iu-runner <command> [flags]
 
 Commands:
-  migrate up|down|status|check|version
+  migrate plan|up|down|status|check|version
                                    apply or inspect the embedded goose migrations
                                    (status and check exit 3 while migrations are pending)
   tick                             one pass for cron: route, stale-check, reap; one JSON summary

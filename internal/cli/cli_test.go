@@ -159,7 +159,7 @@ func TestHelpCommand(t *testing.T) {
 	if _, errOut, code := call("help", "frobnicate"); code != ExitUsage || errOut == "" {
 		t.Errorf("help frobnicate: exit %d", code)
 	}
-	if out, _, _ := call("help"); !strings.Contains(out, "migrate up|down|status|check|version") {
+	if out, _, _ := call("help"); !strings.Contains(out, "migrate plan|up|down|status|check|version") {
 		t.Errorf("help does not list migrate check:\n%s", out)
 	}
 }

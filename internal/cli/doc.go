@@ -2,7 +2,7 @@
 // binary's main is a one-liner around Main, and the demo (cmd/iu-demo) calls Main
 // in-process, so what the demo shows is exactly what operators run.
 //
-//	iu-runner migrate up|down|status|check|version   goose over the embedded sql/iu-core
+//	iu-runner migrate plan|up|down|status|check|version   goose over the embedded sql/iu-core
 //	iu-runner tick                              one pass, one JSON summary on stdout (cron)
 //	iu-runner run                               the long-running loop (systemd, Kubernetes)
 //	iu-runner health                            v_queue_health as a table or --json
