@@ -1507,6 +1507,42 @@ END;
 $$;
 
 --
+-- Name: fn_iu_history_tables(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_history_tables() RETURNS TABLE(version integer, table_name text, user_rows text)
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    -- fn_iu_history_tables() -> (version, table, user_rows): every table a Down would drop
+    -- that can hold rows the package did not create: the migration whose Down drops it, and
+    -- the predicate of the rows that are not the package's own seed rows. The one list the
+    -- rollback rule reads, both in each Down (fn_iu_require_empty_history_at) and before
+    -- any Down runs (fn_iu_rollback_check, which iu-runner migrate down calls first, so a
+    -- refused rollback changes nothing). A table adopted from the first generation is never
+    -- dropped (its Down gives it back), so it is not checked. Internal.
+    SELECT v.version, v.table_name, v.user_rows
+      FROM (VALUES
+        (3,  'public.event_outbox',          'true'),
+        (4,  'public.iu_route_attempt',      'true'),
+        (5,  'public.event_type_registry',
+             $w$NOT ((event_domain, event_type) IN (('system', 'queue_worker_silent'), ('system', 'queue_worker_recovered')))$w$),
+        (6,  'public.dot_config',
+             $w$key NOT IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled', 'queue.heartbeat.enabled',
+                            'queue.heartbeat.stale_threshold_seconds', 'queue.heartbeat.protected_executors',
+                            'queue.job.retention_seconds', 'queue.notify.bridge_enabled', 'retention.event_outbox_days',
+                            'retention.route_attempt_days', 'retention.partition_txids')$w$),
+        (7,  'public.iu_outbound_route',     'true'),
+        (8,  'public.iu_route_dead_letter',  'true'),
+        (8,  'public.iu_route_worker_cursor', 'true'),
+        (8,  'public.queue_heartbeat',       'true'),
+        (10, 'public.job_queue',             'true'),
+        (10, 'public.job_dead_letter',       'true'),
+        (10, 'public.job_kind_pause',        'true'),
+        (10, 'public.queue_stale_alert',     'true')) v(version, table_name, user_rows)
+$_$;
+
+--
 -- Name: fn_iu_is_blank(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
@@ -1753,6 +1789,32 @@ END;
 $$;
 
 --
+-- Name: fn_iu_require_empty_history_at(integer); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_require_empty_history_at(p_version integer) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_require_empty_history_at(version): the rollback rule for the tables the Down of
+    -- migration <version> drops (fn_iu_history_tables): each one the package created must
+    -- hold no row it did not create, or the rollback refuses with IU005
+    -- (fn_iu_require_empty_history). Adopted tables are skipped: their Down keeps them.
+    -- Called by those Downs. Internal.
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT h.table_name, h.user_rows FROM iu_core.fn_iu_history_tables() h
+              WHERE h.version = p_version
+                AND to_regclass(h.table_name) IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption a WHERE a.object = h.table_name AND a.kind = 'table')
+              ORDER BY h.table_name LOOP
+        PERFORM iu_core.fn_iu_require_empty_history(r.table_name, r.user_rows);
+    END LOOP;
+END;
+$$;
+
+--
 -- Name: fn_iu_require_name(text, text, text, integer); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
@@ -1909,6 +1971,41 @@ BEGIN
         END IF;
     END LOOP;
     RETURN v_workers;
+END;
+$$;
+
+--
+-- Name: fn_iu_rollback_check(integer, integer); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_rollback_check(p_from integer, p_to integer) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- fn_iu_rollback_check(from, to): a rollback from version <from> down to version <to>,
+    -- checked before any Down runs: the rollback rule of every migration it would undo
+    -- (fn_iu_require_empty_history_at), all of them, then one refusal (IU005) naming every
+    -- table that holds rows the package did not create. So a refused rollback leaves the
+    -- database exactly as it was instead of half rolled back. Only reads. iu-runner migrate
+    -- down calls it first; plain goose reaches the same rule inside the Down of the
+    -- migration concerned. Internal.
+DECLARE
+    v       integer;
+    v_msgs  text[] := '{}';
+    v_hint  text;
+BEGIN
+    FOR v IN SELECT g FROM generate_series(p_from, p_to + 1, -1) g LOOP
+        BEGIN
+            PERFORM iu_core.fn_iu_require_empty_history_at(v);
+        EXCEPTION WHEN SQLSTATE 'IU005' THEN
+            v_msgs := v_msgs || SQLERRM;
+        END;
+    END LOOP;
+    IF cardinality(v_msgs) > 0 THEN
+        RAISE EXCEPTION E'iu-core rollback to version % refused before changing anything:\n  %', p_to, array_to_string(v_msgs, E'\n  ')
+            USING ERRCODE = 'IU005',
+                  HINT = 'Back the tables up first (pg_dump -t <table>). To drop their rows on purpose: iu-runner migrate down --to N --drop-history (the session setting iu.drop_history = ''all'').';
+    END IF;
 END;
 $$;
 
@@ -7924,6 +8021,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_event_outbox_append_only() FROM PUBLIC;
 REVOKE ALL ON FUNCTION iu_core.fn_iu_forget_config(p_keys text[]) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_history_tables(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_history_tables() FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_is_blank(p_value text); Type: ACL; Schema: iu_core; Owner: -
 --
 
@@ -7984,6 +8087,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_payload_require_clean(p_caller text, p_para
 REVOKE ALL ON FUNCTION iu_core.fn_iu_require_empty_history(p_table text, p_user_rows text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_require_empty_history_at(p_version integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_require_empty_history_at(p_version integer) FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_require_name(p_caller text, p_param text, p_value text, p_max_bytes integer); Type: ACL; Schema: iu_core; Owner: -
 --
 
@@ -8012,6 +8121,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_retention_ledger_immutable() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_iu_retention_partition_unrouted(p_lower xid8, p_upper xid8) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_rollback_check(p_from integer, p_to integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_rollback_check(p_from integer, p_to integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_attempt_immutable(); Type: ACL; Schema: iu_core; Owner: -

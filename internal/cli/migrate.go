@@ -127,6 +127,18 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 		}
 		fmt.Fprintf(env.Stdout, "database at version %d (%d applied now)\n", v, len(res))
 	case "down":
+		// The rollback rule for every Down it would run, first: a refusal changes nothing.
+		target := *to
+		if target < 0 {
+			v, err := m.Version(ctx)
+			if err != nil {
+				return fail(env, "migrate", err)
+			}
+			target = v - 1
+		}
+		if err := m.CheckRollback(ctx, target); err != nil {
+			return fail(env, "migrate", err)
+		}
 		if *to >= 0 {
 			res, err := m.DownTo(ctx, *to)
 			for _, r := range res {

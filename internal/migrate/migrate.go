@@ -139,3 +139,30 @@ func pgxConfig(dsn string) (*pgx.ConnConfig, error) {
 	}
 	return cfg, nil
 }
+
+// CheckRollback applies the rollback rule to a rollback from the current version down to
+// version to, before any Down runs (iu_core.fn_iu_rollback_check: a Down never drops a
+// table holding rows the package did not create, unless the session's iu.drop_history
+// says so). A refusal is IU005, and the database is untouched; without it goose would
+// undo the newer migrations first and stop half way. Nothing to check below version 2.
+func (m *Migrator) CheckRollback(ctx context.Context, to int64) error {
+	from, err := m.Version(ctx)
+	if err != nil {
+		return err
+	}
+	if from <= to {
+		return nil
+	}
+	var present bool
+	if err := m.db.QueryRowContext(ctx,
+		`SELECT to_regprocedure('iu_core.fn_iu_rollback_check(integer, integer)') IS NOT NULL`).Scan(&present); err != nil {
+		return fmt.Errorf("checking the rollback: %w", err)
+	}
+	if !present {
+		return nil
+	}
+	if _, err := m.db.ExecContext(ctx, `SELECT iu_core.fn_iu_rollback_check($1, $2)`, from, to); err != nil {
+		return fmt.Errorf("checking the rollback from %d to %d: %w", from, to, err)
+	}
+	return nil
+}

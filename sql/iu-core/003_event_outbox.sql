@@ -150,7 +150,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM iu_core.iu_adoption WHERE object = 'public.event_outbox') THEN
         PERFORM iu_core.fn_iu_unadopt('public.event_outbox');
     ELSE
-        PERFORM iu_core.fn_iu_require_empty_history('public.event_outbox');
+        PERFORM iu_core.fn_iu_require_empty_history_at(3);
         DROP TABLE public.event_outbox;
     END IF;
 END;

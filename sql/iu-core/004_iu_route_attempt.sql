@@ -61,7 +61,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM iu_core.iu_adoption WHERE object = 'public.iu_route_attempt') THEN
         PERFORM iu_core.fn_iu_unadopt('public.iu_route_attempt');
     ELSE
-        PERFORM iu_core.fn_iu_require_empty_history('public.iu_route_attempt');
+        PERFORM iu_core.fn_iu_require_empty_history_at(4);
         DROP TABLE public.iu_route_attempt;
     END IF;
 END;

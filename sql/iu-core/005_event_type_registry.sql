@@ -48,8 +48,7 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption a WHERE a.kind = 'registry_had_alert_types');
         PERFORM iu_core.fn_iu_unadopt('public.event_type_registry');
     ELSE
-        PERFORM iu_core.fn_iu_require_empty_history('public.event_type_registry',
-            $w$NOT ((event_domain, event_type) IN (('system', 'queue_worker_silent'), ('system', 'queue_worker_recovered')))$w$);
+        PERFORM iu_core.fn_iu_require_empty_history_at(5);
         DROP TABLE public.event_type_registry;
     END IF;
 END;

@@ -47,8 +47,7 @@ BEGIN
         PERFORM iu_core.fn_iu_forget_config(ARRAY['iu_core.routes_enabled', 'iu_core.route_worker_enabled']);
         PERFORM iu_core.fn_iu_unadopt('public.dot_config');
     ELSE
-        PERFORM iu_core.fn_iu_require_empty_history('public.dot_config',
-            $w$key NOT IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled')$w$);
+        PERFORM iu_core.fn_iu_require_empty_history_at(6);
         DROP TABLE public.dot_config;
     END IF;
 END;

@@ -48,7 +48,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM iu_core.iu_adoption WHERE object = 'public.iu_outbound_route') THEN
         PERFORM iu_core.fn_iu_unadopt('public.iu_outbound_route');
     ELSE
-        PERFORM iu_core.fn_iu_require_empty_history('public.iu_outbound_route');
+        PERFORM iu_core.fn_iu_require_empty_history_at(7);
         DROP TABLE public.iu_outbound_route;
     END IF;
 END;

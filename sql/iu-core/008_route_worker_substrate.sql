@@ -264,11 +264,11 @@ DO $$
 DECLARE
     v_t text;
 BEGIN
+    PERFORM iu_core.fn_iu_require_empty_history_at(8);
     FOREACH v_t IN ARRAY ARRAY['public.iu_route_dead_letter', 'public.iu_route_worker_cursor', 'public.queue_heartbeat'] LOOP
         IF EXISTS (SELECT 1 FROM iu_core.iu_adoption WHERE object = v_t) THEN
             PERFORM iu_core.fn_iu_unadopt(v_t);
         ELSE
-            PERFORM iu_core.fn_iu_require_empty_history(v_t);
             EXECUTE format('DROP TABLE %s', v_t);
         END IF;
     END LOOP;
