@@ -135,7 +135,7 @@ BEGIN
     -- of the row rules, and PostgreSQL prepares every function of a statement on every
     -- call, so testing it in emit's statement as well cost every emit the rule twice. The
     -- sign that the writer is fn_iu_emit_event is the setting iu.emit_event = 'on', which
-    -- that function sets for its own execution only (a SET clause of its definition). A
+    -- that function turns on for its INSERT only (and off again right after it). A
     -- caller who sets it by hand changes nothing but the wording and SQLSTATE of their own
     -- refusal: the row is refused either way.
     --
@@ -1520,7 +1520,10 @@ CREATE FUNCTION iu_core.fn_iu_history_tables() RETURNS TABLE(version integer, ta
     -- rollback rule reads, both in each Down (fn_iu_require_empty_history_at) and before
     -- any Down runs (fn_iu_rollback_check, which iu-runner migrate down calls first, so a
     -- refused rollback changes nothing). A table adopted from the first generation is never
-    -- dropped (its Down gives it back), so it is not checked. Internal.
+    -- dropped (its Down gives it back), so it is not checked. Not listed: tables whose rows
+    -- the package derives from others (queue_stale_alert: one state row per executor, kept
+    -- by a trigger; iu_route_attempt_tally: counts of the attempts), and its own bookkeeping.
+    -- Internal.
     SELECT v.version, v.table_name, v.user_rows
       FROM (VALUES
         (3,  'public.event_outbox',          'true'),
@@ -1538,8 +1541,7 @@ CREATE FUNCTION iu_core.fn_iu_history_tables() RETURNS TABLE(version integer, ta
         (8,  'public.queue_heartbeat',       'true'),
         (10, 'public.job_queue',             'true'),
         (10, 'public.job_dead_letter',       'true'),
-        (10, 'public.job_kind_pause',        'true'),
-        (10, 'public.queue_stale_alert',     'true')) v(version, table_name, user_rows)
+        (10, 'public.job_kind_pause',        'true')) v(version, table_name, user_rows)
 $_$;
 
 --
@@ -4615,7 +4617,6 @@ $$;
 CREATE FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text DEFAULT 'standard'::text, p_event_severity text DEFAULT 'info'::text, p_event_subject_table text DEFAULT NULL::text, p_event_subject_ref text DEFAULT NULL::text, p_safe_payload jsonb DEFAULT '{}'::jsonb) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET "iu.emit_event" TO 'on'
     AS $$
     -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
     -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
@@ -4628,8 +4629,11 @@ CREATE FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, 
     -- rules one by one to raise the right error (or the type is unregistered). Payload
     -- hygiene is tested once, by the payload's domain: for a dirty payload its refusing
     -- branch raises this function's own error (fn_iu_event_outbox_refuse_payload), told by
-    -- the setting iu.emit_event that this function's SET clause turns on for its own
-    -- execution. A blank subject, however long, is not an error: it is stored as NULL.
+    -- the setting iu.emit_event, on for this INSERT only (set_config in the body, not a SET
+    -- clause: PostgreSQL 15+ lets only a superuser, or a role granted SET on it, create a
+    -- function that sets a custom parameter, and the package installs without one; if the
+    -- INSERT fails, the rollback of the (sub)transaction restores the setting). A blank
+    -- subject, however long, is not an error: it is stored as NULL.
 DECLARE
     -- Drawn here rather than by the column default and read back with RETURNING, which
     -- costs the INSERT a projection and the call a result row.
@@ -4644,6 +4648,7 @@ BEGIN
     -- here are stricter) and the payload's hygiene (iu_safe_payload, see above). The lane,
     -- severity and object tests repeat their domains' rules: one comparison each, cheaper
     -- than a refusing branch in the domain that every direct INSERT would prepare too.
+    PERFORM pg_catalog.set_config('iu.emit_event'::pg_catalog.text, 'on'::pg_catalog.text, true);
     INSERT INTO public.event_outbox (id, event_domain, event_type, event_stream, delivery_lane, event_severity,
                                      event_subject_table, event_subject_ref, safe_payload)
     SELECT v_id, p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
@@ -4688,6 +4693,9 @@ BEGIN
                   HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
                                 p_event_domain, p_event_type);
     END IF;
+    -- (Not before the IF: a PERFORM sets FOUND. The paths above raise, which restores the
+    -- setting, or return from a call that turned it off itself.)
+    PERFORM pg_catalog.set_config('iu.emit_event'::pg_catalog.text, 'off'::pg_catalog.text, true);
     RETURN v_id;
 END;
 $$;

@@ -390,6 +390,8 @@ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = v_role) THEN
             BEGIN
                 EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', v_role);
+                -- only a role this install created is the rollback's to drop
+                INSERT INTO iu_core.iu_adoption (object, kind) VALUES (v_role, 'created_role');
             EXCEPTION WHEN duplicate_object OR unique_violation THEN
                 NULL; -- another database of this cluster created it concurrently
             END;
@@ -406,6 +408,9 @@ DECLARE
     v_role text;
 BEGIN
     FOREACH v_role IN ARRAY ARRAY['workflow_admin', 'dot_executor'] LOOP
+        -- A role that existed before the install (the first generation's, or another
+        -- database's of this cluster) is not the rollback's to drop.
+        CONTINUE WHEN NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption WHERE object = v_role AND kind = 'created_role');
         IF EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles r ON r.oid = m.roleid
                     WHERE r.rolname = v_role) THEN
             RAISE NOTICE '001_iu_core_schema down: role % kept: it still has members (REVOKE % FROM ... first to drop it)', v_role, v_role;
@@ -415,6 +420,8 @@ BEGIN
             EXECUTE pg_catalog.format('DROP ROLE IF EXISTS %I', v_role);
         EXCEPTION WHEN dependent_objects_still_exist THEN
             RAISE NOTICE '001_iu_core_schema down: role % kept: another database of this cluster still uses it', v_role;
+        WHEN insufficient_privilege THEN
+            RAISE NOTICE '001_iu_core_schema down: role % kept: % may not drop it (a superuser may: DROP ROLE %)', v_role, current_user, v_role;
         END;
     END LOOP;
 END;

@@ -369,7 +369,7 @@ BEGIN
     -- of the row rules, and PostgreSQL prepares every function of a statement on every
     -- call, so testing it in emit's statement as well cost every emit the rule twice. The
     -- sign that the writer is fn_iu_emit_event is the setting iu.emit_event = 'on', which
-    -- that function sets for its own execution only (a SET clause of its definition). A
+    -- that function turns on for its INSERT only (and off again right after it). A
     -- caller who sets it by hand changes nothing but the wording and SQLSTATE of their own
     -- refusal: the row is refused either way.
     --
@@ -2080,7 +2080,10 @@ AS $$
     -- rollback rule reads, both in each Down (fn_iu_require_empty_history_at) and before
     -- any Down runs (fn_iu_rollback_check, which iu-runner migrate down calls first, so a
     -- refused rollback changes nothing). A table adopted from the first generation is never
-    -- dropped (its Down gives it back), so it is not checked. Internal.
+    -- dropped (its Down gives it back), so it is not checked. Not listed: tables whose rows
+    -- the package derives from others (queue_stale_alert: one state row per executor, kept
+    -- by a trigger; iu_route_attempt_tally: counts of the attempts), and its own bookkeeping.
+    -- Internal.
     SELECT v.version, v.table_name, v.user_rows
       FROM (VALUES
         (3,  'public.event_outbox',          'true'),
@@ -2098,8 +2101,7 @@ AS $$
         (8,  'public.queue_heartbeat',       'true'),
         (10, 'public.job_queue',             'true'),
         (10, 'public.job_dead_letter',       'true'),
-        (10, 'public.job_kind_pause',        'true'),
-        (10, 'public.queue_stale_alert',     'true')) v(version, table_name, user_rows)
+        (10, 'public.job_kind_pause',        'true')) v(version, table_name, user_rows)
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_history_tables() FROM PUBLIC;

@@ -173,8 +173,8 @@ ON CONFLICT (key) DO NOTHING;
 
 
 -- +goose Down
--- The job queue, its dead letters and pauses, and the stale alerts are history the package
--- did not create: the rollback refuses (IU005) while they hold rows, unless told to drop them.
+-- The job queue, its dead letters and pauses are history the package did not create: the
+-- rollback refuses (IU005) while they hold rows, unless told to drop them.
 SELECT iu_core.fn_iu_require_empty_history_at(10);
 -- An adopted database: the views the user built on the package's views are set aside (the
 -- rollback of 009 drops the package's; that of 008 recreates the legacy ones and then these).

@@ -12,7 +12,6 @@ RETURNS uuid
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET iu.emit_event = 'on'
 AS $$
     -- Writes one event and returns its id. Arguments: the event's fields; a blank subject
     -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
@@ -25,8 +24,11 @@ AS $$
     -- rules one by one to raise the right error (or the type is unregistered). Payload
     -- hygiene is tested once, by the payload's domain: for a dirty payload its refusing
     -- branch raises this function's own error (fn_iu_event_outbox_refuse_payload), told by
-    -- the setting iu.emit_event that this function's SET clause turns on for its own
-    -- execution. A blank subject, however long, is not an error: it is stored as NULL.
+    -- the setting iu.emit_event, on for this INSERT only (set_config in the body, not a SET
+    -- clause: PostgreSQL 15+ lets only a superuser, or a role granted SET on it, create a
+    -- function that sets a custom parameter, and the package installs without one; if the
+    -- INSERT fails, the rollback of the (sub)transaction restores the setting). A blank
+    -- subject, however long, is not an error: it is stored as NULL.
 DECLARE
     -- Drawn here rather than by the column default and read back with RETURNING, which
     -- costs the INSERT a projection and the call a result row.
@@ -41,6 +43,7 @@ BEGIN
     -- here are stricter) and the payload's hygiene (iu_safe_payload, see above). The lane,
     -- severity and object tests repeat their domains' rules: one comparison each, cheaper
     -- than a refusing branch in the domain that every direct INSERT would prepare too.
+    PERFORM pg_catalog.set_config('iu.emit_event'::pg_catalog.text, 'on'::pg_catalog.text, true);
     INSERT INTO public.event_outbox (id, event_domain, event_type, event_stream, delivery_lane, event_severity,
                                      event_subject_table, event_subject_ref, safe_payload)
     SELECT v_id, p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
@@ -85,6 +88,9 @@ BEGIN
                   HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
                                 p_event_domain, p_event_type);
     END IF;
+    -- (Not before the IF: a PERFORM sets FOUND. The paths above raise, which restores the
+    -- setting, or return from a call that turned it off itself.)
+    PERFORM pg_catalog.set_config('iu.emit_event'::pg_catalog.text, 'off'::pg_catalog.text, true);
     RETURN v_id;
 END;
 $$;

@@ -15,7 +15,7 @@ BEGIN
     -- of the row rules, and PostgreSQL prepares every function of a statement on every
     -- call, so testing it in emit's statement as well cost every emit the rule twice. The
     -- sign that the writer is fn_iu_emit_event is the setting iu.emit_event = 'on', which
-    -- that function sets for its own execution only (a SET clause of its definition). A
+    -- that function turns on for its INSERT only (and off again right after it). A
     -- caller who sets it by hand changes nothing but the wording and SQLSTATE of their own
     -- refusal: the row is refused either way.
     --
