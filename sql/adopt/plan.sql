@@ -245,20 +245,35 @@ BEGIN
     END LOOP;
 
     -- Functions and views of the package's names that exist already: the package's replace
-    -- them (the old definitions are kept for the rollback). A caller that could execute the
-    -- old function only through PUBLIC loses that (the package grants no function to PUBLIC);
-    -- a role that may INSERT into event_outbox keeps fn_iu_emit_event (granted to it).
+    -- them (the old definitions are kept for the rollback). The names are those of the
+    -- package's API (fn_iu_adopt_legacy_callables holds it; a test keeps the two lists
+    -- equal), and the first generation's dead-letter trigger function. A caller that could
+    -- execute the old function only through PUBLIC loses that (the package grants no
+    -- function to PUBLIC); a role that may INSERT into event_outbox keeps fn_iu_emit_event
+    -- (granted to it).
     FOR v_fn IN
         SELECT p.oid::regprocedure AS sig, p.proname,
                EXISTS (SELECT 1 FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
                         WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE') AS public_exec
           FROM pg_proc p
          WHERE p.pronamespace = 'public'::regnamespace
-           AND p.proname IN ('fn_iu_emit_event', 'fn_iu_core_routes_enabled', 'fn_iu_route_worker_enabled',
-                             'fn_iu_route_worker_run', 'fn_iu_route_dead_letter_replay', 'fn_iu_route_worker_health',
-                             'fn_iu_route_worker_register', 'fn_iu_route_worker_reset_cursor', 'fn_iu_route_deliver',
-                             'fn_queue_heartbeat_tick', 'fn_cut_heartbeat_ping', 'fn_queue_heartbeat_write',
-                             'fn_queue_heartbeat_register', 'fn_queue_stale_check', 'fn_iu_route_dead_letter_no_delete')
+           AND p.proname IN ('fn_cut_heartbeat_ping', 'fn_iu_core_routes_enabled', 'fn_iu_emit_event',
+                             'fn_iu_event_outbox_rebase_foreign_txids', 'fn_iu_gate_open',
+                             'fn_iu_partition_maintain', 'fn_iu_retention_run',
+                             'fn_iu_route_dead_letter_replay', 'fn_iu_route_dead_letter_replay_many',
+                             'fn_iu_route_deliver', 'fn_iu_route_worker_batch_limits',
+                             'fn_iu_route_worker_enabled', 'fn_iu_route_worker_health',
+                             'fn_iu_route_worker_register', 'fn_iu_route_worker_reset_cursor',
+                             'fn_iu_route_worker_run', 'fn_job_claim', 'fn_job_complete',
+                             'fn_job_complete_many', 'fn_job_dead_letter_replay',
+                             'fn_job_dead_letter_replay_many', 'fn_job_dead_letter_resolve',
+                             'fn_job_enqueue', 'fn_job_enqueue_many', 'fn_job_extend_lease', 'fn_job_fail',
+                             'fn_job_fail_many', 'fn_job_kind_pause', 'fn_job_kind_resume', 'fn_job_prune',
+                             'fn_job_reap_expired_leases', 'fn_queue_heartbeat_pause',
+                             'fn_queue_heartbeat_register', 'fn_queue_heartbeat_resume',
+                             'fn_queue_heartbeat_tick', 'fn_queue_heartbeat_write',
+                             'fn_queue_notify_enabled', 'fn_queue_stale_check',
+                             'fn_iu_route_dead_letter_no_delete')
          ORDER BY 2, 1
     LOOP
         v_ord := v_ord + 1; ord := v_ord; object := 'function ' || v_fn.sig::text; verdict := 'replace';

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -177,4 +181,89 @@ func TestRollback_FreshInstallKeepsHistory(t *testing.T) {
 		requireTrue(t, db, "everything the package created is gone",
 			`SELECT to_regclass('public.event_outbox') IS NULL AND to_regclass('public.dot_config') IS NULL AND to_regnamespace('iu_core') IS NULL`)
 	})
+}
+
+// Rule: adoption replaces in place (keeping callers' grants, with no moment without the
+// function) exactly the legacy functions whose signature is the package's, and drops the
+// others: its map of the package's API (fn_iu_adopt_legacy_callables) must be the
+// package's public functions as a fresh install has them, every name, argument list and
+// result, or a changed signature would drop a legacy function the package then fails to
+// replace (or keep one it cannot).
+func TestAdopt_APIMapIsThePackagesSignatures(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join("..", "..", "sql", "functions", "adopt", "fn_iu_adopt_legacy_callables.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile(`(?m)^\s*\('(fn_[a-z_]+)', '((?:[^']|'')*)', '([^']*)'\)`)
+	var inMap []string
+	for _, m := range row.FindAllStringSubmatch(string(src), -1) {
+		inMap = append(inMap, m[1]+"("+strings.ReplaceAll(m[2], "''", "'")+") -> "+m[3])
+	}
+	if len(inMap) < 30 {
+		t.Fatalf("read %d entries of the API map: the pattern no longer matches the source", len(inMap))
+	}
+	sort.Strings(inMap)
+	db := pgtest.NewDB(t)
+	ctx := pgtest.Ctx(t)
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	// the map is compared under the adoption's own search_path, where types print qualified
+	if _, err := tx.Exec(ctx, `SET LOCAL search_path = pg_catalog, pg_temp`); err != nil {
+		t.Fatal(err)
+	}
+	var installed []string
+	if err := tx.QueryRow(ctx, `
+		SELECT array_agg(p.proname || '(' || pg_get_function_arguments(p.oid) || ') -> ' || pg_get_function_result(p.oid) ORDER BY 1)
+		  FROM pg_proc p
+		 WHERE p.pronamespace = 'public'::regnamespace AND p.prokind = 'f'
+		   AND p.prorettype <> 'trigger'::regtype`).Scan(&installed); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(installed)
+	if strings.Join(inMap, "\n") != strings.Join(installed, "\n") {
+		t.Fatalf("the adoption's API map differs from the installed API\nmap:\n  %s\ninstalled:\n  %s",
+			strings.Join(inMap, "\n  "), strings.Join(installed, "\n  "))
+	}
+}
+
+// Rule: the install plan announces a replacement for every legacy function adoption will
+// replace or drop: its list of names is the API map's, plus the first generation's
+// dead-letter trigger function (dropped by the dead letters' adoption).
+func TestPlan_NamesEveryFunctionAdoptionReplaces(t *testing.T) {
+	t.Parallel()
+	read := func(parts ...string) string {
+		b, err := os.ReadFile(filepath.Join(append([]string{"..", ".."}, parts...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	names := map[string]bool{"fn_iu_route_dead_letter_no_delete": true}
+	for _, m := range regexp.MustCompile(`(?m)^\s*\('(fn_[a-z_]+)', '`).FindAllStringSubmatch(read("sql", "functions", "adopt", "fn_iu_adopt_legacy_callables.sql"), -1) {
+		names[m[1]] = true
+	}
+	plan := read("sql", "adopt", "plan.sql")
+	i := strings.Index(plan, "AND p.proname IN (")
+	if i < 0 {
+		t.Fatal("plan.sql: the list of replaced function names is not where the test looks")
+	}
+	list := plan[i : i+strings.Index(plan[i:], ")")]
+	inPlan := map[string]bool{}
+	for _, m := range regexp.MustCompile(`'(fn_[a-z_]+)'`).FindAllStringSubmatch(list, -1) {
+		inPlan[m[1]] = true
+	}
+	for n := range names {
+		if !inPlan[n] {
+			t.Errorf("plan.sql does not announce the replacement of %s", n)
+		}
+	}
+	for n := range inPlan {
+		if !names[n] {
+			t.Errorf("plan.sql announces %s, which adoption does not replace", n)
+		}
+	}
 }

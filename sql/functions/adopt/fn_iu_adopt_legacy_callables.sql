@@ -34,6 +34,7 @@ BEGIN
             ('fn_iu_route_dead_letter_replay', 'p_dead_letter_id uuid', 'jsonb'),
             ('fn_iu_route_dead_letter_replay_many', 'p_filter jsonb, p_limit integer DEFAULT 1000', 'jsonb'),
             ('fn_iu_route_deliver', 'p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text', 'jsonb'),
+            ('fn_iu_route_worker_batch_limits', '', 'jsonb'),
             ('fn_iu_route_worker_enabled', '', 'boolean'),
             ('fn_iu_route_worker_health', 'p_worker_name text DEFAULT NULL::text', 'jsonb'),
             ('fn_iu_route_worker_register', 'p_worker_name text, p_event_domain text DEFAULT ''iu''::text', 'jsonb'),
