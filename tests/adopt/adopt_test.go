@@ -14,12 +14,12 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iu-core/event-worker/internal/legacydb"
 	"github.com/iu-core/event-worker/internal/pgtest"
 	"github.com/iu-core/event-worker/internal/runnertest"
 )
@@ -283,85 +283,6 @@ func owedEvents(t testing.TB, db *pgtest.DB, worker string) (owed []string, afte
 	return owed, afterKeyset, skipped
 }
 
-// producers insert into event_outbox as the legacy producer login does (cutter_agent: a
-// direct INSERT with its old column list, and the positional fn_iu_emit_event), each call
-// timed, until stopped.
-type producers struct {
-	stop chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	ns   []int // the n of every call that succeeded (safe_payload.n of its event)
-	errs []error
-	max  time.Duration
-	at   time.Time // when the longest call started
-}
-
-func startProducers(t testing.TB, db *pgtest.DB, n int) *producers {
-	t.Helper()
-	p := &producers{stop: make(chan struct{})}
-	for i := 0; i < n; i++ {
-		c := db.ConnAs(t, "cutter_agent", "cutter_agent")
-		p.wg.Add(1)
-		go p.run(c, i)
-	}
-	return p
-}
-
-// run inserts until stop is closed and then 10 more times; at most 200,000 calls.
-func (p *producers) run(c *pgx.Conn, who int) {
-	defer p.wg.Done()
-	after := -1
-	for i := 0; i < 200_000 && after != 0; i++ {
-		select {
-		case <-p.stop:
-			if after < 0 {
-				after = 10
-			}
-		default:
-		}
-		if after > 0 {
-			after--
-		}
-		var q string
-		if i%2 == 0 {
-			// The producer may INSERT, not SELECT: no RETURNING. Its rows are found by n later.
-			q = `INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload)
-			     VALUES ('iu', 'unit_version_published', 'cut', jsonb_build_object('unit_id', 'U-adopt', 'n', $1::int))`
-		} else {
-			q = `SELECT fn_iu_emit_event('iu', 'unit_cut_completed', 'cut', 'standard', 'info', 'cut_unit', 'U-adopt',
-			                             jsonb_build_object('n', $1::int))::text`
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		start := time.Now()
-		n := who*1_000_000 + i
-		var err error
-		if i%2 == 0 {
-			_, err = c.Exec(ctx, q, n)
-		} else {
-			var id string
-			err = c.QueryRow(ctx, q, n).Scan(&id)
-		}
-		took := time.Since(start)
-		cancel()
-		p.mu.Lock()
-		if err != nil {
-			p.errs = append(p.errs, fmt.Errorf("producer %d call %d: %w", who, i, err))
-		} else {
-			p.ns = append(p.ns, n)
-		}
-		if took > p.max {
-			p.max, p.at = took, start
-		}
-		p.mu.Unlock()
-	}
-}
-
-// finish stops the producers and waits for them.
-func (p *producers) finish() {
-	close(p.stop)
-	p.wg.Wait()
-}
-
 // adoptSeedDatabase is the whole adoption of the seeds' database on h, step by step as an
 // operator runs it: plan, up with producers inserting, the first ticks, the legacy callers,
 // and the rollback.
@@ -389,28 +310,27 @@ func adoptSeedDatabase(t *testing.T, h *pgtest.Harness, rows int) {
 	}
 
 	// up, while the legacy producer inserts and emits from two sessions.
-	prod := startProducers(t, db, 2)
+	prods := legacydb.Start([]*pgx.Conn{db.ConnAs(t, "cutter_agent", "cutter_agent"), db.ConnAs(t, "cutter_agent", "cutter_agent")})
 	start := time.Now()
 	upOut, upErr, code := iu(t, db.URL, "migrate", "up")
 	took := time.Since(start)
-	prod.finish()
+	prod := prods.Finish()
 	if code != exitOK {
 		t.Fatalf("migrate up: exit %d\n%s\n%s", code, upOut, upErr)
 	}
 	t.Logf("adoption of %d rows: migrate up %v; producers: %d calls, 0 may fail, longest %v (at +%v)",
-		rows, took.Round(time.Millisecond), len(prod.ns)+len(prod.errs), prod.max.Round(time.Millisecond),
-		prod.at.Sub(start).Round(time.Millisecond))
-	if len(prod.errs) > 0 {
-		t.Fatalf("%d producer calls failed during adoption; first: %v", len(prod.errs), prod.errs[0])
+		rows, took.Round(time.Millisecond), prod.Calls(), prod.Max.Round(time.Millisecond), prod.MaxAt.Round(time.Millisecond))
+	if len(prod.Errs) > 0 {
+		t.Fatalf("%d producer calls failed during adoption; first: %v", len(prod.Errs), prod.Errs[0])
 	}
-	if prod.max > maxStall {
-		t.Fatalf("a producer call waited %v during adoption: the bound is %v", prod.max, maxStall)
+	if prod.Max > maxStall {
+		t.Fatalf("a producer call waited %v during adoption: the bound is %v", prod.Max, maxStall)
 	}
 	var produced []string
 	db.QueryRow(t, `SELECT coalesce(array_agg(id::text), '{}') FROM public.event_outbox
-	                 WHERE safe_payload->>'n' IS NOT NULL AND (safe_payload->>'n')::int = ANY ($1::int[])`, []any{prod.ns}, &produced)
-	if len(produced) != len(prod.ns) {
-		t.Fatalf("producers inserted %d events, %d are in event_outbox", len(prod.ns), len(produced))
+	                 WHERE safe_payload->>'n' IS NOT NULL AND (safe_payload->>'n')::int = ANY ($1::int[])`, []any{prod.Ns}, &produced)
+	if len(produced) != len(prod.Ns) {
+		t.Fatalf("producers inserted %d events, %d are in event_outbox", len(prod.Ns), len(produced))
 	}
 
 	// Every legacy row kept, as it was; the project's own goose history untouched.

@@ -15,13 +15,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iu-core/event-worker/internal/legacydb"
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
@@ -71,7 +71,7 @@ func runPsql(t testing.TB, args ...string) {
 // variantFile resolves a variant name ("extra_columns" or "extra_columns.sql").
 func variantFile(t testing.TB, name string) string {
 	t.Helper()
-	p := testdata(t, "variants", strings.TrimSuffix(name, ".sql")+".sql")
+	p := legacydb.VariantFile(name)
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("no variant %s: %v", name, err)
 	}
@@ -79,26 +79,15 @@ func variantFile(t testing.TB, name string) string {
 }
 
 // loadLegacy builds the legacy production database with rows event_outbox rows into db (an
-// unmigrated database: pgtest.NewEmptyDB), then applies the variants in order. A base
-// variant (base_*) replaces legacy.sql's CREATE TABLE event_outbox instead of running after
-// it. Returns how long legacy.sql itself took.
+// unmigrated database: pgtest.NewEmptyDB), then applies the variants in order (a base_*
+// variant replaces legacy.sql's CREATE TABLE event_outbox). Returns how long legacy.sql
+// itself took.
 func loadLegacy(t testing.TB, db *pgtest.DB, rows int, variants ...string) time.Duration {
 	t.Helper()
-	args := []string{"-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "rows=" + strconv.Itoa(rows)}
-	var after []string
-	for _, v := range variants {
-		if strings.HasPrefix(filepath.Base(v), "base_") {
-			args = append(args, "-v", "outbox_ddl="+variantFile(t, v))
-		} else {
-			after = append(after, variantFile(t, v))
-		}
-	}
-	args = append(args, "-f", testdata(t, "legacy.sql"), "-d", db.URL)
-	start := time.Now()
-	runPsql(t, args...)
-	took := time.Since(start)
-	for _, f := range after {
-		runPsql(t, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", f, "-d", db.URL)
+	psqlPath(t)
+	took, err := legacydb.Load(pgtest.Ctx(t), db.URL, rows, variants...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return took
 }

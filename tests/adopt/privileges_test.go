@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iu-core/event-worker/internal/legacydb"
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
@@ -125,8 +126,9 @@ func TestInstall_DatabaseOwnerWithoutSuperuser(t *testing.T) {
 
 			// The first generation's database, built by the same owner: adopt, run, roll back.
 			legacy := ownerDB(t, admin, major, "legacy_"+suffix)
-			runPsql(t, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", fmt.Sprintf("rows=%d", variantRows),
-				"-f", testdata(t, "legacy.sql"), "-d", legacy)
+			if _, err := legacydb.Load(ctx, legacy, variantRows); err != nil {
+				t.Fatalf("the owner builds the first generation's database: %v", err)
+			}
 			iuOK(t, legacy, "migrate", "up")
 			c, err = pgx.Connect(ctx, legacy)
 			if err != nil {
