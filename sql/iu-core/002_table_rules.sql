@@ -32,22 +32,33 @@ LANGUAGE sql STABLE
 AS $$
     -- The trust rule, in one place: which of p_roles are untrusted. 0 is PUBLIC (everyone):
     -- never trusted. pg_database_owner (PostgreSQL 14+; to_regrole gives NULL on 13) is read
-    -- as the database's owner. Trusted means pg_has_role(role, owner, 'MEMBER'), which is
-    -- true for the owner itself, its members and every superuser (a superuser is a member
-    -- of every role), and false for a role that no longer exists. Membership and superuser
-    -- status come from the role caches. The owner is the owner of schema iu_core
-    -- (fn_iu_package_owner's rule, inlined here). Written to be inlined (no SET, everything
-    -- pg_catalog-qualified, one SELECT).
+    -- as the database's owner. Trusted means: the role can act as the package owner.
+    --   PostgreSQL 16+  pg_has_role(role, owner, 'USAGE') AND pg_has_role(role, owner, 'SET'):
+    --                   it holds the owner's privileges (INHERIT along the whole chain) and
+    --                   may become it (SET ROLE). 16 made both options of a grant: a member
+    --                   granted the owner WITH INHERIT FALSE, SET FALSE is a member that can
+    --                   do neither, and is untrusted (so is one that can do only one of them:
+    --                   counting it untrusted only ever reports more).
+    --   13 to 15        pg_has_role(role, owner, 'MEMBER'): every member may SET ROLE to it.
+    -- Both are true for the owner itself and every superuser, and NULL (untrusted) for a role
+    -- that no longer exists. Membership and superuser status come from the role caches. The
+    -- owner is the owner of schema iu_core (fn_iu_package_owner's rule, inlined here).
+    -- Written to be inlined (no SET, everything pg_catalog-qualified, one SELECT); the
+    -- version test is a CASE, so 'SET' (an error before 16) is never evaluated on 13-15.
     SELECT g.role
       FROM pg_catalog.unnest(p_roles) AS g(role)
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN g.role = pg_catalog.to_regrole('pg_database_owner')
+                       THEN (SELECT d.datdba FROM pg_catalog.pg_database d
+                              WHERE d.datname = pg_catalog.current_database())
+                       ELSE g.role END AS member,
+                  (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'iu_core') AS owner) r
      WHERE g.role = 0
-        OR NOT coalesce(pg_catalog.pg_has_role(
-               CASE WHEN g.role = pg_catalog.to_regrole('pg_database_owner')
-                    THEN (SELECT d.datdba FROM pg_catalog.pg_database d
-                           WHERE d.datname = pg_catalog.current_database())
-                    ELSE g.role END,
-               (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'iu_core'),
-               'MEMBER'), false)
+        OR NOT coalesce(
+               CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4 >= 160000
+                    THEN pg_catalog.pg_has_role(r.member, r.owner, 'USAGE')
+                         AND pg_catalog.pg_has_role(r.member, r.owner, 'SET')
+                    ELSE pg_catalog.pg_has_role(r.member, r.owner, 'MEMBER') END, false)
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_untrusted_roles(oid[]) FROM PUBLIC;
@@ -104,6 +115,67 @@ AS $$
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_search_path_threats() FROM PUBLIC;
+
+-- functions/rules/fn_iu_search_path_foreign_objects.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_search_path_foreign_objects()
+RETURNS TABLE (threat text, object text, holder text, fix text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- The verification's half of the scan (W10, with fn_iu_search_path_threats): every
+    -- function or operator in public (where callers reach the API, unqualified) or iu_core
+    -- (the package's own) that the package did not create, WHOEVER OWNS IT NOW. Ownership
+    -- proves nothing about where an object came from: an overload planted while public was
+    -- open and later handed to a trusted role (ALTER ... OWNER TO, REASSIGN OWNED) is still a
+    -- plant, and a caller's unqualified call can resolve to it. What the package created is
+    -- generated from its sources (iu_core.fn_iu_package_functions(), make generate); the
+    -- package creates no operator. A function of the list owned by someone else than the
+    -- package owner is reported too: it existed before the install (a plant the install's
+    -- CREATE OR REPLACE kept the owner of), or was handed away.
+    WITH mine AS (
+        SELECT pg_catalog.to_regprocedure(s) AS oid FROM pg_catalog.unnest(iu_core.fn_iu_package_functions()) AS s
+    )
+    SELECT 'foreign_function',
+           p.oid::pg_catalog.regprocedure::text || coalesce(' (extension ' || x.extname || ')', ''),
+           p.proowner::pg_catalog.regrole::text,
+           CASE WHEN x.extname IS NOT NULL
+                THEN pg_catalog.format('ALTER EXTENSION %I SET SCHEMA <another schema>;', x.extname)
+                ELSE pg_catalog.format('DROP %s %s; -- or move it out: ALTER %s %s SET SCHEMA <another schema>;',
+                         CASE p.prokind WHEN 'a' THEN 'AGGREGATE' WHEN 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END,
+                         p.oid::pg_catalog.regprocedure,
+                         CASE p.prokind WHEN 'a' THEN 'AGGREGATE' WHEN 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END,
+                         p.oid::pg_catalog.regprocedure) END
+      FROM pg_catalog.pg_proc p
+      LEFT JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
+                                      AND d.deptype = 'e'
+      LEFT JOIN pg_catalog.pg_extension x ON x.oid = d.refobjid
+     WHERE p.pronamespace IN ('public'::pg_catalog.regnamespace, 'iu_core'::pg_catalog.regnamespace)
+       AND p.oid NOT IN (SELECT m.oid FROM mine m WHERE m.oid IS NOT NULL)
+    UNION ALL
+    SELECT 'foreign_owner',
+           p.oid::pg_catalog.regprocedure::text,
+           p.proowner::pg_catalog.regrole::text,
+           pg_catalog.format('ALTER FUNCTION %s OWNER TO %s; -- and create it again from its source (sql/functions): its body may not be the package''s',
+                             p.oid::pg_catalog.regprocedure, iu_core.fn_iu_package_owner()::pg_catalog.regrole)
+      FROM pg_catalog.pg_proc p
+      JOIN mine m ON m.oid = p.oid
+     WHERE p.proowner <> iu_core.fn_iu_package_owner()
+    UNION ALL
+    SELECT 'foreign_operator',
+           o.oid::pg_catalog.regoperator::text || coalesce(' (extension ' || x.extname || ')', ''),
+           o.oprowner::pg_catalog.regrole::text,
+           CASE WHEN x.extname IS NOT NULL
+                THEN pg_catalog.format('ALTER EXTENSION %I SET SCHEMA <another schema>;', x.extname)
+                ELSE pg_catalog.format('DROP OPERATOR %s;', o.oid::pg_catalog.regoperator) END
+      FROM pg_catalog.pg_operator o
+      LEFT JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid
+                                      AND d.deptype = 'e'
+      LEFT JOIN pg_catalog.pg_extension x ON x.oid = d.refobjid
+     WHERE o.oprnamespace IN ('public'::pg_catalog.regnamespace, 'iu_core'::pg_catalog.regnamespace)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_search_path_foreign_objects() FROM PUBLIC;
 
 -- functions/rules/fn_iu_require_trusted_search_path.sql
 -- +goose StatementBegin
@@ -845,6 +917,7 @@ DROP FUNCTION iu_core.fn_iu_payload_require_clean(text, text, jsonb);
 DROP FUNCTION iu_core.fn_iu_payload_denied_paths(jsonb);
 DROP FUNCTION iu_core.fn_iu_payload_is_clean(jsonb);
 DROP FUNCTION iu_core.fn_iu_require_trusted_search_path(text, boolean);
+DROP FUNCTION iu_core.fn_iu_search_path_foreign_objects();
 DROP FUNCTION iu_core.fn_iu_search_path_threats();
 DROP FUNCTION iu_core.fn_iu_search_path_create_threats();
 DROP FUNCTION iu_core.fn_iu_untrusted_roles(oid[]);
