@@ -363,6 +363,7 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_payload_require_clean(text, text, jsonb)',
         'iu_core.fn_iu_require_name(text, text, text, integer)',
         'iu_core.fn_iu_require_trusted_search_path(text, boolean)',
+        'iu_core.fn_iu_require_vector(text, text, anyarray)',
         'iu_core.fn_iu_retention_config(text, text, bigint, bigint)',
         'iu_core.fn_iu_retention_ledger_immutable()',
         'iu_core.fn_iu_retention_partition_unrouted(xid8, xid8)',
@@ -732,6 +733,27 @@ BEGIN
                   HINT = 'A superuser runs: ' || v_fix || ' Only superusers, the package owner and its members may create in schema public.';
     END IF;
     RETURN true;
+END;
+$$;
+
+--
+-- Name: fn_iu_require_vector(text, text, anyarray); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_require_vector(p_caller text, p_param text, p_value anyarray) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+BEGIN
+    -- The one shape check for every array argument (job ids, lease tokens, errors, dedupe
+    -- keys, job kinds, domain scopes): one dimension, numbered from 1 (or empty, or NULL:
+    -- the caller decides what NULL means). A two-dimensional array is flattened by unnest
+    -- but answers NULL to a subscript and 0A000 to array_position, and '[5:6]={a,b}' pairs
+    -- element i with the wrong partner: refused here with the function's name instead.
+    IF p_value IS NOT NULL AND (pg_catalog.array_ndims(p_value) > 1 OR pg_catalog.array_lower(p_value, 1) <> 1) THEN
+        RAISE EXCEPTION '%: % must be a one-dimensional array numbered from 1, got % dimension(s) %',
+            p_caller, p_param, pg_catalog.array_ndims(p_value), pg_catalog.array_dims(p_value)
+            USING ERRCODE = '22023', HINT = 'Pass a plain list, e.g. ARRAY[a, b, c] or ''{a,b,c}''.';
+    END IF;
 END;
 $$;
 
@@ -2702,12 +2724,15 @@ CREATE FUNCTION iu_core.fn_job_require_batch(p_function text, p_worker text, p_j
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 -- The argument check of the batch calls: a worker name, two arrays of the same length
--- (at most 10,000), no NULL element. Returns the length.
+-- (at most 10,000, each one-dimensional and numbered from 1), no NULL element. Returns
+-- the length.
 BEGIN
     PERFORM iu_core.fn_iu_require_name(p_function, 'p_worker', p_worker);
     IF p_job_ids IS NULL OR p_lease_tokens IS NULL THEN
         RAISE EXCEPTION '%: p_job_ids and p_lease_tokens required', p_function USING ERRCODE = '22023';
     END IF;
+    PERFORM iu_core.fn_iu_require_vector(p_function, 'p_job_ids', p_job_ids);
+    PERFORM iu_core.fn_iu_require_vector(p_function, 'p_lease_tokens', p_lease_tokens);
     IF cardinality(p_job_ids) <> cardinality(p_lease_tokens) THEN
         RAISE EXCEPTION '%: % job ids but % lease tokens', p_function, cardinality(p_job_ids), cardinality(p_lease_tokens)
             USING ERRCODE = '22023', HINT = 'Pass each job''s lease_token at the same position as its id.';
@@ -2859,13 +2884,22 @@ BEGIN
     END LOOP;
     subject    := p_filter ->> p_subject_key;
     error_code := p_filter ->> 'error_code';
-    BEGIN
-        failed_after  := (p_filter ->> 'failed_after')::timestamptz;
-        failed_before := (p_filter ->> 'failed_before')::timestamptz;
-    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR invalid_text_representation THEN
-        RAISE EXCEPTION '%: failed_after and failed_before must be timestamps', p_caller USING ERRCODE = '22023',
-            HINT = 'For example ''2026-11-22T17:00:00Z''.';
-    END;
+    -- Each bound parsed on its own, so the refusal names it. Any data error of the cast (a
+    -- bad format, a field out of range, a time zone PostgreSQL does not know, which raised
+    -- its own unprefixed "time zone ... not recognized") is the same refusal.
+    FOREACH v_key IN ARRAY ARRAY['failed_after', 'failed_before'] LOOP
+        BEGIN
+            IF v_key = 'failed_after' THEN
+                failed_after := (p_filter ->> v_key)::timestamptz;
+            ELSE
+                failed_before := (p_filter ->> v_key)::timestamptz;
+            END IF;
+        EXCEPTION WHEN data_exception THEN
+            RAISE EXCEPTION '%: filter key % is not a timestamp: %', p_caller, v_key,
+                quote_literal(left(p_filter ->> v_key, 100)) USING ERRCODE = '22023',
+                HINT = 'For example ''2026-11-22T17:00:00Z'' or ''2026-11-22 17:00:00+01'' (a numeric offset, or a time zone name PostgreSQL knows).';
+        END;
+    END LOOP;
     RETURN NEXT;
 END;
 $$;
@@ -3011,7 +3045,11 @@ $_$;
 CREATE FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(p_last_beat_at timestamp with time zone, p_expected_cadence_seconds integer, p_now timestamp with time zone) RETURNS numeric
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
-    SELECT trunc(floor(extract(epoch FROM (p_now - p_last_beat_at)))::numeric / p_expected_cadence_seconds, 2)
+    -- NULL where no ratio exists: a cadence that is not positive (the table refuses one; a
+    -- direct call got 22012, division by zero) or an infinite time (22008, interval out of
+    -- range, before 17). Inlined into the stale-check and v_queue_health: a CASE, no call.
+    SELECT CASE WHEN p_expected_cadence_seconds > 0 AND isfinite(p_now) AND isfinite(p_last_beat_at)
+                THEN trunc(floor(extract(epoch FROM (p_now - p_last_beat_at)))::numeric / p_expected_cadence_seconds, 2) END
 $$;
 
 --
@@ -4233,6 +4271,7 @@ BEGIN
     END IF;
     -- Every argument check in one statement (a claim is the hot path).
     PERFORM iu_core.fn_iu_require_name('fn_job_claim', 'p_worker', p_worker),
+            iu_core.fn_iu_require_vector('fn_job_claim', 'p_job_kinds', p_job_kinds),
             iu_core.fn_job_require_range('fn_job_claim', 'the number of p_job_kinds', cardinality(p_job_kinds), 1, 100),
             iu_core.fn_job_require_range('fn_job_claim', 'p_limit', p_limit, 1, 1000),
             iu_core.fn_job_require_range('fn_job_claim', 'p_lease_seconds', p_lease_seconds, 1, 86400),
@@ -4480,10 +4519,13 @@ BEGIN
     IF p_dead_letter_id IS NULL THEN
         RAISE EXCEPTION 'fn_job_dead_letter_resolve: p_dead_letter_id required' USING ERRCODE = '22023';
     END IF;
-    IF coalesce(btrim(p_resolution), '') = '' THEN
+    -- Blank (tabs and newlines included) is refused, and free text is bounded like every
+    -- other reason of the package (1,000 bytes): an audit column holds a note, not data.
+    IF iu_core.fn_iu_is_blank(p_resolution) THEN
         RAISE EXCEPTION 'fn_job_dead_letter_resolve: p_resolution required' USING ERRCODE = '22023',
             HINT = 'Say what was done, e.g. ''obsolete: superseded by job ...'' or ''fixed by hand, ticket OPS-1''.';
     END IF;
+    PERFORM iu_core.fn_iu_require_name('fn_job_dead_letter_resolve', 'p_resolution', p_resolution, 1000);
     SELECT * INTO v_dl FROM public.job_dead_letter WHERE id = p_dead_letter_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'fn_job_dead_letter_resolve: dead letter % not found', p_dead_letter_id USING ERRCODE = 'P0002';
@@ -4584,6 +4626,7 @@ BEGIN
     v_after := iu_core.fn_job_require_process_after('fn_job_enqueue_many', p_process_after);
     PERFORM iu_core.fn_job_require_range('fn_job_enqueue_many', 'p_max_attempts', p_max_attempts, 1, 100);
     IF p_dedupe_keys IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_require_vector('fn_job_enqueue_many', 'p_dedupe_keys', p_dedupe_keys);
         IF cardinality(p_dedupe_keys) <> v_n THEN
             RAISE EXCEPTION 'fn_job_enqueue_many: p_dedupe_keys has % elements, p_payloads %', cardinality(p_dedupe_keys), v_n
                 USING ERRCODE = '22023', HINT = 'Pass one key (or NULL) per payload, or NULL for no keys.';
@@ -4738,6 +4781,7 @@ DECLARE
     v_out jsonb;
 BEGIN
     v_n := iu_core.fn_job_require_batch('fn_job_fail_many', p_worker, p_job_ids, p_lease_tokens);
+    PERFORM iu_core.fn_iu_require_vector('fn_job_fail_many', 'p_errors', p_errors);
     IF p_errors IS NOT NULL AND cardinality(p_errors) NOT IN (0, 1, v_n) THEN
         RAISE EXCEPTION 'fn_job_fail_many: p_errors has % elements for % jobs', cardinality(p_errors), v_n
             USING ERRCODE = '22023', HINT = 'Pass one error per job, one error for all, or NULL.';
@@ -4809,12 +4853,13 @@ DECLARE
     v_already boolean := false;
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_job_kind_pause', 'p_job_kind', p_job_kind);
-    IF coalesce(btrim(p_reason), '') = '' THEN
+    IF iu_core.fn_iu_is_blank(p_reason) THEN
         RAISE EXCEPTION 'fn_job_kind_pause: p_reason required' USING ERRCODE = '22023',
             HINT = 'Say why, e.g. ''downstream outage, ticket OPS-1''.';
     END IF;
+    PERFORM iu_core.fn_iu_require_name('fn_job_kind_pause', 'p_reason', p_reason, 1000);
     INSERT INTO public.job_kind_pause (job_kind, reason, paused_by)
-    VALUES (p_job_kind, left(p_reason, 2000), iu_core.fn_queue_actor(p_actor, 'fn_job_kind_pause'))
+    VALUES (p_job_kind, p_reason, iu_core.fn_queue_actor(p_actor, 'fn_job_kind_pause'))
     ON CONFLICT (job_kind) DO NOTHING
     RETURNING * INTO v_row;
     IF v_row.job_kind IS NULL THEN
@@ -5008,6 +5053,7 @@ BEGIN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_kind % is not one of %',
             coalesce(quote_literal(left(p_kind, 60)), 'NULL'), array_to_string(iu_core.fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
+    PERFORM iu_core.fn_iu_require_vector('fn_queue_heartbeat_register', 'p_domain_scope', p_domain_scope);
     IF p_domain_scope IS NULL OR array_position(p_domain_scope, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope must be an array of non-empty domains (it may be empty: ''{}'')'
             USING ERRCODE = '22023';
@@ -6684,6 +6730,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_require_name(p_caller text, p_param text, p
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_iu_require_trusted_search_path(p_caller text, p_full boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_require_vector(p_caller text, p_param text, p_value anyarray); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_require_vector(p_caller text, p_param text, p_value anyarray) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint); Type: ACL; Schema: iu_core; Owner: -

@@ -380,6 +380,28 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_require_name(text, text, text, integer) FROM PUBLIC;
 
+-- functions/rules/fn_iu_require_vector.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_require_vector(p_caller text, p_param text, p_value anyarray)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    -- The one shape check for every array argument (job ids, lease tokens, errors, dedupe
+    -- keys, job kinds, domain scopes): one dimension, numbered from 1 (or empty, or NULL:
+    -- the caller decides what NULL means). A two-dimensional array is flattened by unnest
+    -- but answers NULL to a subscript and 0A000 to array_position, and '[5:6]={a,b}' pairs
+    -- element i with the wrong partner: refused here with the function's name instead.
+    IF p_value IS NOT NULL AND (pg_catalog.array_ndims(p_value) > 1 OR pg_catalog.array_lower(p_value, 1) <> 1) THEN
+        RAISE EXCEPTION '%: % must be a one-dimensional array numbered from 1, got % dimension(s) %',
+            p_caller, p_param, pg_catalog.array_ndims(p_value), pg_catalog.array_dims(p_value)
+            USING ERRCODE = '22023', HINT = 'Pass a plain list, e.g. ARRAY[a, b, c] or ''{a,b,c}''.';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_require_vector(text, text, anyarray) FROM PUBLIC;
+
 -- functions/rules/fn_iu_event_outbox_package_only.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_event_outbox_package_only(p_event_type text)
@@ -910,6 +932,7 @@ DROP FUNCTION iu_core.fn_iu_route_attempt_immutable();
 DROP FUNCTION iu_core.fn_iu_event_outbox_append_only();
 DROP FUNCTION iu_core.fn_iu_event_outbox_refuse_payload(jsonb);
 DROP FUNCTION iu_core.fn_iu_event_outbox_package_only(text);
+DROP FUNCTION iu_core.fn_iu_require_vector(text, text, anyarray);
 DROP FUNCTION iu_core.fn_iu_require_name(text, text, text, integer);
 DROP FUNCTION iu_core.fn_iu_is_blank(text);
 DROP FUNCTION iu_core.fn_iu_is_whitespace(text);

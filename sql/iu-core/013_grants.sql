@@ -105,6 +105,7 @@ AS $$
         'iu_core.fn_iu_payload_require_clean(text, text, jsonb)',
         'iu_core.fn_iu_require_name(text, text, text, integer)',
         'iu_core.fn_iu_require_trusted_search_path(text, boolean)',
+        'iu_core.fn_iu_require_vector(text, text, anyarray)',
         'iu_core.fn_iu_retention_config(text, text, bigint, bigint)',
         'iu_core.fn_iu_retention_ledger_immutable()',
         'iu_core.fn_iu_retention_partition_unrouted(xid8, xid8)',

@@ -29,6 +29,7 @@ BEGIN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_kind % is not one of %',
             coalesce(quote_literal(left(p_kind, 60)), 'NULL'), array_to_string(iu_core.fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
+    PERFORM iu_core.fn_iu_require_vector('fn_queue_heartbeat_register', 'p_domain_scope', p_domain_scope);
     IF p_domain_scope IS NULL OR array_position(p_domain_scope, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope must be an array of non-empty domains (it may be empty: ''{}'')'
             USING ERRCODE = '22023';

@@ -23,6 +23,7 @@ BEGIN
     END IF;
     -- Every argument check in one statement (a claim is the hot path).
     PERFORM iu_core.fn_iu_require_name('fn_job_claim', 'p_worker', p_worker),
+            iu_core.fn_iu_require_vector('fn_job_claim', 'p_job_kinds', p_job_kinds),
             iu_core.fn_job_require_range('fn_job_claim', 'the number of p_job_kinds', cardinality(p_job_kinds), 1, 100),
             iu_core.fn_job_require_range('fn_job_claim', 'p_limit', p_limit, 1, 1000),
             iu_core.fn_job_require_range('fn_job_claim', 'p_lease_seconds', p_lease_seconds, 1, 86400),

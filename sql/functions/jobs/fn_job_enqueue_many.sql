@@ -44,6 +44,7 @@ BEGIN
     v_after := iu_core.fn_job_require_process_after('fn_job_enqueue_many', p_process_after);
     PERFORM iu_core.fn_job_require_range('fn_job_enqueue_many', 'p_max_attempts', p_max_attempts, 1, 100);
     IF p_dedupe_keys IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_require_vector('fn_job_enqueue_many', 'p_dedupe_keys', p_dedupe_keys);
         IF cardinality(p_dedupe_keys) <> v_n THEN
             RAISE EXCEPTION 'fn_job_enqueue_many: p_dedupe_keys has % elements, p_payloads %', cardinality(p_dedupe_keys), v_n
                 USING ERRCODE = '22023', HINT = 'Pass one key (or NULL) per payload, or NULL for no keys.';
