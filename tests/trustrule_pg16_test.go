@@ -41,7 +41,7 @@ func TestTrustRule_PostgreSQL16(t *testing.T) {
 
 	name := fmt.Sprintf("iu_pg16_trust_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)
 	mustExec(t, admin, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
-	mustExec(t, admin, `CREATE DATABASE `+pgx.Identifier{name+"_b"}.Sanitize())
+	mustExec(t, admin, `CREATE DATABASE `+pgx.Identifier{name + "_b"}.Sanitize())
 	if err := migrate.Up(ctx(t), srv.DBURL(name)); err != nil {
 		t.Fatalf("installing on PostgreSQL 16: %v", err)
 	}
