@@ -67,6 +67,11 @@ CREATE TABLE public.job_queue (
     lease_expires_at timestamptz,
     -- The fencing token of the current (or, once succeeded, the last) claim.
     lease_token      uuid,
+    -- When that claim took the lease and the login that took it: a lease lives at most
+    -- iu_core.fn_job_max_lease_seconds() from its claim however often it is extended, and
+    -- the name-only complete and fail forms are refused to any other login.
+    leased_at          timestamptz,
+    lease_session_user text,
     last_error       text,
     dedupe_key       text,
     updated_at       timestamptz NOT NULL DEFAULT now(),

@@ -810,6 +810,28 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_job_require_process_after(text, timestamptz) FROM PUBLIC;
 
+-- functions/jobs/fn_job_require_dedupe_horizon.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_job_require_dedupe_horizon(p_caller text, p_process_after timestamptz)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+-- A job that carries a dedupe key may be due at most iu_core.fn_job_dedupe_horizon_seconds()
+-- (24 h) ahead: its key is held while it waits, and every later enqueue of that key gets
+-- its id back instead of a job of its own (22023 otherwise).
+BEGIN
+    IF p_process_after > now() + make_interval(secs => iu_core.fn_job_dedupe_horizon_seconds()) THEN
+        RAISE EXCEPTION '%: a job with a dedupe key may be due at most % seconds ahead, got %', p_caller,
+            iu_core.fn_job_dedupe_horizon_seconds(), p_process_after
+            USING ERRCODE = '22023',
+                  HINT = 'A waiting job holds its key against every later enqueue: schedule it without a key, or enqueue it (with its key) when it is at most 24 hours from due.';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_job_require_dedupe_horizon(text, timestamptz) FROM PUBLIC;
+
 -- functions/jobs/fn_job_require_range.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_job_require_range(p_caller text, p_param text, p_value integer, p_min integer, p_max integer)
@@ -829,6 +851,36 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_job_require_range(text, text, integer, integer, integer) FROM PUBLIC;
 
+-- functions/jobs/fn_job_max_lease_seconds.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_job_max_lease_seconds()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- The longest a lease lives, counted from its claim, however often it is extended
+    -- (fn_job_extend_lease caps the expiry there): 24 hours, the longest single lease a
+    -- claim may ask for. A holder that needs more was stuck or is squatting: the reaper
+    -- then requeues the job (or dead-letters it), as for any expired lease.
+    SELECT 86400
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_job_max_lease_seconds() FROM PUBLIC;
+
+-- functions/jobs/fn_job_dedupe_horizon_seconds.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_job_dedupe_horizon_seconds()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- How far ahead a job with a dedupe key may be scheduled: 24 hours. A live job holds its
+    -- key until it finishes, so a key enqueued for a date a year ahead blocked every enqueue
+    -- of that key (the next one got the squatter's job id back) for that year. Jobs without
+    -- a key may still be scheduled up to a year ahead (fn_job_require_process_after).
+    SELECT 86400
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_job_dedupe_horizon_seconds() FROM PUBLIC;
+
 -- functions/jobs/fn_job_holds_lease.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_job_holds_lease(p_job public.job_queue, p_worker text, p_lease_token uuid)
@@ -836,16 +888,36 @@ RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
     -- The lease rule, written once: the job is running, leased to this worker name, the
-    -- lease has not expired and (unless p_lease_token is NULL, which only the name-only
-    -- legacy forms pass) the token is the current claim's. No SET clause, so the planner
-    -- inlines it into the batch UPDATEs; it touches no table.
+    -- lease has not expired, and the token is the current claim's; the name-only legacy
+    -- forms pass no token (NULL), and then the login must be the one that claimed it
+    -- (session_user, not current_user, which is the owner inside these definer functions):
+    -- a worker name is a claim anyone can make, a login is not. No SET clause, so the
+    -- planner inlines it into the batch UPDATEs; it touches no table.
     SELECT p_job.status = 'running'
        AND p_job.lease_owner = p_worker
        AND p_job.lease_expires_at > now()
-       AND (p_lease_token IS NULL OR p_job.lease_token = p_lease_token)
+       AND CASE WHEN p_lease_token IS NULL THEN p_job.lease_session_user = session_user
+                ELSE p_job.lease_token = p_lease_token END
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_job_holds_lease(public.job_queue, text, uuid) FROM PUBLIC;
+
+-- functions/jobs/fn_job_refusal_reason.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_job_refusal_reason(p_job public.job_queue, p_worker text, p_lease_token uuid)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    -- Why a single-job complete or fail is refused: another_login when a name-only call
+    -- (no token) comes from another login than the one that claimed the live lease under
+    -- that name, lease_lost otherwise (expired, re-claimed, finished, another name or token).
+    SELECT CASE WHEN p_lease_token IS NULL AND p_job.status = 'running' AND p_job.lease_owner = p_worker
+                     AND p_job.lease_expires_at > now()
+                     AND p_job.lease_session_user IS DISTINCT FROM session_user
+                THEN 'another_login' ELSE 'lease_lost' END
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_job_refusal_reason(public.job_queue, text, uuid) FROM PUBLIC;
 
 -- functions/jobs/fn_job_retry_delay.sql
 -- +goose StatementBegin
@@ -889,6 +961,7 @@ BEGIN
     PERFORM iu_core.fn_job_require_range('fn_job_enqueue', 'p_max_attempts', p_max_attempts, 1, 100);
     IF p_dedupe_key IS NOT NULL THEN
         PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_dedupe_key', p_dedupe_key);
+        PERFORM iu_core.fn_job_require_dedupe_horizon('fn_job_enqueue', v_after);
     END IF;
 
     -- The loop covers the race where the live job finishes between the conflict and the lookup.
@@ -967,6 +1040,9 @@ BEGIN
         PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', format('p_dedupe_keys[%s]', k.ord), k.key)
            FROM unnest(p_dedupe_keys) WITH ORDINALITY AS k(key, ord)
           WHERE k.key IS NOT NULL;
+        IF cardinality(array_remove(p_dedupe_keys, NULL)) > 0 THEN
+            PERFORM iu_core.fn_job_require_dedupe_horizon('fn_job_enqueue_many', v_after);
+        END IF;
     END IF;
     -- One pass over the whole array (the hygiene test looks at every depth, elements
     -- included); only when it fails is each element tested, so the first bad one gets the
@@ -1041,7 +1117,8 @@ AS $$
 -- Leases up to p_limit due queued jobs of the asked kinds (paused kinds skipped) to
 -- p_worker for p_lease_seconds, oldest due first, in one statement: FOR UPDATE SKIP
 -- LOCKED, so concurrent claimers take disjoint jobs without waiting for each other. Each
--- claimed row gets attempt + 1 and a fresh lease_token, returned with the row.
+-- claimed row gets attempt + 1 and a fresh lease_token, returned with the row, and records
+-- when the lease began and the login that took it (leased_at, lease_session_user).
 -- One kind (the common case) reads the due index in order and stops after p_limit rows.
 -- Several kinds read the index once per kind (up to p_limit each, in order) and keep the
 -- p_limit oldest; the extra rows it locked are released when the claim commits.
@@ -1082,6 +1159,8 @@ BEGIN
                lease_owner      = p_worker,
                lease_expires_at = now() + make_interval(secs => p_lease_seconds),
                lease_token      = md5(v_secret || j.job_id::text)::uuid,
+               leased_at        = now(),
+               lease_session_user = session_user,
                attempt          = j.attempt + 1,
                updated_at       = now()
           FROM due
@@ -1118,6 +1197,8 @@ BEGIN
            lease_owner      = p_worker,
            lease_expires_at = now() + make_interval(secs => p_lease_seconds),
            lease_token      = md5(v_secret || j.job_id::text)::uuid,
+           leased_at        = now(),
+           lease_session_user = session_user,
            attempt          = j.attempt + 1,
            updated_at       = now()
       FROM due
@@ -1172,7 +1253,7 @@ BEGIN
         IF p_lease_token IS NOT NULL AND v_job.status = 'succeeded' AND v_job.lease_token = p_lease_token THEN
             RETURN jsonb_build_object('completed', true, 'already', true);
         END IF;
-        RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
+        RETURN jsonb_build_object('refused', true, 'reason', iu_core.fn_job_refusal_reason(v_job, p_worker, p_lease_token));
     END IF;
     UPDATE public.job_queue
        SET status = 'succeeded', lease_owner = NULL, lease_expires_at = NULL,
@@ -1268,7 +1349,7 @@ DECLARE
     v_dl      uuid;
 BEGIN
     IF NOT coalesce(iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
-        RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
+        RETURN jsonb_build_object('refused', true, 'reason', iu_core.fn_job_refusal_reason(v_job, p_worker, p_lease_token));
     END IF;
 
     IF v_job.attempt >= v_job.max_attempts THEN
@@ -1341,11 +1422,15 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 -- Renews a live lease: lease_expires_at becomes now() + p_lease_seconds, so a job that runs
--- longer than its first lease is not requeued while its worker is alive. Refused
+-- longer than its first lease is not requeued while its worker is alive; but never later
+-- than iu_core.fn_job_max_lease_seconds() (24 h) after the claim: a lease cannot be kept
+-- forever ("capped": true says the expiry stopped there, "lease_ends_by" when). Refused
 -- ({"refused": true, "reason": "lease_lost"}) when the caller does not hold the lease (an
 -- expired lease cannot be revived: the reaper may already have requeued the job).
 DECLARE
-    v_job public.job_queue;
+    v_job    public.job_queue;
+    v_ends   timestamptz;
+    v_wanted timestamptz;
 BEGIN
     IF p_lease_token IS NULL THEN
         RAISE EXCEPTION 'fn_job_extend_lease: p_lease_token required' USING ERRCODE = '22023',
@@ -1356,12 +1441,14 @@ BEGIN
     IF NOT iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token) THEN
         RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
     END IF;
+    v_wanted := now() + make_interval(secs => p_lease_seconds);
+    v_ends := coalesce(v_job.leased_at, v_job.lease_expires_at) + make_interval(secs => iu_core.fn_job_max_lease_seconds());
     UPDATE public.job_queue
-       SET lease_expires_at = now() + make_interval(secs => p_lease_seconds), updated_at = now()
+       SET lease_expires_at = greatest(lease_expires_at, least(v_wanted, v_ends)), updated_at = now()
      WHERE job_id = p_job_id
     RETURNING * INTO v_job;
     RETURN jsonb_build_object('extended', true, 'job_id', p_job_id, 'lease_expires_at', v_job.lease_expires_at,
-                              'attempt', v_job.attempt);
+                              'attempt', v_job.attempt, 'capped', v_wanted > v_ends, 'lease_ends_by', v_ends);
 END;
 $$;
 -- +goose StatementEnd
@@ -2569,8 +2656,12 @@ DROP FUNCTION public.fn_job_claim(text, text[], integer, integer);
 DROP FUNCTION public.fn_job_enqueue_many(text, text, jsonb, timestamptz, text[], integer);
 DROP FUNCTION public.fn_job_enqueue(text, text, jsonb, timestamptz, text, integer);
 DROP FUNCTION iu_core.fn_job_retry_delay(integer);
+DROP FUNCTION iu_core.fn_job_refusal_reason(public.job_queue, text, uuid);
 DROP FUNCTION iu_core.fn_job_holds_lease(public.job_queue, text, uuid);
+DROP FUNCTION iu_core.fn_job_dedupe_horizon_seconds();
+DROP FUNCTION iu_core.fn_job_max_lease_seconds();
 DROP FUNCTION iu_core.fn_job_require_range(text, text, integer, integer, integer);
+DROP FUNCTION iu_core.fn_job_require_dedupe_horizon(text, timestamptz);
 DROP FUNCTION iu_core.fn_job_require_process_after(text, timestamptz);
 DROP FUNCTION public.fn_queue_stale_check();
 DROP FUNCTION iu_core.fn_queue_alert_emit(text, text, text, jsonb);

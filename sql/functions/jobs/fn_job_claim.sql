@@ -7,7 +7,8 @@ AS $$
 -- Leases up to p_limit due queued jobs of the asked kinds (paused kinds skipped) to
 -- p_worker for p_lease_seconds, oldest due first, in one statement: FOR UPDATE SKIP
 -- LOCKED, so concurrent claimers take disjoint jobs without waiting for each other. Each
--- claimed row gets attempt + 1 and a fresh lease_token, returned with the row.
+-- claimed row gets attempt + 1 and a fresh lease_token, returned with the row, and records
+-- when the lease began and the login that took it (leased_at, lease_session_user).
 -- One kind (the common case) reads the due index in order and stops after p_limit rows.
 -- Several kinds read the index once per kind (up to p_limit each, in order) and keep the
 -- p_limit oldest; the extra rows it locked are released when the claim commits.
@@ -48,6 +49,8 @@ BEGIN
                lease_owner      = p_worker,
                lease_expires_at = now() + make_interval(secs => p_lease_seconds),
                lease_token      = md5(v_secret || j.job_id::text)::uuid,
+               leased_at        = now(),
+               lease_session_user = session_user,
                attempt          = j.attempt + 1,
                updated_at       = now()
           FROM due
@@ -84,6 +87,8 @@ BEGIN
            lease_owner      = p_worker,
            lease_expires_at = now() + make_interval(secs => p_lease_seconds),
            lease_token      = md5(v_secret || j.job_id::text)::uuid,
+           leased_at        = now(),
+           lease_session_user = session_user,
            attempt          = j.attempt + 1,
            updated_at       = now()
       FROM due

@@ -52,6 +52,9 @@ BEGIN
         PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', format('p_dedupe_keys[%s]', k.ord), k.key)
            FROM unnest(p_dedupe_keys) WITH ORDINALITY AS k(key, ord)
           WHERE k.key IS NOT NULL;
+        IF cardinality(array_remove(p_dedupe_keys, NULL)) > 0 THEN
+            PERFORM iu_core.fn_job_require_dedupe_horizon('fn_job_enqueue_many', v_after);
+        END IF;
     END IF;
     -- One pass over the whole array (the hygiene test looks at every depth, elements
     -- included); only when it fails is each element tested, so the first bad one gets the
