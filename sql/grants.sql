@@ -34,6 +34,7 @@ GRANT SELECT ON public.v_iu_route_worker_status, public.v_iu_route_dead_letter_o
 -- Heartbeats and the stale-check
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_write(text, jsonb, text)                              TO dot_executor;
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_tick(text, text, text, jsonb)                         TO dot_executor;
+GRANT EXECUTE ON FUNCTION public.fn_queue_runner_beat(text, uuid, text, jsonb, boolean)                   TO dot_executor;
 GRANT EXECUTE ON FUNCTION public.fn_queue_stale_check()                                                   TO dot_executor;
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_register(text, text, text[], integer, integer, text, text) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_pause(text, text, text)                               TO workflow_admin;

@@ -439,8 +439,11 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_queue_heartbeat_may_beat(text)',
         'iu_core.fn_queue_heartbeat_refusal(text)',
         'iu_core.fn_queue_heartbeat_refuse_foreign(text, text, text)',
+        'iu_core.fn_queue_heartbeat_require_room(text, text)',
+        'iu_core.fn_queue_heartbeat_self_registered_limit()',
         'iu_core.fn_queue_heartbeat_severity(numeric)',
         'iu_core.fn_queue_notify_bridge_sync()',
+        'iu_core.fn_queue_runner_lease_seconds()',
         'iu_core.fn_queue_stale_alert_row()',
         'iu_core.fn_queue_wake_notify_event_outbox()',
         'iu_core.fn_queue_wake_notify_job_queue()',
@@ -483,6 +486,7 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'public.fn_queue_heartbeat_tick(text, text, text, jsonb)',
         'public.fn_queue_heartbeat_write(text, jsonb, text)',
         'public.fn_queue_notify_enabled()',
+        'public.fn_queue_runner_beat(text, uuid, text, jsonb, boolean)',
         'public.fn_queue_stale_check()'
     ]::text[]
 $$;
@@ -1121,9 +1125,9 @@ BEGIN
     IF NOT FOUND THEN
         INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
                                      last_beat_payload, ticks_total, expected_cadence_seconds,
-                                     stale_threshold_seconds)
+                                     stale_threshold_seconds, registered_via)
         SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
-               d.expected_cadence_seconds, d.stale_threshold_seconds
+               d.expected_cadence_seconds, d.stale_threshold_seconds, 'route_worker'
           FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
         ON CONFLICT (executor_id) DO NOTHING;
     END IF;
@@ -3028,11 +3032,14 @@ CREATE TABLE public.queue_heartbeat (
     last_beat_by text,
     last_beat_session_user text,
     owner_role text,
+    registered_via text DEFAULT 'register'::text NOT NULL,
+    runner_instance uuid,
     CONSTRAINT queue_heartbeat_executor_id_check CHECK ((executor_id <> ''::text)),
     CONSTRAINT queue_heartbeat_executor_kind_check CHECK ((executor_kind = ANY (iu_core.fn_queue_executor_kinds()))),
     CONSTRAINT queue_heartbeat_expected_cadence_seconds_check CHECK ((expected_cadence_seconds > 0)),
     CONSTRAINT queue_heartbeat_payload_hygiene CHECK (iu_core.fn_iu_payload_is_clean(last_beat_payload)),
     CONSTRAINT queue_heartbeat_payload_object CHECK ((jsonb_typeof(last_beat_payload) = 'object'::text)),
+    CONSTRAINT queue_heartbeat_registered_via_ck CHECK ((registered_via = ANY (ARRAY['register'::text, 'tick'::text, 'route_worker'::text, 'runner'::text]))),
     CONSTRAINT queue_heartbeat_stale_threshold_seconds_check CHECK ((stale_threshold_seconds > 0)),
     CONSTRAINT queue_heartbeat_status_check CHECK ((status = ANY (ARRAY['ok'::text, 'warn'::text, 'error'::text])))
 );
@@ -3062,6 +3069,18 @@ COMMENT ON COLUMN public.queue_heartbeat.last_beat_at IS 'Also called last_tick_
 COMMENT ON COLUMN public.queue_heartbeat.last_beat_payload IS 'Also called metadata (by the cut-pipeline ping). Signal only: hygiene-checked at any depth.';
 
 --
+-- Name: COLUMN queue_heartbeat.registered_via; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.queue_heartbeat.registered_via IS 'How the row was created: register (operator), tick (an executor''s first beat), route_worker (its own run beats it), runner (fn_queue_runner_beat only).';
+
+--
+-- Name: COLUMN queue_heartbeat.runner_instance; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.queue_heartbeat.runner_instance IS 'A runner row: the running process (one uuid per process) that holds it; NULL once released. Another runner may take it over 30 s after its last beat.';
+
+--
 -- Name: fn_queue_heartbeat_describe(public.queue_heartbeat); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
@@ -3083,6 +3102,7 @@ CREATE FUNCTION iu_core.fn_queue_heartbeat_describe(p_row public.queue_heartbeat
         'registered_by',            p_row.registered_by,
         'registered_session_user',  p_row.registered_session_user,
         'owner_role',               p_row.owner_role,
+        'registered_via',           p_row.registered_via,
         'paused',                   p_row.paused_at IS NOT NULL)
 $$;
 
@@ -3193,11 +3213,25 @@ CREATE FUNCTION iu_core.fn_queue_heartbeat_refusal(p_executor_id text) RETURNS j
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    -- The one refusal every caller-facing beat returns for a protected executor (ping, tick,
-    -- write), or NULL when the executor may be beaten. A refusal is JSON, not an exception:
-    -- the caller sees the reason, and nothing was written.
+    -- The one refusal every caller-facing beat returns (ping, tick, write) for an executor
+    -- that only its own work may beat, or NULL when the caller may beat it (the binding is
+    -- tested next, on the row). A refusal is JSON, not an exception: the caller sees the
+    -- reason, and nothing was written. Only a worker heals itself:
+    --   protected_legacy_silent_passive  iu_outbound_default and the configured protected
+    --                                    set (queue.heartbeat.protected_executors)
+    --   beaten_by_its_route_worker       every route worker's row (a cursor of that name, or
+    --                                    a row its run created): only that worker's run beats it
+    --   beaten_by_its_runner             every runner's row (fn_queue_runner_beat created it):
+    --                                    only that runner beats it
     SELECT CASE WHEN iu_core.fn_queue_heartbeat_is_protected(p_executor_id)
-                THEN jsonb_build_object('refused', true, 'reason', 'protected_legacy_silent_passive') END
+                THEN jsonb_build_object('refused', true, 'reason', 'protected_legacy_silent_passive')
+                WHEN EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = p_executor_id)
+                  OR EXISTS (SELECT 1 FROM public.queue_heartbeat h
+                              WHERE h.executor_id = p_executor_id AND h.registered_via = 'route_worker')
+                THEN jsonb_build_object('refused', true, 'reason', 'beaten_by_its_route_worker')
+                WHEN EXISTS (SELECT 1 FROM public.queue_heartbeat h
+                              WHERE h.executor_id = p_executor_id AND h.registered_via = 'runner')
+                THEN jsonb_build_object('refused', true, 'reason', 'beaten_by_its_runner') END
 $$;
 
 --
@@ -3216,6 +3250,57 @@ BEGIN
                             p_owner_role, session_user);
 END;
 $$;
+
+--
+-- Name: fn_queue_heartbeat_require_room(text, text); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_queue_heartbeat_require_room(p_caller text, p_executor_id text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+-- The bound on executors that executors create themselves: a beat may create executor
+-- p_executor_id only while fewer than iu_core.fn_queue_heartbeat_self_registered_limit()
+-- rows were created that way (registered_via tick or runner); P0002 otherwise, with the
+-- register call that creates it as an operator. Every executor is one more heartbeat row,
+-- one more row of v_queue_health and one more metric series: an executor that creates them
+-- by the thousand must not be able to.
+DECLARE
+    v_limit integer := iu_core.fn_queue_heartbeat_self_registered_limit();
+    v_n     bigint;
+BEGIN
+    SELECT count(*) INTO v_n FROM public.queue_heartbeat h WHERE h.registered_via IN ('tick', 'runner');
+    IF v_n >= v_limit THEN
+        RAISE EXCEPTION '%: executor % is not registered, and executors have created % executors themselves (the limit, queue.heartbeat.self_registered_limit, is %)',
+            p_caller, quote_literal(p_executor_id), v_n, v_limit
+            USING ERRCODE = 'P0002',
+                  HINT = format('An operator registers it: SELECT fn_queue_heartbeat_register(%L, ''external_worker'', ''{}'', 60, 180, ''me'');', p_executor_id);
+    END IF;
+END;
+$$;
+
+--
+-- Name: fn_queue_heartbeat_self_registered_limit(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_queue_heartbeat_self_registered_limit() RETURNS integer
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    -- How many executors executors may create themselves (a first tick or ping of an unknown
+    -- id, a runner's first beat): queue.heartbeat.self_registered_limit, a non-negative
+    -- integer (surrounding whitespace ignored, clamped to 2147483647); missing or anything
+    -- else: 100. Operators register any number (fn_queue_heartbeat_register).
+    SELECT coalesce((
+        SELECT CASE WHEN length(v.digits) > 10 THEN 2147483647
+                    ELSE least(v.digits::bigint, 2147483647)::integer END
+          FROM public.dot_config c
+         CROSS JOIN LATERAL (
+               SELECT coalesce(nullif(ltrim(regexp_replace(c.value, '^[[:space:]]+|[[:space:]]+$', '', 'g'), '0'), ''), '0')
+               ) AS v(digits)
+         WHERE c.key = 'queue.heartbeat.self_registered_limit'
+           AND c.value ~ '^[[:space:]]*[0-9]+[[:space:]]*$'), 100)
+$_$;
 
 --
 -- Name: fn_queue_heartbeat_severity(numeric); Type: FUNCTION; Schema: iu_core; Owner: -
@@ -3284,6 +3369,21 @@ BEGIN
     END;
     RETURN NULL;
 END;
+$$;
+
+--
+-- Name: fn_queue_runner_lease_seconds(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_queue_runner_lease_seconds() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    -- How long a runner's hold on its row outlives its last beat: 30 s. A running iu-runner
+    -- beats at least every 10 s (min(--poll-interval, 10 s)) between passes; a runner that
+    -- stopped without handing its row back (a crash, a kill) is taken over by the next
+    -- runner of that id within 30 s, far inside the row's stale threshold (180 s), so a
+    -- restart never leaves a row that goes stale, and two live runners never share one.
+    SELECT 30
 $$;
 
 --
@@ -3430,6 +3530,7 @@ CREATE FUNCTION public.fn_cut_heartbeat_ping(p_executor_name text, p_executor_ki
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+    v_refusal jsonb;
     v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
 BEGIN
     IF p_executor_name IS NULL OR btrim(p_executor_name, E' \t\r\n\f\x0B') = '' THEN
@@ -3437,9 +3538,11 @@ BEGIN
             HINT = 'Name the executor, e.g. cut_pipeline_operator_<scope>, so one stale row cannot silence another.';
     END IF;
     PERFORM iu_core.fn_iu_require_name('fn_cut_heartbeat_ping', 'p_executor_name', p_executor_name);
-    -- The same refusal fn_queue_heartbeat_tick and fn_queue_heartbeat_write return.
-    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_name) THEN
-        RETURN iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    -- The same refusal fn_queue_heartbeat_tick and fn_queue_heartbeat_write return: only a
+    -- worker heals itself (the legacy protected set, route workers, runners).
+    v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    IF v_refusal IS NOT NULL THEN
+        RETURN v_refusal;
     END IF;
     IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (iu_core.fn_queue_executor_kinds()) THEN
         RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_kind % not in 7-vocab (%)',
@@ -4172,6 +4275,23 @@ BEGIN
     PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_register', p_worker_name);
     PERFORM iu_core.fn_iu_require_name('fn_iu_route_worker_register', 'p_event_domain', p_event_domain);
 
+    -- A route worker's heartbeat is beaten by its run, whatever binds it: its name must not
+    -- be an executor's already (a bound agent, a runner, anything a first tick created), or
+    -- every executor could beat that row by running the worker. A PG_worker row registered
+    -- by an operator, unbound, is taken as the worker's (its cadence and threshold kept).
+    IF NOT EXISTS (SELECT 1 FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name)
+       AND EXISTS (SELECT 1 FROM public.queue_heartbeat h
+                    WHERE h.executor_id = p_worker_name
+                      AND NOT (h.registered_via IN ('register', 'route_worker') AND h.executor_kind = 'PG_worker'
+                               AND h.owner_role IS NULL)) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register: % is already an executor''s name (%): a route worker''s run beats its own heartbeat row, so the names may not collide',
+            quote_literal(p_worker_name),
+            (SELECT format('kind %s, created by %s%s', h.executor_kind, h.registered_via,
+                           coalesce(', bound to ' || quote_ident(h.owner_role), ''))
+               FROM public.queue_heartbeat h WHERE h.executor_id = p_worker_name)
+            USING ERRCODE = '22023', HINT = 'Register the worker under another name.';
+    END IF;
+
     INSERT INTO public.iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
     VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
     ON CONFLICT (worker_name) DO NOTHING;
@@ -4186,12 +4306,15 @@ BEGIN
     END IF;
 
     INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
-                                 stale_threshold_seconds, registered_by, last_beat_payload)
+                                 stale_threshold_seconds, registered_by, last_beat_payload, registered_via)
     SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], d.expected_cadence_seconds,
-           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true)
+           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true), 'route_worker'
       FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
     ON CONFLICT (executor_id) DO NOTHING;
     GET DIAGNOSTICS v_hb = ROW_COUNT;
+    -- An operator's unbound PG_worker row of that name (see above) becomes the worker's.
+    UPDATE public.queue_heartbeat h SET registered_via = 'route_worker'
+     WHERE h.executor_id = p_worker_name AND h.registered_via <> 'route_worker';
 
     RETURN jsonb_build_object(
         'worker', p_worker_name,
@@ -5172,6 +5295,25 @@ BEGIN
         END IF;
     END IF;
 
+    -- Names cannot collide across what beats a row. A route worker's row is beaten by its run
+    -- only: register tunes its cadence and threshold, never binds it (the binding would
+    -- mean nothing: the run does not test it) nor changes its kind. A runner's row stays
+    -- bound to a login (the binding is what keeps other logins off it): it may be re-bound,
+    -- not unbound.
+    IF EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = p_executor_id)
+       OR EXISTS (SELECT 1 FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id AND h.registered_via = 'route_worker') THEN
+        IF v_owner IS NOT NULL OR p_kind <> 'PG_worker' THEN
+            RAISE EXCEPTION 'fn_queue_heartbeat_register: % is a route worker''s heartbeat: only its cadence and threshold may be registered (kind PG_worker, no owner role)',
+                quote_literal(p_executor_id) USING ERRCODE = '22023',
+                HINT = 'Only the worker''s own run beats it. Bind the executors an agent runs under names of their own.';
+        END IF;
+    END IF;
+    IF v_owner IS NULL AND EXISTS (SELECT 1 FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id AND h.registered_via = 'runner') THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_register: % is a runner''s heartbeat: it stays bound to a login (p_owner_role required)',
+            quote_literal(p_executor_id) USING ERRCODE = '22023',
+            HINT = 'Pass the runner''s login (or a group of its logins) as p_owner_role.';
+    END IF;
+
     -- Idempotent: a second registration with the same values changes nothing; different
     -- values update the executor's configuration (never its beat history).
     INSERT INTO public.queue_heartbeat AS h (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
@@ -5253,10 +5395,14 @@ CREATE FUNCTION public.fn_queue_heartbeat_tick(p_executor_name text, p_executor_
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 -- The permissive primitive: a generic UPSERT. An unknown executor is registered with the
--- documented defaults (cadence 60 s, threshold 180 s); a known one keeps its registered kind
--- and timings, and gets the beat, the status and the metadata. A protected executor is
--- refused (JSON, no write); a bound one is beaten only by its owning role's logins.
+-- documented defaults (cadence 60 s, threshold 180 s), while fewer than
+-- queue.heartbeat.self_registered_limit executors were created that way (P0002 past it: an
+-- operator registers it); a known one keeps its registered kind and timings, and gets the
+-- beat, the status and the metadata. An executor that only its own work may beat (the
+-- protected set, route workers, runners) is refused (JSON, no write); a bound one is beaten
+-- only by its owning role's logins.
 DECLARE
+    v_refusal jsonb;
     v_row      public.queue_heartbeat;
     v_id       text;
     v_created  boolean;
@@ -5265,8 +5411,9 @@ DECLARE
     v_owner    text;
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_tick', 'p_executor_name', p_executor_name);
-    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_name) THEN
-        RETURN iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    IF v_refusal IS NOT NULL THEN
+        RETURN v_refusal;
     END IF;
     IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (iu_core.fn_queue_executor_kinds()) THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_executor_kind % is not one of %',
@@ -5279,11 +5426,18 @@ BEGIN
     v_actor := iu_core.fn_queue_actor(NULL, 'fn_queue_heartbeat_tick');
     PERFORM iu_core.fn_iu_payload_require_clean('fn_queue_heartbeat_tick', 'p_metadata', v_metadata);
 
+    -- A first beat creates the executor, within the bound of executors that executors
+    -- create themselves (one statement calling this 2,000 times created 2,000 executors and
+    -- 2,000 metric series). Two first beats racing may each pass the count: the bound is
+    -- the limit plus the number of concurrent creators.
+    IF NOT EXISTS (SELECT 1 FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_name) THEN
+        PERFORM iu_core.fn_queue_heartbeat_require_room('fn_queue_heartbeat_tick', p_executor_name);
+    END IF;
     INSERT INTO public.queue_heartbeat AS h (executor_id, executor_kind, status, last_beat_at, last_beat_payload,
                                       ticks_total, expected_cadence_seconds, stale_threshold_seconds,
-                                      registered_by, last_beat_by, last_beat_session_user)
+                                      registered_by, last_beat_by, last_beat_session_user, registered_via)
     SELECT p_executor_name, p_executor_kind, p_status, now(), v_metadata, 1,
-           d.expected_cadence_seconds, d.stale_threshold_seconds, v_actor, v_actor, session_user
+           d.expected_cadence_seconds, d.stale_threshold_seconds, v_actor, v_actor, session_user, 'tick'
       FROM iu_core.fn_queue_heartbeat_defaults(p_executor_kind) d
     ON CONFLICT (executor_id) DO UPDATE
        SET status                 = EXCLUDED.status,
@@ -5292,9 +5446,14 @@ BEGIN
            last_beat_by           = EXCLUDED.last_beat_by,
            last_beat_session_user = EXCLUDED.last_beat_session_user,
            ticks_total            = h.ticks_total + 1
-     WHERE iu_core.fn_queue_heartbeat_may_beat(h.owner_role)
+     WHERE iu_core.fn_queue_heartbeat_may_beat(h.owner_role) AND h.registered_via IN ('register', 'tick')
     RETURNING h.executor_id, (h.xmax = 0) INTO v_id, v_created;
     IF v_id IS NULL THEN
+        -- A route worker or runner registered this id since the refusal was tested.
+        v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+        IF v_refusal IS NOT NULL THEN
+            RETURN v_refusal;
+        END IF;
         -- The row exists and is bound to a role this login is not a member of.
         SELECT h.owner_role INTO v_owner FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_name;
         PERFORM iu_core.fn_queue_heartbeat_refuse_foreign('fn_queue_heartbeat_tick', p_executor_name, v_owner);
@@ -5316,14 +5475,16 @@ CREATE FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payload js
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+    v_refusal jsonb;
     v_row     public.queue_heartbeat;
     v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
     v_actor   text;
     v_owner   text;
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_write', 'p_executor_id', p_executor_id);
-    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_id) THEN
-        RETURN iu_core.fn_queue_heartbeat_refusal(p_executor_id);
+    v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_id);
+    IF v_refusal IS NOT NULL THEN
+        RETURN v_refusal;
     END IF;
     v_actor := iu_core.fn_queue_actor(p_actor, 'fn_queue_heartbeat_write');
     PERFORM iu_core.fn_iu_payload_require_clean('fn_queue_heartbeat_write', 'p_payload', v_payload);
@@ -5338,8 +5499,13 @@ BEGIN
            ticks_total            = h.ticks_total + 1
      WHERE h.executor_id = p_executor_id
        AND iu_core.fn_queue_heartbeat_may_beat(h.owner_role)
+       AND h.registered_via IN ('register', 'tick')
     RETURNING * INTO v_row;
     IF NOT FOUND THEN
+        v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_id);
+        IF v_refusal IS NOT NULL THEN
+            RETURN v_refusal;
+        END IF;
         SELECT h.owner_role INTO v_owner FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id;
         IF FOUND THEN
             PERFORM iu_core.fn_queue_heartbeat_refuse_foreign('fn_queue_heartbeat_write', p_executor_id, v_owner);
@@ -5361,6 +5527,119 @@ CREATE FUNCTION public.fn_queue_notify_enabled() RETURNS boolean
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT coalesce((SELECT c.value = 'true' FROM public.dot_config c WHERE c.key = 'queue.notify.bridge_enabled'), false)
+$$;
+
+--
+-- Name: fn_queue_runner_beat(text, uuid, text, jsonb, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_queue_runner_beat(p_executor_id text, p_instance uuid, p_status text DEFAULT 'ok'::text, p_metadata jsonb DEFAULT '{}'::jsonb, p_release boolean DEFAULT false) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
+    AS $$
+-- A runner's own heartbeat (iu-runner run and tick --executor-id). Only the runner beats
+-- its row: the row is created here bound to the runner's login (owner_role: session_user),
+-- fn_queue_heartbeat_tick, _write and fn_cut_heartbeat_ping refuse it
+-- (beaten_by_its_runner), and of the processes of that login only the one holding it may
+-- beat it: p_instance, one uuid per runner process, is a lease renewed by every beat and
+-- handed back by p_release (a runner that stops, a tick's one beat). Another process of
+-- the same id gets {"beat": false, "held": true, "held_by": {...}} while the holder's last
+-- beat is younger than iu_core.fn_queue_runner_lease_seconds() (30 s), and takes the row
+-- over after that ("took_over": true): two live runners never share a row (the second one
+-- is the first one's standby), and a restarted runner never leaves a row behind that goes
+-- stale. A first beat creates the row within queue.heartbeat.self_registered_limit. Not
+-- a runner's row (a route worker's name, a row created by a first tick, an unbound row an
+-- operator registered: any executor may beat those) or bound to another login: refused. An
+-- operator may register the id first, bound to the runner's login (p_owner_role).
+DECLARE
+    v_row      public.queue_heartbeat;
+    v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
+    v_actor    text;
+    v_created  boolean := false;
+    v_prev     uuid;
+BEGIN
+    PERFORM iu_core.fn_iu_require_name('fn_queue_runner_beat', 'p_executor_id', p_executor_id);
+    IF p_instance IS NULL THEN
+        RAISE EXCEPTION 'fn_queue_runner_beat: p_instance required' USING ERRCODE = '22023',
+            HINT = 'One uuid per runner process, the same on every beat of that process (iu-runner draws one at start).';
+    END IF;
+    IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
+        RAISE EXCEPTION 'fn_queue_runner_beat: p_status % is not one of ok, warn, error',
+            coalesce(quote_literal(left(p_status, 60)), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    PERFORM iu_core.fn_iu_payload_require_clean('fn_queue_runner_beat', 'p_metadata', v_metadata);
+    v_actor := iu_core.fn_queue_actor(NULL, 'fn_queue_runner_beat');
+    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_id)
+       OR EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = p_executor_id) THEN
+        RAISE EXCEPTION 'fn_queue_runner_beat: % is a route worker''s (or a protected) executor, never a runner''s',
+            quote_literal(p_executor_id) USING ERRCODE = '22023',
+            HINT = 'Give the runner an id of its own (iu-runner --executor-id; the default is iu-runner:<host>).';
+    END IF;
+
+    SELECT * INTO v_row FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM iu_core.fn_queue_heartbeat_require_room('fn_queue_runner_beat', p_executor_id);
+        INSERT INTO public.queue_heartbeat AS h (executor_id, executor_kind, status, last_beat_at, last_beat_payload,
+                                                 ticks_total, expected_cadence_seconds, stale_threshold_seconds,
+                                                 registered_by, last_beat_by, last_beat_session_user, owner_role,
+                                                 registered_via, runner_instance)
+        SELECT p_executor_id, 'external_worker', p_status, now(), v_metadata, 1,
+               d.expected_cadence_seconds, d.stale_threshold_seconds, v_actor, v_actor, session_user, session_user,
+               'runner', CASE WHEN p_release THEN NULL ELSE p_instance END
+          FROM iu_core.fn_queue_heartbeat_defaults('external_worker') d
+        ON CONFLICT (executor_id) DO NOTHING
+        RETURNING * INTO v_row;
+        IF FOUND THEN
+            RETURN jsonb_build_object('executor_id', v_row.executor_id, 'beat', true, 'held', false, 'created', true,
+                                      'took_over', false, 'released', p_release, 'owner_role', v_row.owner_role,
+                                      'registered_via', v_row.registered_via, 'last_beat_at', v_row.last_beat_at);
+        END IF;
+        -- Another runner created it a moment ago: decide on the row as it is now.
+        SELECT * INTO v_row FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id FOR UPDATE;
+    END IF;
+
+    IF v_row.registered_via = 'tick' OR v_row.registered_via = 'route_worker'
+       OR (v_row.registered_via = 'register' AND v_row.owner_role IS NULL) THEN
+        RAISE EXCEPTION 'fn_queue_runner_beat: executor % is not a runner''s: it was created by %', quote_literal(p_executor_id),
+            CASE v_row.registered_via WHEN 'tick' THEN 'a first fn_queue_heartbeat_tick (any executor may beat it)'
+                                      WHEN 'register' THEN 'an operator, unbound (any executor may beat it)'
+                                      ELSE 'a route worker' END
+            USING ERRCODE = '42501',
+                  HINT = 'Give the runner an id of its own (iu-runner --executor-id), or an operator binds this one to the runner''s login: fn_queue_heartbeat_register(..., p_owner_role => ''<login>'').';
+    END IF;
+    IF NOT iu_core.fn_queue_heartbeat_may_beat(v_row.owner_role) THEN
+        PERFORM iu_core.fn_queue_heartbeat_refuse_foreign('fn_queue_runner_beat', p_executor_id, v_row.owner_role);
+    END IF;
+    v_prev := v_row.runner_instance;
+    IF v_prev IS NOT NULL AND v_prev <> p_instance
+       AND v_row.last_beat_at > now() - make_interval(secs => iu_core.fn_queue_runner_lease_seconds()) THEN
+        RETURN jsonb_build_object(
+            'executor_id', p_executor_id, 'beat', false, 'held', true,
+            'held_by', jsonb_build_object(
+                'instance', v_prev,
+                'session_user', v_row.last_beat_session_user,
+                'last_beat_at', v_row.last_beat_at,
+                'pid', v_row.last_beat_payload -> 'pid',
+                'host', v_row.last_beat_payload -> 'host',
+                'free_at', v_row.last_beat_at + make_interval(secs => iu_core.fn_queue_runner_lease_seconds())));
+    END IF;
+    UPDATE public.queue_heartbeat h
+       SET status                 = p_status,
+           last_beat_at           = now(),
+           last_beat_payload      = v_metadata,
+           last_beat_by           = v_actor,
+           last_beat_session_user = session_user,
+           ticks_total            = h.ticks_total + 1,
+           registered_via         = 'runner',
+           runner_instance        = CASE WHEN p_release THEN NULL ELSE p_instance END
+     WHERE h.executor_id = p_executor_id
+    RETURNING * INTO v_row;
+    RETURN jsonb_build_object('executor_id', v_row.executor_id, 'beat', true, 'held', false, 'created', false,
+                              'took_over', v_prev IS NOT NULL AND v_prev <> p_instance, 'released', p_release,
+                              'owner_role', v_row.owner_role, 'registered_via', v_row.registered_via,
+                              'last_beat_at', v_row.last_beat_at);
+END;
 $$;
 
 --
@@ -7283,6 +7562,18 @@ REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_refusal(p_executor_id text) FR
 REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_refuse_foreign(p_caller text, p_executor_id text, p_owner_role text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_queue_heartbeat_require_room(p_caller text, p_executor_id text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_require_room(p_caller text, p_executor_id text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_heartbeat_self_registered_limit(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_self_registered_limit() FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_queue_heartbeat_severity(p_gap_ratio numeric); Type: ACL; Schema: iu_core; Owner: -
 --
 
@@ -7294,6 +7585,12 @@ GRANT ALL ON FUNCTION iu_core.fn_queue_heartbeat_severity(p_gap_ratio numeric) T
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_queue_notify_bridge_sync() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_queue_runner_lease_seconds(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_queue_runner_lease_seconds() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_queue_stale_alert_row(); Type: ACL; Schema: iu_core; Owner: -
@@ -7592,6 +7889,13 @@ GRANT ALL ON FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payl
 REVOKE ALL ON FUNCTION public.fn_queue_notify_enabled() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_queue_notify_enabled() TO dot_executor;
 GRANT ALL ON FUNCTION public.fn_queue_notify_enabled() TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_queue_runner_beat(p_executor_id text, p_instance uuid, p_status text, p_metadata jsonb, p_release boolean); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_queue_runner_beat(p_executor_id text, p_instance uuid, p_status text, p_metadata jsonb, p_release boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_queue_runner_beat(p_executor_id text, p_instance uuid, p_status text, p_metadata jsonb, p_release boolean) TO dot_executor;
 
 --
 -- Name: FUNCTION fn_queue_stale_check(); Type: ACL; Schema: public; Owner: -

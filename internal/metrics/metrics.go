@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -30,6 +31,10 @@ type Metrics struct {
 	Draining           prometheus.Gauge
 	LastPass           prometheus.Gauge
 	Mode               *prometheus.GaugeVec
+
+	// HeartbeatStandby is 1 while another live runner holds this runner's heartbeat row
+	// (same --executor-id): this one works but beats nothing until the holder stops.
+	HeartbeatStandby prometheus.Gauge
 
 	// StaleCheckTooLong is 1 when --stale-check-interval is not under half the smallest
 	// stale threshold in v_queue_health (silences would be noticed late).
@@ -71,7 +76,18 @@ var (
 		"1 per executor (queue_heartbeat row) that v_queue_health reports stale; the label is the executor id.", []string{"executor"}, nil)
 	descRefreshed = prometheus.NewDesc("iu_queue_health_last_refresh_timestamp_seconds",
 		"Unix time of the last successful read of v_queue_health (absent until the first one): how old the iu_queue_health_* figures are.", nil, nil)
+	descRows    = prometheus.NewDesc("iu_queue_health_rows", "Rows of v_queue_health at the last refresh.", nil, nil)
+	descOmitted = prometheus.NewDesc("iu_queue_health_rows_omitted",
+		"Rows of v_queue_health exported without per-row series (past MaxHealthRows: problem rows and cursors go first); the counts (iu_queue_health_stale_executors, iu_queue_health_rows) still cover them.", nil, nil)
 )
+
+// MaxHealthRows bounds the rows of v_queue_health that get series of their own (one per
+// row and family: age, backlog, open dead letters, problem, executor_stale), so the number
+// of series the runner exports does not follow the number of executors: a caller that
+// created thousands of executors cannot make every scrape thousands of series larger.
+// Problem rows come first, then the route workers' cursors, so what the alert rules read is
+// exported first; the rest is counted (iu_queue_health_rows_omitted).
+const MaxHealthRows = 500
 
 // healthCollector exports the latest snapshot; a scrape sees the old rows or the new
 // ones, never an empty or half-built set.
@@ -81,7 +97,7 @@ type healthCollector struct {
 }
 
 func (c *healthCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl, descExecStale, descRefreshed} {
+	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl, descExecStale, descRefreshed, descRows, descOmitted} {
 		ch <- d
 	}
 }
@@ -107,7 +123,24 @@ func (m *Metrics) SetHealth(h Health) {
 		seen[key] = true
 		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...))
 	}
-	for _, r := range h.Rows {
+	rows := make([]HealthRow, len(h.Rows))
+	copy(rows, h.Rows)
+	rank := func(r HealthRow) int {
+		switch {
+		case r.Problem:
+			return 0
+		case r.Source == "cursor":
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rank(rows[i]) < rank(rows[j]) })
+	omitted := 0
+	if len(rows) > MaxHealthRows {
+		omitted = len(rows) - MaxHealthRows
+		rows = rows[:MaxHealthRows]
+	}
+	for _, r := range rows {
 		lv := []string{r.Source, r.Subject, r.Domain}
 		if r.Age != nil {
 			add(descHealthAge, *r.Age, lv...)
@@ -126,6 +159,8 @@ func (m *Metrics) SetHealth(h Health) {
 		}
 	}
 	add(descHealthStale, float64(h.StaleExecutors))
+	add(descRows, float64(len(h.Rows)))
+	add(descOmitted, float64(omitted))
 	at := h.RefreshedAt
 	if at.IsZero() {
 		at = time.Now()
@@ -179,6 +214,10 @@ func New() *Metrics {
 		Mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "iu_runner_mode", Help: "1 for the runner's --mode (poll, notify, hybrid).",
 		}, []string{"mode"}),
+		HeartbeatStandby: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "iu_runner_heartbeat_standby",
+			Help: "1 while another live runner holds this runner's heartbeat row (the same --executor-id): this one is its standby and beats nothing until that one stops.",
+		}),
 		StaleCheckTooLong: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "iu_runner_stale_check_interval_too_long",
 			Help: "1 when --stale-check-interval is not under half the smallest stale threshold of v_queue_health.",
@@ -191,7 +230,7 @@ func New() *Metrics {
 	}
 	r.MustRegister(m.EventsRouted, m.DeadLetters, m.WorkerRuns, m.RunDuration, m.Wakeups, m.Notifications, m.DBErrors,
 		m.ListenerUp, m.ListenerReconnects, m.Draining, m.LastPass, m.Mode,
-		m.StaleCheckTooLong, m.BuildInfo, m.health,
+		m.HeartbeatStandby, m.StaleCheckTooLong, m.BuildInfo, m.health,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bi := buildinfo.Read()
 	m.BuildInfo.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion, strconv.FormatBool(bi.Modified)).Set(1)

@@ -266,3 +266,32 @@ func TestContract_PartitionMaintenance(t *testing.T) {
 		t.Fatalf("busy shape: decoded %+v from %s", busy, busy.Raw)
 	}
 }
+
+// Contract: fn_queue_runner_beat decodes strictly into RunnerBeat in both shapes: beat (the
+// first beat creates the row; a release hands it back) and held (another runner process
+// holds the row), whose held_by names the holder.
+func TestContract_RunnerBeat(t *testing.T) {
+	t.Parallel()
+	db := contractDB(t)
+	const beatSQL = `SELECT fn_queue_runner_beat('iu-runner:c', $1::uuid, 'ok', '{"pid": 42, "host": "h"}', $2)::text`
+	a, b := "00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"
+	first, err := parseRunnerBeat(callJSON(t, db.Pool, beatSQL, a, false), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Beat || first.Held || !first.Created || first.RegisteredVia != "runner" || first.LastBeatAt == nil || first.OwnerRole == "" {
+		t.Fatalf("beat shape: decoded %+v from %s", first, first.Raw)
+	}
+	held, err := parseRunnerBeat(callJSON(t, db.Pool, beatSQL, b, false), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Beat || !held.Held || held.HeldBy == nil || held.HeldBy.Instance != a || held.HeldBy.PID == nil || *held.HeldBy.PID != 42 ||
+		held.HeldBy.Host == nil || *held.HeldBy.Host != "h" || held.HeldBy.FreeAt.IsZero() {
+		t.Fatalf("held shape: decoded %+v from %s", held, held.Raw)
+	}
+	released, err := parseRunnerBeat(callJSON(t, db.Pool, beatSQL, a, true), strict)
+	if err != nil || !released.Released {
+		t.Fatalf("release: %+v, %v", released, err)
+	}
+}

@@ -10,6 +10,26 @@
 -- table looks the way it does.
 
 -- +goose Up
+-- Where each heartbeat row came from, and who may beat it. A row is beaten by what created
+-- it: 'register' (an operator; any executor, or the bound role's logins), 'tick' (a first
+-- fn_queue_heartbeat_tick or ping, counted against queue.heartbeat.self_registered_limit),
+-- 'route_worker' (only that worker's own run), 'runner' (only fn_queue_runner_beat from
+-- the runner login it is bound to, and only by the live runner holding it: runner_instance,
+-- a lease a runner renews with every beat and hands back when it stops).
+ALTER TABLE public.queue_heartbeat
+    ADD COLUMN registered_via  text NOT NULL DEFAULT 'register'
+        CONSTRAINT queue_heartbeat_registered_via_ck CHECK (registered_via IN ('register', 'tick', 'route_worker', 'runner')),
+    ADD COLUMN runner_instance uuid;
+
+COMMENT ON COLUMN public.queue_heartbeat.registered_via IS
+    'How the row was created: register (operator), tick (an executor''s first beat), route_worker (its own run beats it), runner (fn_queue_runner_beat only).';
+COMMENT ON COLUMN public.queue_heartbeat.runner_instance IS
+    'A runner row: the running process (one uuid per process) that holds it; NULL once released. Another runner may take it over 30 s after its last beat.';
+
+-- A route worker's row is the route worker's even when it was created before this column.
+UPDATE public.queue_heartbeat h SET registered_via = 'route_worker'
+ WHERE EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = h.executor_id);
+
 -- The stale-check's own alert state. It used to live on the heartbeat row and the
 -- "already alerted in the window" rule read event_outbox: a caller able to write either
 -- could make a real silence look handled (a forged silent alert, or a held lock on the
@@ -47,7 +67,9 @@ INSERT INTO public.dot_config (key, value, description) VALUES
     ('queue.heartbeat.stale_threshold_seconds', '60',
      'Global floor (seconds) over every executor''s own stale threshold. Any non-negative integer (clamped to 2147483647); a missing or non-integer value means no floor. Set it huge to make fn_queue_stale_check inert.'),
     ('queue.heartbeat.protected_executors', '',
-     'Executor ids (comma or whitespace separated) that no caller may beat (fn_cut_heartbeat_ping, fn_queue_heartbeat_tick and fn_queue_heartbeat_write refuse them), on top of iu_outbound_default, which is always protected.')
+     'Executor ids (comma or whitespace separated) that no caller may beat (fn_cut_heartbeat_ping, fn_queue_heartbeat_tick and fn_queue_heartbeat_write refuse them), on top of iu_outbound_default, which is always protected.'),
+    ('queue.heartbeat.self_registered_limit', '100',
+     'How many executors may be created by executors themselves (a first fn_queue_heartbeat_tick or ping of an unknown id, or a runner''s first beat); past it such a beat is refused and an operator registers the executor (fn_queue_heartbeat_register). A non-negative integer; anything else means 100.')
 ON CONFLICT (key) DO NOTHING;
 
 REVOKE ALL ON TABLE public.queue_stale_alert FROM PUBLIC;
@@ -174,6 +196,7 @@ DROP TABLE public.job_dead_letter;
 DROP TABLE public.job_queue;
 
 DELETE FROM public.dot_config WHERE key IN ('queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',
-                                     'queue.heartbeat.protected_executors');
+                                     'queue.heartbeat.protected_executors', 'queue.heartbeat.self_registered_limit');
 DROP TRIGGER trg_queue_stale_alert_row ON public.queue_heartbeat;
 DROP TABLE public.queue_stale_alert;
+ALTER TABLE public.queue_heartbeat DROP COLUMN runner_instance, DROP COLUMN registered_via;

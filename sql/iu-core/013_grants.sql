@@ -37,6 +37,7 @@ GRANT SELECT ON public.v_iu_route_worker_status, public.v_iu_route_dead_letter_o
 -- Heartbeats and the stale-check
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_write(text, jsonb, text)                              TO dot_executor;
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_tick(text, text, text, jsonb)                         TO dot_executor;
+GRANT EXECUTE ON FUNCTION public.fn_queue_runner_beat(text, uuid, text, jsonb, boolean)                   TO dot_executor;
 GRANT EXECUTE ON FUNCTION public.fn_queue_stale_check()                                                   TO dot_executor;
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_register(text, text, text[], integer, integer, text, text) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_pause(text, text, text)                               TO workflow_admin;
@@ -181,8 +182,11 @@ AS $$
         'iu_core.fn_queue_heartbeat_may_beat(text)',
         'iu_core.fn_queue_heartbeat_refusal(text)',
         'iu_core.fn_queue_heartbeat_refuse_foreign(text, text, text)',
+        'iu_core.fn_queue_heartbeat_require_room(text, text)',
+        'iu_core.fn_queue_heartbeat_self_registered_limit()',
         'iu_core.fn_queue_heartbeat_severity(numeric)',
         'iu_core.fn_queue_notify_bridge_sync()',
+        'iu_core.fn_queue_runner_lease_seconds()',
         'iu_core.fn_queue_stale_alert_row()',
         'iu_core.fn_queue_wake_notify_event_outbox()',
         'iu_core.fn_queue_wake_notify_job_queue()',
@@ -225,6 +229,7 @@ AS $$
         'public.fn_queue_heartbeat_tick(text, text, text, jsonb)',
         'public.fn_queue_heartbeat_write(text, jsonb, text)',
         'public.fn_queue_notify_enabled()',
+        'public.fn_queue_runner_beat(text, uuid, text, jsonb, boolean)',
         'public.fn_queue_stale_check()'
     ]::text[]
 $$;
@@ -266,6 +271,7 @@ REVOKE EXECUTE ON FUNCTION public.fn_queue_heartbeat_resume(text, text) FROM wor
 REVOKE EXECUTE ON FUNCTION public.fn_queue_heartbeat_pause(text, text, text) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_queue_heartbeat_register(text, text, text[], integer, integer, text, text) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_queue_stale_check() FROM dot_executor;
+REVOKE EXECUTE ON FUNCTION public.fn_queue_runner_beat(text, uuid, text, jsonb, boolean) FROM dot_executor;
 REVOKE EXECUTE ON FUNCTION public.fn_queue_heartbeat_tick(text, text, text, jsonb) FROM dot_executor;
 REVOKE EXECUTE ON FUNCTION public.fn_queue_heartbeat_write(text, jsonb, text) FROM dot_executor;
 REVOKE SELECT ON public.v_iu_route_worker_status, public.v_iu_route_dead_letter_open, public.v_iu_route_attempt_summary FROM workflow_admin;
