@@ -107,6 +107,11 @@ func runTick(ctx context.Context, args []string, env Env) int {
 			runErr = err
 		}
 	}
+	if len(s.StaleCheck) > 0 {
+		if sc, err := store.ParseStaleCheck(s.StaleCheck); err == nil {
+			service.LogContended(log, sc)
+		}
+	}
 	if s.Interrupted {
 		log.Warn("tick interrupted by a stop signal: no new batch started, housekeeping skipped", "claimed", s.Claimed)
 	}

@@ -32,6 +32,10 @@ type Metrics struct {
 	LastPass           prometheus.Gauge
 	Mode               *prometheus.GaugeVec
 
+	// StaleCheckContended is how many silent executors the last stale-check alerted without
+	// their alert state, because another session holds it (a stale-check kept open).
+	StaleCheckContended prometheus.Gauge
+
 	// HeartbeatStandby is 1 while another live runner holds this runner's heartbeat row
 	// (same --executor-id): this one works but beats nothing until the holder stops.
 	HeartbeatStandby prometheus.Gauge
@@ -214,6 +218,10 @@ func New() *Metrics {
 		Mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "iu_runner_mode", Help: "1 for the runner's --mode (poll, notify, hybrid).",
 		}, []string{"mode"}),
+		StaleCheckContended: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "iu_runner_stale_check_contended",
+			Help: "Silent executors the last fn_queue_stale_check alerted without their alert state, because another session holds it (a stale-check's transaction kept open; the log names it).",
+		}),
 		HeartbeatStandby: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "iu_runner_heartbeat_standby",
 			Help: "1 while another live runner holds this runner's heartbeat row (the same --executor-id): this one is its standby and beats nothing until that one stops.",
@@ -230,7 +238,7 @@ func New() *Metrics {
 	}
 	r.MustRegister(m.EventsRouted, m.DeadLetters, m.WorkerRuns, m.RunDuration, m.Wakeups, m.Notifications, m.DBErrors,
 		m.ListenerUp, m.ListenerReconnects, m.Draining, m.LastPass, m.Mode,
-		m.HeartbeatStandby, m.StaleCheckTooLong, m.BuildInfo, m.health,
+		m.StaleCheckContended, m.HeartbeatStandby, m.StaleCheckTooLong, m.BuildInfo, m.health,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bi := buildinfo.Read()
 	m.BuildInfo.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion, strconv.FormatBool(bi.Modified)).Set(1)

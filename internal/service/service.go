@@ -468,6 +468,8 @@ func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, n
 			s.dbError("stale_check", err)
 		} else {
 			s.log.Debug("stale-check", "result", res.Raw)
+			s.m.StaleCheckContended.Set(float64(res.Contended))
+			LogContended(s.log, res)
 		}
 		if p, ok := s.db.(tick.Partitioner); ok && !s.out.active() {
 			if res, err := p.MaintainPartitions(ctx); err != nil {
@@ -495,6 +497,21 @@ func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, n
 			}
 		}
 	}
+}
+
+// LogContended says, at WARN, that a stale-check had to alert silent executors without
+// their alert state because another session holds it (a stale-check's transaction kept
+// open), and names that session: it cannot suppress the alerts, but it is someone to stop.
+func LogContended(log *slog.Logger, res store.StaleCheck) {
+	if res.Contended == 0 {
+		return
+	}
+	holders := make([]string, 0, len(res.BlockedBy))
+	for _, h := range res.BlockedBy {
+		holders = append(holders, h.Describe())
+	}
+	log.Warn("stale-check: another session holds the alert state of silent executors (a stale-check's transaction kept open): they were alerted anyway; end that session",
+		"contended", res.Contended, "held_by", holders, "runbook", "runbooks/alerting.md#iustalecheckheldopen")
 }
 
 // noteBeat follows the runner's hold on its heartbeat row: held by another live runner,

@@ -130,6 +130,24 @@ func TestContract_StaleCheck(t *testing.T) {
 	if again.Recovered != 1 || len(again.Alerts) != 1 || !again.Alerts[0].Recovered || again.Alerts[0].Severity != "info" {
 		t.Fatalf("recovery: decoded %+v from %s", again, again.Raw)
 	}
+
+	// Contended: another session keeps a check's transaction open over a stale executor.
+	db.Exec(t, `SELECT fn_queue_heartbeat_register('ey', 'external_worker', ARRAY['iu'], 60, 180)`)
+	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = 'ey'`)
+	tx, err := db.Conn(t).Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(pgtest.Ctx(t)) //nolint:errcheck
+	callJSON(t, tx, `SELECT fn_queue_stale_check()::text`)
+	held, err := parseStaleCheck(callJSON(t, db.Pool, `SELECT fn_queue_stale_check()::text`), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Contended != 1 || len(held.BlockedBy) != 1 || held.BlockedBy[0].PID == 0 || held.BlockedBy[0].Usename == nil ||
+		len(held.Alerts) != 1 || !held.Alerts[0].Contended {
+		t.Fatalf("contended: decoded %+v from %s", held, held.Raw)
+	}
 }
 
 // Contract: fn_job_reap_expired_leases decodes strictly into Reap, with one job requeued

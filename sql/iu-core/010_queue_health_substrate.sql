@@ -55,6 +55,36 @@ CREATE TABLE public.queue_stale_alert (
 COMMENT ON TABLE public.queue_stale_alert IS
     'fn_queue_stale_check''s own alert state, one row per executor. Written only by the package; no grants.';
 
+-- The silent alerts a stale-check sent while another session held the executor's
+-- alert-state row (an open transaction that ran a stale-check itself: it holds those rows
+-- until it ends, and its rollback erases what it wrote). The check alerts anyway, from the
+-- committed state, and keeps what it sent here: append-only and without a unique key, so
+-- writing it never waits for anyone; the next check that holds the state row folds it in
+-- (and deletes it), so the window and recovery rules see every alert that went out.
+CREATE TABLE public.queue_stale_alert_contended (
+    executor_id     text        NOT NULL,
+    alerted_at      timestamptz NOT NULL,
+    severity        text        NOT NULL CHECK (severity IN ('warning', 'critical')),
+    silent_since    timestamptz,
+    alerted_beat_at timestamptz,
+    held_by         jsonb       NOT NULL DEFAULT '[]'::jsonb
+);
+
+-- One row whose lock stale-checks take in turn (fn_queue_stale_check waits for it at most
+-- 1 s), so two running checks never skip each other's alert rows.
+CREATE TABLE public.queue_stale_check_serial (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton)
+);
+INSERT INTO public.queue_stale_check_serial DEFAULT VALUES;
+REVOKE ALL ON TABLE public.queue_stale_check_serial FROM PUBLIC;
+
+CREATE INDEX queue_stale_alert_contended_idx ON public.queue_stale_alert_contended (executor_id, alerted_at);
+
+COMMENT ON TABLE public.queue_stale_alert_contended IS
+    'Silent alerts fn_queue_stale_check sent while another session held the executor''s queue_stale_alert row; folded into it by the next check that holds it. Written only by the package; no grants.';
+
+REVOKE ALL ON TABLE public.queue_stale_alert_contended FROM PUBLIC;
+
 CREATE TRIGGER trg_queue_stale_alert_row
     AFTER INSERT ON public.queue_heartbeat
     FOR EACH ROW EXECUTE FUNCTION iu_core.fn_queue_stale_alert_row();
@@ -198,5 +228,7 @@ DROP TABLE public.job_queue;
 DELETE FROM public.dot_config WHERE key IN ('queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',
                                      'queue.heartbeat.protected_executors', 'queue.heartbeat.self_registered_limit');
 DROP TRIGGER trg_queue_stale_alert_row ON public.queue_heartbeat;
+DROP TABLE public.queue_stale_check_serial;
+DROP TABLE public.queue_stale_alert_contended;
 DROP TABLE public.queue_stale_alert;
 ALTER TABLE public.queue_heartbeat DROP COLUMN runner_instance, DROP COLUMN registered_via;

@@ -151,6 +151,7 @@ AS $$
         'iu_core.fn_iu_search_path_create_threats()',
         'iu_core.fn_iu_search_path_foreign_objects()',
         'iu_core.fn_iu_search_path_threats()',
+        'iu_core.fn_iu_session_describe(integer)',
         'iu_core.fn_iu_untrusted_roles(oid[])',
         'iu_core.fn_job_complete_one(text, uuid, text, uuid)',
         'iu_core.fn_job_dead_letter_guard()',
