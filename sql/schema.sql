@@ -377,6 +377,7 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_route_idempotency_key(text, text, uuid)',
         'iu_core.fn_iu_route_run_tally_zero()',
         'iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb)',
+        'iu_core.fn_iu_route_worker_backlog_cap()',
         'iu_core.fn_iu_route_worker_beat(text, text, jsonb)',
         'iu_core.fn_iu_route_worker_beat_due(text, text)',
         'iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer)',
@@ -395,6 +396,7 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot)',
         'iu_core.fn_iu_route_worker_lock(text, text, boolean)',
         'iu_core.fn_iu_route_worker_lock_class()',
+        'iu_core.fn_iu_route_worker_lock_holders(integer)',
         'iu_core.fn_iu_route_worker_max_batch()',
         'iu_core.fn_iu_route_worker_not_registered(text, text)',
         'iu_core.fn_iu_route_worker_page(text, iu_core.iu_route_window, integer)',
@@ -1098,6 +1100,23 @@ BEGIN
                            'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
                            'held_open_count', jsonb_array_length(p_summary->'held_open_by')));
 END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_backlog_cap(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_worker_backlog_cap() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Where a look at a worker stops counting its backlog (fn_iu_route_worker_pending):
+    -- 10,000, so the look costs the same on a 10-million-row log. The figure is exact up to
+    -- it and reads 10,000 (backlog_capped) beyond. Written once: iu-runner exports it as is
+    -- (metrics.BacklogCap, held equal by a test), and every alert rule over the backlog fires
+    -- below it, or it could never fire (deploy/check).
+    -- ---------------------------------------------------------------------------------------
+    SELECT 10000
 $$;
 
 --
@@ -1863,6 +1882,33 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_lock_class() RETURNS integer
 $$;
 
 --
+-- Name: fn_iu_route_worker_lock_holders(integer); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_worker_lock_holders(p_lock_id integer) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Who holds a worker's lock, by name: every session of this database that holds the
+    -- advisory lock (fn_iu_route_worker_lock_class(), lock_id), each described by
+    -- fn_iu_session_describe (pid and login always; application, state and transaction age
+    -- as the package owner sees them: SECURITY DEFINER). A run or a reset in progress holds
+    -- it for its transaction; but any login may take an advisory lock of any key, no grant
+    -- needed (pg_advisory_lock(26997, <lock_id>)), and then every run answers busy: this names
+    -- that session in the busy answer, fn_iu_route_worker_health and v_queue_health. '[]' when
+    -- nobody holds it. Reads pg_locks (the lock manager's shared table: no wait, no lock).
+    -- ---------------------------------------------------------------------------------------
+    SELECT coalesce(jsonb_agg(iu_core.fn_iu_session_describe(l.pid) ORDER BY l.pid), '[]'::jsonb)
+      FROM pg_catalog.pg_locks l
+     WHERE l.locktype = 'advisory' AND l.granted
+       AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+       AND l.classid = iu_core.fn_iu_route_worker_lock_class()::pg_catalog.oid
+       AND l.objid = p_lock_id::pg_catalog.oid
+       AND l.objsubid = 2
+$$;
+
+--
 -- Name: fn_iu_route_worker_max_batch(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
@@ -1967,9 +2013,13 @@ DECLARE
 BEGIN
     PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
     -- One run per worker at a time: a second run never waits, it reports busy.
+    -- The answer names who holds the lock: a run in progress, a reset, or any session that
+    -- took the worker's advisory lock (no grant needed for that).
     IF NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
         RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
-                                  'reason', 'another run of this worker is in progress',
+                                  'reason', 'another session holds this worker''s lock (a run in progress, a reset, or a session that took its advisory lock)',
+                                  'lock_held_by', iu_core.fn_iu_route_worker_lock_holders(
+                                      (SELECT cur.lock_id FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name)),
                                   'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
                                   'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
     END IF;
@@ -2130,11 +2180,13 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_pending(p_event_domain text, p_pos iu
     -- ---------------------------------------------------------------------------------------
     -- Internal: what is still waiting for a worker (backlog) and how old the oldest of it is.
     -- Rows not visible in done_snapshot, minus what the open window already consumed; only
-    -- committed rows count (the statement's snapshot). The count stops at 10,000 (capped:
+    -- committed rows count (the statement's snapshot). The count stops at
+    -- fn_iu_route_worker_backlog_cap() = 10,000 (capped:
     -- true), so a look at a worker that never ran, or is far behind, costs the same on a
     -- 10-million-row log as on a small one; oldest_created_at is then the oldest of those.
     -- ---------------------------------------------------------------------------------------
 DECLARE
+    v_cap    integer := iu_core.fn_iu_route_worker_backlog_cap();
     v_xip    xid8;
     v_n      bigint;
     v_min    timestamptz;
@@ -2151,13 +2203,13 @@ BEGIN
                    AND ((p_pos).window_snapshot IS NULL OR (p_pos).after_txid IS NULL
                         OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
                         OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
-                 LIMIT 10001) w;
+                 LIMIT v_cap + 1) w;
         v_total := v_total + v_n;
         v_oldest := least(v_oldest, v_min);
-        EXIT WHEN v_total > 10000;
+        EXIT WHEN v_total > v_cap;
     END LOOP;
     -- (b) transactions that started after done: one range, in index order, cut at the cap
-    IF v_total <= 10000 THEN
+    IF v_total <= v_cap THEN
         SELECT count(*), min(w.created_at) INTO v_n, v_min
           FROM (SELECT o.created_at
                   FROM public.event_outbox o
@@ -2167,13 +2219,13 @@ BEGIN
                         OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
                         OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
                  ORDER BY o.txid, o.id
-                 LIMIT 10001 - v_total) w;
+                 LIMIT v_cap + 1 - v_total) w;
         v_total := v_total + v_n;
         v_oldest := least(v_oldest, v_min);
     END IF;
-    pending := least(v_total, 10000);
+    pending := least(v_total, v_cap);
     oldest_created_at := v_oldest;
-    capped := v_total > 10000;
+    capped := v_total > v_cap;
     RETURN NEXT;
 END;
 $$;
@@ -3555,6 +3607,7 @@ $$;
 CREATE FUNCTION public.fn_cut_heartbeat_ping(p_executor_name text, p_executor_kind text DEFAULT 'external_worker'::text, p_status text DEFAULT 'ok'::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 DECLARE
     v_refusal jsonb;
@@ -3707,6 +3760,7 @@ $$;
 CREATE FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids() RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_event_outbox_rebase_foreign_txids: the documented fix for rows restored from
@@ -4001,6 +4055,7 @@ $$;
 CREATE FUNCTION public.fn_iu_route_dead_letter_replay(p_dead_letter_id uuid) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_dead_letter_replay(p_dead_letter_id) -> jsonb
@@ -4100,6 +4155,7 @@ $$;
 CREATE FUNCTION public.fn_iu_route_dead_letter_replay_many(p_filter jsonb, p_limit integer DEFAULT 1000) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Replays up to p_limit (1..10000) open route dead letters matching p_filter, oldest
 -- failure first, each with fn_iu_route_dead_letter_replay (which writes the attempt and
@@ -4250,6 +4306,8 @@ BEGIN
                'cursor_ok', s.cursor_ok,
                'foreign_txid_rows', s.foreign_txid_rows,
                'cursor_hint', s.cursor_hint,
+               'lock_held_by', s.lock_held_by,
+               'gated_waiting_since', s.gated_waiting_since,
                'heartbeat', (SELECT jsonb_build_object('last_beat_at', h.last_beat_at,
                                                        'age_seconds', round(extract(epoch FROM now() - h.last_beat_at)::numeric, 3),
                                                        'ticks_total', h.ticks_total,
@@ -4283,6 +4341,7 @@ $$;
 CREATE FUNCTION public.fn_iu_route_worker_register(p_worker_name text, p_event_domain text DEFAULT 'iu'::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_register(p_worker_name, p_event_domain DEFAULT 'iu') -> jsonb
@@ -4365,13 +4424,15 @@ $$;
 CREATE FUNCTION public.fn_iu_route_worker_reset_cursor(p_worker_name text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_reset_cursor(p_worker_name) -> jsonb
     -- Moves the cursor back to the start of the stream and re-anchors it in this cluster
     -- (the fix for IU002). The next runs re-scan the domain; idempotency keys keep that
     -- duplicate-free. Waits for a run in progress (runs are short; fn_iu_route_worker_lock),
-    -- so a reset never interleaves with one.
+    -- so a reset never interleaves with one; at most 5 s (lock_timeout), then 55P03 naming
+    -- the session that holds the worker's lock.
     -- ---------------------------------------------------------------------------------------
 DECLARE
     c       public.iu_route_worker_cursor%ROWTYPE;
@@ -4381,7 +4442,16 @@ BEGIN
     v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
     v_actor := iu_core.fn_queue_actor(NULL, 'fn_iu_route_worker_reset_cursor');
     PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
-    PERFORM iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
+    BEGIN
+        PERFORM iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
+    EXCEPTION WHEN lock_not_available THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_reset_cursor: worker % is held by another session for more than 5 s: %',
+            quote_literal(p_worker_name),
+            iu_core.fn_iu_route_worker_lock_holders((SELECT cur.lock_id FROM public.iu_route_worker_cursor cur
+                                                      WHERE cur.worker_name = p_worker_name))
+            USING ERRCODE = '55P03',
+                  HINT = 'A run finishes within its statement timeout; a session that holds the lock longer (idle in transaction, or one that took pg_advisory_lock) is ended with SELECT pg_terminate_backend(<pid>); then reset again.';
+    END;
     SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
 
     UPDATE public.iu_route_worker_cursor cur
@@ -4412,6 +4482,7 @@ $$;
 CREATE FUNCTION public.fn_iu_route_worker_run(p_worker_name text, p_batch_limit integer DEFAULT 100) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
     -- ---------------------------------------------------------------------------------------
@@ -4475,6 +4546,7 @@ $$;
 CREATE FUNCTION public.fn_job_claim(p_worker text, p_job_kinds text[], p_limit integer DEFAULT 1, p_lease_seconds integer DEFAULT 60) RETURNS SETOF public.job_queue
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Leases up to p_limit due queued jobs of the asked kinds (paused kinds skipped) to
 -- p_worker for p_lease_seconds, oldest due first, in one statement: FOR UPDATE SKIP
@@ -4576,6 +4648,7 @@ $$;
 CREATE FUNCTION public.fn_job_complete(p_job_id uuid, p_worker text) RETURNS jsonb
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
     -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared (two
     -- sessions, or a restarted worker reusing its name): a stale holder can complete a job
@@ -4590,6 +4663,7 @@ $$;
 CREATE FUNCTION public.fn_job_complete(p_job_id uuid, p_worker text, p_lease_token uuid) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Completes a job the caller holds: fenced by the claim's lease_token (see the lease rule).
 -- Returns {"completed": true, ...}, {"completed": true, "already": true} for a repeat of
@@ -4610,6 +4684,7 @@ $$;
 CREATE FUNCTION public.fn_job_complete_many(p_worker text, p_job_ids uuid[], p_lease_tokens uuid[]) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Completes a batch in one statement: element i is job p_job_ids[i] with token
 -- p_lease_tokens[i]. Each job the caller holds (fn_job_holds_lease) becomes succeeded; a
@@ -4662,6 +4737,7 @@ $$;
 CREATE FUNCTION public.fn_job_dead_letter_replay(p_dead_letter_id uuid, p_actor text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Re-enqueues a dead job as a fresh job (new job_id, attempt 0, due now) from its snapshot,
 -- with its kind, domain, payload, max_attempts and dedupe key, and resolves the dead letter.
@@ -4700,6 +4776,7 @@ $$;
 CREATE FUNCTION public.fn_job_dead_letter_replay_many(p_filter jsonb, p_limit integer DEFAULT 1000) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Replays up to p_limit (1..10000) open job dead letters matching p_filter, oldest failure
 -- first, each with fn_job_dead_letter_replay (a fresh job; the dead letter resolved).
@@ -4741,6 +4818,7 @@ $$;
 CREATE FUNCTION public.fn_job_dead_letter_resolve(p_dead_letter_id uuid, p_resolution text, p_actor text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 DECLARE
     v_dl public.job_dead_letter;
@@ -4779,6 +4857,7 @@ $$;
 CREATE FUNCTION public.fn_job_enqueue(p_job_kind text, p_event_domain text, p_payload jsonb DEFAULT '{}'::jsonb, p_process_after timestamp with time zone DEFAULT now(), p_dedupe_key text DEFAULT NULL::text, p_max_attempts integer DEFAULT 5) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
 -- key is returned instead of a duplicate.
@@ -4822,6 +4901,7 @@ $$;
 CREATE FUNCTION public.fn_job_enqueue_many(p_job_kind text, p_event_domain text, p_payloads jsonb, p_process_after timestamp with time zone DEFAULT now(), p_dedupe_keys text[] DEFAULT NULL::text[], p_max_attempts integer DEFAULT 5) RETURNS uuid[]
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $_$
 -- Enqueues one job per element of the JSON array p_payloads (each an object, hygiene
 -- checked), all of one kind and domain, in one INSERT. p_dedupe_keys, when given, has one
@@ -4935,6 +5015,7 @@ $_$;
 CREATE FUNCTION public.fn_job_extend_lease(p_job_id uuid, p_worker text, p_lease_token uuid, p_lease_seconds integer DEFAULT 60) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Renews a live lease: lease_expires_at becomes now() + p_lease_seconds, so a job that runs
 -- longer than its first lease is not requeued while its worker is alive; but never later
@@ -4974,6 +5055,7 @@ $$;
 CREATE FUNCTION public.fn_job_fail(p_job_id uuid, p_worker text, p_error text) RETURNS jsonb
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
     -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared:
     -- use the lease_token form.
@@ -4987,6 +5069,7 @@ $$;
 CREATE FUNCTION public.fn_job_fail(p_job_id uuid, p_worker text, p_error text, p_lease_token uuid) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Records a failed attempt of a job the caller holds, fenced by the claim's lease_token.
 -- Returns {"failed": true, "dead": false, "backoff_seconds", "retry_at", ...} or, out of
@@ -5008,6 +5091,7 @@ $$;
 CREATE FUNCTION public.fn_job_fail_many(p_worker text, p_job_ids uuid[], p_lease_tokens uuid[], p_errors text[] DEFAULT NULL::text[]) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Records failed attempts for a batch in one statement: element i is job p_job_ids[i]
 -- with token p_lease_tokens[i] and error p_errors[i] (p_errors NULL, or of one element,
@@ -5082,6 +5166,7 @@ $$;
 CREATE FUNCTION public.fn_job_kind_pause(p_job_kind text, p_reason text, p_actor text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Pauses a job kind: from the moment this commits, fn_job_claim skips the kind (jobs
 -- already running finish or expire as usual; enqueueing goes on). Pausing a paused kind
@@ -5117,6 +5202,7 @@ $$;
 CREATE FUNCTION public.fn_job_kind_resume(p_job_kind text, p_actor text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Resumes a paused job kind: claims take it again. Returns {"resumed": true, "job_kind",
 -- "resumed_by", "paused_for_seconds"}, or {"resumed": false, "reason": "not_paused"}.
@@ -5141,6 +5227,7 @@ $$;
 CREATE FUNCTION public.fn_job_prune(p_limit integer DEFAULT 10000) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $_$
 -- Deletes up to p_limit finished jobs, oldest first, that finished more than
 -- queue.job.retention_seconds ago: succeeded ones, and dead ones whose row is already in
@@ -5191,6 +5278,7 @@ $_$;
 CREATE FUNCTION public.fn_job_reap_expired_leases() RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Running jobs whose lease expired: back to queued (due at once) while attempts remain,
 -- otherwise dead and copied to job_dead_letter. The token is cleared, so the late holder's
@@ -5236,6 +5324,7 @@ $$;
 CREATE FUNCTION public.fn_queue_heartbeat_pause(p_executor_id text, p_reason text, p_actor text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 DECLARE
     v_row public.queue_heartbeat;
@@ -5274,6 +5363,7 @@ $$;
 CREATE FUNCTION public.fn_queue_heartbeat_register(p_executor_id text, p_kind text, p_domain_scope text[], p_expected_cadence_seconds integer, p_stale_threshold_seconds integer, p_actor text DEFAULT NULL::text, p_owner_role text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- p_owner_role (optional, last so existing positional calls keep working): bind the
 -- executor to a role; NULL or blank leaves it unbound. It is configuration like the
@@ -5376,6 +5466,7 @@ $$;
 CREATE FUNCTION public.fn_queue_heartbeat_resume(p_executor_id text, p_actor text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- Resuming restarts the executor's clock (last_beat_at = now(), ticks_total unchanged), so
 -- the maintenance window is not read as a silent gap. An alert still open from before the
@@ -5420,6 +5511,7 @@ $$;
 CREATE FUNCTION public.fn_queue_heartbeat_tick(p_executor_name text, p_executor_kind text, p_status text DEFAULT 'ok'::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 -- The permissive primitive: a generic UPSERT. An unknown executor is registered with the
 -- documented defaults (cadence 60 s, threshold 180 s), while fewer than
@@ -5500,6 +5592,7 @@ $$;
 CREATE FUNCTION public.fn_queue_heartbeat_write(p_executor_id text, p_payload jsonb DEFAULT '{}'::jsonb, p_actor text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
     AS $$
 DECLARE
     v_refusal jsonb;
@@ -6510,7 +6603,14 @@ CREATE VIEW public.v_iu_route_worker_status AS
     cur.window_txid,
     cur.window_event_id,
     cur.system_identifier,
-    cur.last_run_summary
+    cur.last_run_summary,
+    iu_core.fn_iu_route_worker_lock_holders(cur.lock_id) AS lock_held_by,
+        CASE
+            WHEN ((NOT (g.routes_enabled AND g.worker_enabled)) AND (pend.pending > 0)) THEN GREATEST(pend.oldest_created_at, ( SELECT min(c.updated_at) AS min
+               FROM public.dot_config c
+              WHERE ((c.key = ANY (ARRAY['iu_core.routes_enabled'::text, 'iu_core.route_worker_enabled'::text])) AND (NOT public.fn_iu_gate_open(c.value)))))
+            ELSE NULL::timestamp with time zone
+        END AS gated_waiting_since
    FROM (((((public.iu_route_worker_cursor cur
      LEFT JOIN public.queue_heartbeat hb ON ((hb.executor_id = cur.worker_name)))
      CROSS JOIN LATERAL ( SELECT (public.fn_iu_core_routes_enabled() IS TRUE) AS routes_enabled,
@@ -6550,6 +6650,7 @@ CREATE VIEW public.v_queue_health AS
     c.attempts_written,
     c.dead_lettered,
         CASE
+            WHEN (c.gated_waiting_since IS NOT NULL) THEN 'gated'::text
             WHEN (c.last_seen_at IS NULL) THEN 'never_run'::text
             WHEN (c.backlog > 0) THEN 'backlog'::text
             ELSE 'caught_up'::text
@@ -6564,7 +6665,7 @@ CREATE VIEW public.v_queue_health AS
     NULL::numeric AS gap_ratio,
     NULL::integer AS stale_threshold_seconds,
     NULL::text AS executor_kind,
-    jsonb_build_object('runs_total', c.runs_total, 'last_event_id', c.last_event_id, 'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary) AS detail
+    jsonb_build_object('runs_total', c.runs_total, 'last_event_id', c.last_event_id, 'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary, 'gates_open', c.gates_open, 'backlog_capped', c.backlog_capped, 'gated_waiting_since', c.gated_waiting_since, 'gated_waiting_seconds', (floor(EXTRACT(epoch FROM (now() - c.gated_waiting_since))))::bigint, 'lock_held_by', c.lock_held_by) AS detail
    FROM public.v_iu_route_worker_status c
 UNION ALL
  SELECT 'heartbeat'::text AS source,
@@ -7375,6 +7476,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_run_tally_zero() FROM PUBLIC;
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_route_worker_backlog_cap(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_backlog_cap() FROM PUBLIC;
+
+--
 -- Name: FUNCTION fn_iu_route_worker_beat(p_worker_name text, p_event_domain text, p_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
 --
 
@@ -7483,6 +7590,13 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock(p_caller text, p_worker_n
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock_class() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_lock_holders(p_lock_id integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock_holders(p_lock_id integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION iu_core.fn_iu_route_worker_lock_holders(p_lock_id integer) TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_max_batch(); Type: ACL; Schema: iu_core; Owner: -

@@ -85,6 +85,10 @@ func runTick(ctx context.Context, args []string, env Env) int {
 		Observe: func(w string, r store.WorkerRun, d time.Duration, err error) {
 			if err == nil {
 				log.Debug("worker run", "worker", w, "claimed", r.Claimed, "gated", r.Gated, "busy", r.Busy, "ms", d.Milliseconds())
+				if suspect, names := service.BusyHolders(r); r.Busy && suspect {
+					log.Warn("worker busy: a session holds its lock and no run can take it", "worker", w, "held_by", names,
+						"runbook", "runbooks/route-worker-held-back-or-busy.md#busy-true")
+				}
 			}
 		},
 	})

@@ -55,7 +55,10 @@ type Metrics struct {
 type HealthRow struct {
 	Source, Subject, Domain, StatusHint string
 	Age, Backlog, OpenDeadLetters       *float64
-	Problem                             bool
+	// GatedWaiting is how long (seconds) a closed gate has kept events waiting for a
+	// worker (cursor rows with status_hint gated); nil otherwise.
+	GatedWaiting *float64
+	Problem      bool
 }
 
 // Health is one complete snapshot of the view.
@@ -80,10 +83,18 @@ var (
 		"1 per executor (queue_heartbeat row) that v_queue_health reports stale; the label is the executor id.", []string{"executor"}, nil)
 	descRefreshed = prometheus.NewDesc("iu_queue_health_last_refresh_timestamp_seconds",
 		"Unix time of the last successful read of v_queue_health (absent until the first one): how old the iu_queue_health_* figures are.", nil, nil)
-	descRows    = prometheus.NewDesc("iu_queue_health_rows", "Rows of v_queue_health at the last refresh.", nil, nil)
+	descRows  = prometheus.NewDesc("iu_queue_health_rows", "Rows of v_queue_health at the last refresh.", nil, nil)
+	descGated = prometheus.NewDesc("iu_queue_health_gated_waiting_seconds",
+		"Per route worker whose closed gate keeps events waiting (v_queue_health status_hint gated): for how long; iu_queue_health_backlog says how many. Absent while its gates are open or nothing waits.", healthLabels, nil)
 	descOmitted = prometheus.NewDesc("iu_queue_health_rows_omitted",
 		"Rows of v_queue_health exported without per-row series (past MaxHealthRows: problem rows and cursors go first); the counts (iu_queue_health_stale_executors, iu_queue_health_rows) still cover them.", nil, nil)
 )
+
+// BacklogCap is where v_queue_health stops counting a route worker's backlog
+// (iu_core.fn_iu_route_worker_backlog_cap(); a test holds the two equal): the exported
+// backlog is exact up to it and reads BacklogCap beyond. Every rule over the backlog must fire
+// below it, or it could never fire (deploy/check holds the rules and their tests to that).
+const BacklogCap = 10000
 
 // MaxHealthRows bounds the rows of v_queue_health that get series of their own (one per
 // row and family: age, backlog, open dead letters, problem, executor_stale), so the number
@@ -101,7 +112,7 @@ type healthCollector struct {
 }
 
 func (c *healthCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl, descExecStale, descRefreshed, descRows, descOmitted} {
+	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl, descExecStale, descRefreshed, descRows, descOmitted, descGated} {
 		ch <- d
 	}
 }
@@ -154,6 +165,9 @@ func (m *Metrics) SetHealth(h Health) {
 		}
 		if r.OpenDeadLetters != nil {
 			add(descHealthOpenDL, *r.OpenDeadLetters, lv...)
+		}
+		if r.GatedWaiting != nil {
+			add(descGated, *r.GatedWaiting, lv...)
 		}
 		if r.Problem {
 			add(descHealthProbl, 1, r.Source, r.Subject, r.Domain, r.StatusHint)

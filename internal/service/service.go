@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,7 +106,8 @@ type Service struct {
 	host     string
 
 	// loop goroutine only
-	standby       bool // another live runner holds the heartbeat row
+	busySaid      map[string]busyNote // per worker: the holder last named at WARN, and when
+	standby       bool                // another live runner holds the heartbeat row
 	cadenceWarned bool
 	lastBeat      time.Time // when the heartbeat was last written
 	lastErr       error     // the last pass's error (nil: it succeeded)
@@ -397,6 +399,7 @@ func (s *Service) observe(worker string, r store.WorkerRun, d time.Duration, err
 		s.log.Debug("worker gated", "worker", worker, "reason", r.Reason)
 	case r.Busy:
 		s.m.WorkerRuns.WithLabelValues(worker, "busy").Inc()
+		s.noteBusy(worker, r)
 	default:
 		s.m.WorkerRuns.WithLabelValues(worker, "ok").Inc()
 	}
@@ -499,6 +502,54 @@ func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, n
 	}
 }
 
+// busyNote is what the loop last said about a worker's lock holder.
+type busyNote struct {
+	pids string
+	at   time.Time
+}
+
+// noteBusy names the session holding a worker's lock when a run comes back busy. A run of
+// another runner (a warm standby replica, cron overlapping the loop) is routine: DEBUG. Any
+// other holder (a session idle in its transaction, one that is not iu-runner, or one open for
+// more than a minute: any login may take the worker's advisory lock) stops the worker, and
+// is said at WARN with its pid and login: once per holder, and again every 5 minutes while
+// it holds on.
+func (s *Service) noteBusy(worker string, r store.WorkerRun) {
+	suspect, names := BusyHolders(r)
+	if !suspect {
+		s.log.Debug("worker busy: another run holds it", "worker", worker, "held_by", names)
+		return
+	}
+	if s.busySaid == nil {
+		s.busySaid = map[string]busyNote{}
+	}
+	key := strings.Join(names, ";")
+	if n, ok := s.busySaid[worker]; ok && n.pids == key && time.Since(n.at) < 5*time.Minute {
+		return
+	}
+	s.busySaid[worker] = busyNote{pids: key, at: time.Now()}
+	s.log.Warn("worker busy: a session holds its lock and no run can take it", "worker", worker, "held_by", names,
+		"runbook", "runbooks/route-worker-held-back-or-busy.md#busy-true")
+}
+
+// BusyHolders describes the holders of a busy run's worker lock, and whether one of them is
+// not just another runner's run: a session that is not iu-runner, idle in its transaction,
+// or in a transaction open for more than a minute.
+func BusyHolders(r store.WorkerRun) (suspect bool, names []string) {
+	for _, h := range r.LockHeldBy {
+		names = append(names, h.Describe())
+		switch {
+		case h.ApplicationName == nil || *h.ApplicationName != "iu-runner":
+			suspect = true
+		case h.State != nil && strings.HasPrefix(*h.State, "idle in transaction"):
+			suspect = true
+		case h.XactAgeSeconds != nil && *h.XactAgeSeconds > 60:
+			suspect = true
+		}
+	}
+	return suspect, names
+}
+
 // LogContended says, at WARN, that a stale-check had to alert silent executors without
 // their alert state because another session holds it (a stale-check's transaction kept
 // open), and names that session: it cannot suppress the alerts, but it is someone to stop.
@@ -595,6 +646,11 @@ func (s *Service) refreshHealth(ctx context.Context) {
 		}
 		if r.Source == store.SourceDeadLetterEvent || r.Source == store.SourceDeadLetterJob {
 			hr.OpenDeadLetters = gaugeValue(r.DeadLettered)
+		}
+		if r.Source == store.SourceCursor && r.StatusHint == "gated" {
+			if d, err := r.Cursor(); err == nil {
+				hr.GatedWaiting = gaugeValue(d.GatedWaitingSeconds)
+			}
 		}
 		if r.Source == store.SourceHeartbeat && r.StatusHint == "stale" {
 			h.StaleExecutors++

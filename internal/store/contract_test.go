@@ -94,7 +94,7 @@ func TestContract_WorkerRunSummary(t *testing.T) {
 	}
 	busy, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict)
 	_ = otx.Rollback(ctx)
-	if err != nil || !busy.Busy || busy.Reason == "" {
+	if err != nil || !busy.Busy || busy.Reason == "" || len(busy.LockHeldBy) != 1 || busy.LockHeldBy[0].PID == 0 || busy.LockHeldBy[0].Usename == nil {
 		t.Fatalf("busy: %+v %v", busy, err)
 	}
 

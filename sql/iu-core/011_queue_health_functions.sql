@@ -300,6 +300,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- p_owner_role (optional, last so existing positional calls keep working): bind the
 -- executor to a role; NULL or blank leaves it unbound. It is configuration like the
@@ -431,6 +432,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 DECLARE
     v_refusal jsonb;
@@ -490,6 +492,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- The permissive primitive: a generic UPSERT. An unknown executor is registered with the
 -- documented defaults (cadence 60 s, threshold 180 s), while fewer than
@@ -693,6 +696,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 DECLARE
     v_row public.queue_heartbeat;
@@ -733,6 +737,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Resuming restarts the executor's clock (last_beat_at = now(), ticks_total unchanged), so
 -- the maintenance window is not read as a silent gap. An alert still open from before the
@@ -784,6 +789,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 DECLARE
     v_refusal jsonb;
@@ -1320,6 +1326,7 @@ RETURNS uuid
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
 -- key is returned instead of a duplicate.
@@ -1372,6 +1379,7 @@ RETURNS uuid[]
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job per element of the JSON array p_payloads (each an object, hygiene
 -- checked), all of one kind and domain, in one INSERT. p_dedupe_keys, when given, has one
@@ -1487,6 +1495,7 @@ RETURNS SETOF public.job_queue
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Leases up to p_limit due queued jobs of the asked kinds (paused kinds skipped) to
 -- p_worker for p_lease_seconds, oldest due first, in one statement: FOR UPDATE SKIP
@@ -1647,6 +1656,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Completes a job the caller holds: fenced by the claim's lease_token (see the lease rule).
 -- Returns {"completed": true, ...}, {"completed": true, "already": true} for a repeat of
@@ -1666,6 +1676,7 @@ RETURNS jsonb
 LANGUAGE sql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared (two
     -- sessions, or a restarted worker reusing its name): a stale holder can complete a job
@@ -1758,6 +1769,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Records a failed attempt of a job the caller holds, fenced by the claim's lease_token.
 -- Returns {"failed": true, "dead": false, "backoff_seconds", "retry_at", ...} or, out of
@@ -1778,6 +1790,7 @@ RETURNS jsonb
 LANGUAGE sql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared:
     -- use the lease_token form.
@@ -1794,6 +1807,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Renews a live lease: lease_expires_at becomes now() + p_lease_seconds, so a job that runs
 -- longer than its first lease is not requeued while its worker is alive; but never later
@@ -1865,6 +1879,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Completes a batch in one statement: element i is job p_job_ids[i] with token
 -- p_lease_tokens[i]. Each job the caller holds (fn_job_holds_lease) becomes succeeded; a
@@ -1919,6 +1934,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Records failed attempts for a batch in one statement: element i is job p_job_ids[i]
 -- with token p_lease_tokens[i] and error p_errors[i] (p_errors NULL, or of one element,
@@ -1995,6 +2011,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Running jobs whose lease expired: back to queued (due at once) while attempts remain,
 -- otherwise dead and copied to job_dead_letter. The token is cleared, so the late holder's
@@ -2042,6 +2059,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Deletes up to p_limit finished jobs, oldest first, that finished more than
 -- queue.job.retention_seconds ago: succeeded ones, and dead ones whose row is already in
@@ -2094,6 +2112,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Pauses a job kind: from the moment this commits, fn_job_claim skips the kind (jobs
 -- already running finish or expire as usual; enqueueing goes on). Pausing a paused kind
@@ -2131,6 +2150,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Resumes a paused job kind: claims take it again. Returns {"resumed": true, "job_kind",
 -- "resumed_by", "paused_for_seconds"}, or {"resumed": false, "reason": "not_paused"}.
@@ -2157,6 +2177,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Re-enqueues a dead job as a fresh job (new job_id, attempt 0, due now) from its snapshot,
 -- with its kind, domain, payload, max_attempts and dedupe key, and resolves the dead letter.
@@ -2197,6 +2218,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 DECLARE
     v_dl public.job_dead_letter;
@@ -2324,6 +2346,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Replays up to p_limit (1..10000) open job dead letters matching p_filter, oldest failure
 -- first, each with fn_job_dead_letter_replay (a fresh job; the dead letter resolved).
@@ -2367,6 +2390,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Replays up to p_limit (1..10000) open route dead letters matching p_filter, oldest
 -- failure first, each with fn_iu_route_dead_letter_replay (which writes the attempt and
@@ -2849,7 +2873,9 @@ SELECT 'cursor'::text                                            AS source,
        c.events_seen                                             AS events_seen,
        c.attempts_written                                        AS attempts_written,
        c.dead_lettered                                           AS dead_lettered,
-       CASE WHEN c.last_seen_at IS NULL THEN 'never_run'
+       -- gated: a closed gate keeps events waiting (detail.gated_waiting_seconds: how long)
+       CASE WHEN c.gated_waiting_since IS NOT NULL THEN 'gated'
+            WHEN c.last_seen_at IS NULL THEN 'never_run'
             WHEN c.backlog > 0 THEN 'backlog'
             ELSE 'caught_up' END                                 AS status_hint,
        c.backlog                                                 AS backlog,
@@ -2861,7 +2887,11 @@ SELECT 'cursor'::text                                            AS source,
        NULL::integer                                             AS stale_threshold_seconds,
        NULL::text                                                AS executor_kind,
        jsonb_build_object('runs_total', c.runs_total, 'last_event_id', c.last_event_id,
-                          'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary)
+                          'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary,
+                          'gates_open', c.gates_open, 'backlog_capped', c.backlog_capped,
+                          'gated_waiting_since', c.gated_waiting_since,
+                          'gated_waiting_seconds', floor(extract(epoch FROM (now() - c.gated_waiting_since)))::bigint,
+                          'lock_held_by', c.lock_held_by)
                                                                  AS detail
   FROM public.v_iu_route_worker_status c
 UNION ALL

@@ -72,6 +72,7 @@ GRANT SELECT ON public.v_queue_health                                           
 GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window)                        TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor)        TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text)                                  TO workflow_admin;
+GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_lock_holders(integer)                                TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds()                                      TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz)         TO workflow_admin;
@@ -120,6 +121,7 @@ AS $$
         'iu_core.fn_iu_route_idempotency_key(text, text, uuid)',
         'iu_core.fn_iu_route_run_tally_zero()',
         'iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb)',
+        'iu_core.fn_iu_route_worker_backlog_cap()',
         'iu_core.fn_iu_route_worker_beat(text, text, jsonb)',
         'iu_core.fn_iu_route_worker_beat_due(text, text)',
         'iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer)',
@@ -138,6 +140,7 @@ AS $$
         'iu_core.fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot)',
         'iu_core.fn_iu_route_worker_lock(text, text, boolean)',
         'iu_core.fn_iu_route_worker_lock_class()',
+        'iu_core.fn_iu_route_worker_lock_holders(integer)',
         'iu_core.fn_iu_route_worker_max_batch()',
         'iu_core.fn_iu_route_worker_not_registered(text, text)',
         'iu_core.fn_iu_route_worker_page(text, iu_core.iu_route_window, integer)',
@@ -243,6 +246,7 @@ REVOKE EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_severity(numeric) FROM wor
 REVOKE EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds() FROM workflow_admin;
+REVOKE EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_lock_holders(integer) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window) FROM workflow_admin;

@@ -11,6 +11,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- p_owner_role (optional, last so existing positional calls keep working): bind the
 -- executor to a role; NULL or blank leaves it unbound. It is configuration like the

@@ -8,6 +8,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- The permissive primitive: a generic UPSERT. An unknown executor is registered with the
 -- documented defaults (cadence 60 s, threshold 180 s), while fewer than

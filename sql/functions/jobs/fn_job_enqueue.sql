@@ -10,6 +10,7 @@ RETURNS uuid
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
 -- key is returned instead of a duplicate.

@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Renews a live lease: lease_expires_at becomes now() + p_lease_seconds, so a job that runs
 -- longer than its first lease is not requeued while its worker is alive; but never later

@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Pauses a job kind: from the moment this commits, fn_job_claim skips the kind (jobs
 -- already running finish or expire as usual; enqueueing goes on). Pausing a paused kind

@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_register(p_worker_name, p_event_domain DEFAULT 'iu') -> jsonb
