@@ -2,7 +2,10 @@
 --
 -- The tables of queue health and the job queue (a table migration: from
 -- the first release on it is never edited again), and the dot_config keys they read:
+--   queue_heartbeat        + registered_via, runner_instance: what may beat a row (issue 21)
 --   queue_stale_alert      the stale-check's own memory, one row per executor
+--   queue_stale_alert_contended  alerts sent while another session held that memory
+--   queue_stale_check_serial     the row stale-checks take turns on
 --   job_queue, job_kind_pause, job_dead_letter   the lease-based job queue
 --   trg_dot_config_notify_bridge_sync            adds and drops the NOTIFY bridge's triggers
 --                                                when queue.notify.bridge_enabled changes
