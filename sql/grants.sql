@@ -34,6 +34,7 @@ GRANT SELECT ON public.v_iu_route_worker_status, public.v_iu_route_dead_letter_o
 -- Heartbeats and the stale-check
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_write(text, jsonb, text)                              TO dot_executor;
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_tick(text, text, text, jsonb)                         TO dot_executor;
+GRANT EXECUTE ON FUNCTION public.fn_queue_runner_beat(text, uuid, text, jsonb, boolean)                   TO dot_executor;
 GRANT EXECUTE ON FUNCTION public.fn_queue_stale_check()                                                   TO dot_executor;
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_register(text, text, text[], integer, integer, text, text) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_pause(text, text, text)                               TO workflow_admin;
@@ -72,6 +73,7 @@ GRANT SELECT ON public.v_queue_health                                           
 GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window)                        TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor)        TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text)                                  TO workflow_admin;
+GRANT EXECUTE ON FUNCTION iu_core.fn_iu_route_worker_lock_holders(integer)                                TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds()                                      TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz)         TO workflow_admin;

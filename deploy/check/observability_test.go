@@ -91,7 +91,7 @@ func exported(t *testing.T) map[string]bool {
 	v := 1.0
 	m.SetHealth(metrics.Health{StaleExecutors: 1, Rows: []metrics.HealthRow{
 		{Source: "heartbeat", Subject: "x", StatusHint: "stale", Age: &v, Problem: true},
-		{Source: "cursor", Subject: "w", Backlog: &v, Age: &v},
+		{Source: "cursor", Subject: "w", StatusHint: "gated", Backlog: &v, Age: &v, GatedWaiting: &v},
 		{Source: "dead_letter_event", Subject: "iu", OpenDeadLetters: &v, Problem: true},
 	}})
 	m.WorkerRuns.WithLabelValues("w", "ok").Inc()

@@ -12,10 +12,12 @@ func runHealth(ctx context.Context, args []string, env Env) int {
 	var c common
 	c.register(fs, "warn", true)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	grace := fs.Duration("gated-grace", health.DefaultGatedGrace, "how long a closed gate may keep events waiting for a worker before it is a problem (exit 3)")
 	synopsis := "iu-runner health [--json] [flags]\n\n" +
 		"Prints v_queue_health (one row per route worker cursor, executor heartbeat, open\n" +
 		"dead-letter group and queued job kind); problem rows are marked '!'.\n" +
-		"Exit 0 when all is well, 3 when anything is stale, critical or has open dead letters,\n" +
+		"Exit 0 when all is well, 3 when anything is stale, critical or has open dead letters, or a\n" +
+		"closed gate has kept events waiting longer than --gated-grace,\n" +
 		"1 when the view cannot be read, 2 on a usage error."
 	if code, done := parse(fs, args, env, synopsis); done {
 		return code
@@ -27,6 +29,10 @@ func runHealth(ctx context.Context, args []string, env Env) int {
 	if err := c.db.Validate(); err != nil {
 		return usageErr(env, "health", "%v", err)
 	}
+	if *grace < 0 {
+		return usageErr(env, "health", "--gated-grace must not be negative")
+	}
+	rules := health.Rules{GatedGrace: *grace}
 	log, err := c.logger(env)
 	if err != nil {
 		return usageErr(env, "health", "%v", err)
@@ -41,12 +47,12 @@ func runHealth(ctx context.Context, args []string, env Env) int {
 		return fail(env, "health", err)
 	}
 	if *asJSON {
-		err = health.RenderJSON(env.Stdout, rows)
+		err = rules.RenderJSON(env.Stdout, rows)
 	} else {
-		err = health.RenderTable(env.Stdout, rows)
+		err = rules.RenderTable(env.Stdout, rows)
 	}
 	if err != nil {
 		return fail(env, "health", err)
 	}
-	return health.ExitCode(rows)
+	return rules.ExitCode(rows)
 }

@@ -31,7 +31,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 	checkEvery := fs.Duration("notify-check-interval", 15*time.Second, "NOTIFY round-trip check of the LISTEN connection")
 	httpAddr := fs.String("http-addr", config.DefaultHTTPAddr, "address serving /metrics, /healthz and /readyz (loopback by default; port 0 picks a free one; the bound address is logged as http_addr)")
 	host, _ := os.Hostname()
-	executorID := fs.String("executor-id", "iu-runner:"+host, "the runner's own heartbeat row (fn_queue_heartbeat_tick, kind external_worker; empty disables)")
+	executorID := fs.String("executor-id", "iu-runner:"+host, "the runner's own heartbeat row (fn_queue_runner_beat: bound to the runner's login, held by one live runner at a time; a second runner of the same id is its standby; empty disables)")
 	synopsis := "iu-runner run [flags]\n\n" +
 		"The long-running loop. hybrid (default): LISTEN queue_wake_<domain> on a dedicated\n" +
 		"connection plus a fallback poll; notify: poll only while the listener is down; poll: no\n" +
@@ -117,7 +117,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 		Mode: *mode, Workers: workers, Batch: *batch,
 		PollInterval: *poll, StaleCheckInterval: *stale, ReapInterval: *reap, PassBudget: *passBudget,
 		ShutdownGrace: *grace, CallTimeout: st.CallTimeout,
-		ExecutorID: *executorID, ExecutorKind: "external_worker", HTTPAddr: *httpAddr,
+		ExecutorID: *executorID, HTTPAddr: *httpAddr,
 	}, st, listener, log, m)
 	if err := svc.Run(ctx); err != nil {
 		return fail(env, "run", err)

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"os"
 	"time"
 
+	"github.com/iu-core/event-worker/internal/service"
 	"github.com/iu-core/event-worker/internal/store"
 	"github.com/iu-core/event-worker/internal/tick"
 )
@@ -23,7 +26,7 @@ func runTick(ctx context.Context, args []string, env Env) int {
 	skipStale := fs.Bool("skip-stale-check", false, "do not run fn_queue_stale_check()")
 	skipReap := fs.Bool("skip-reap", false, "do not run fn_job_reap_expired_leases() nor fn_job_prune() (both need workflow_admin)")
 	skipPartitions := fs.Bool("skip-partitions", false, "do not run fn_iu_partition_maintain() (history partitions ahead)")
-	executorID := fs.String("executor-id", "", "also beat this executor's heartbeat (fn_queue_heartbeat_tick, kind external_worker)")
+	executorID := fs.String("executor-id", "", "also beat this runner's own heartbeat row (fn_queue_runner_beat: bound to the runner's login; refused while a live runner holds it)")
 	synopsis := "iu-runner tick [flags]\n\n" +
 		"One pass for cron: for each worker, run batches until one comes back short (caught up),\n" +
 		"the worker is gated or busy, or the budget is spent; then the stale-check, the history\n" +
@@ -82,6 +85,10 @@ func runTick(ctx context.Context, args []string, env Env) int {
 		Observe: func(w string, r store.WorkerRun, d time.Duration, err error) {
 			if err == nil {
 				log.Debug("worker run", "worker", w, "claimed", r.Claimed, "gated", r.Gated, "busy", r.Busy, "ms", d.Milliseconds())
+				if suspect, names := service.BusyHolders(r); r.Busy && suspect {
+					log.Warn("worker busy: a session holds its lock and no run can take it", "worker", w, "held_by", names,
+						"runbook", "runbooks/route-worker-held-back-or-busy.md#busy-true")
+				}
 			}
 		},
 	})
@@ -91,10 +98,22 @@ func runTick(ctx context.Context, args []string, env Env) int {
 		}
 	}
 	if *executorID != "" && runErr == nil && ctx.Err() == nil {
-		if _, err := st.Heartbeat(work, *executorID, "external_worker", "ok", map[string]any{"runner": "iu-runner", "mode": "tick", "claimed": s.Claimed}); err != nil {
+		// One beat, handed back at once: the next tick (another process) beats the same row.
+		host, _ := os.Hostname()
+		res, err := st.RunnerBeat(work, *executorID, service.NewInstance(), "ok",
+			map[string]any{"runner": "iu-runner", "mode": "tick", "claimed": s.Claimed, "pid": os.Getpid(), "host": host}, true)
+		if err == nil && res.Held {
+			err = heldError(*executorID, res.HeldBy)
+		}
+		if err != nil {
 			s.OK = false
 			s.Errors = append(s.Errors, err.Error())
 			runErr = err
+		}
+	}
+	if len(s.StaleCheck) > 0 {
+		if sc, err := store.ParseStaleCheck(s.StaleCheck); err == nil {
+			service.LogContended(log, sc)
 		}
 	}
 	if s.Interrupted {
@@ -108,4 +127,22 @@ func runTick(ctx context.Context, args []string, env Env) int {
 		return fail(env, "tick", runErr)
 	}
 	return ExitOK
+}
+
+// heldError says that a live runner holds the heartbeat row a tick was to beat: a tick
+// beats once and hands the row back, so it never waits for one; it fails, naming the
+// holder, because two runners sharing an id hide each other's silence.
+func heldError(id string, h *store.RunnerHolder) error {
+	if h == nil {
+		return fmt.Errorf("--executor-id %q: its heartbeat row is held by another live runner: give this tick its own --executor-id", id)
+	}
+	who := fmt.Sprintf("instance %s, login %s", h.Instance, h.SessionUser)
+	if h.PID != nil {
+		who += fmt.Sprintf(", pid %d", *h.PID)
+	}
+	if h.Host != nil {
+		who += ", host " + *h.Host
+	}
+	return fmt.Errorf("--executor-id %q: its heartbeat row is held by another live runner (%s; free at %s if it stops beating): give this tick its own --executor-id",
+		id, who, h.FreeAt.UTC().Format(time.RFC3339))
 }

@@ -77,11 +77,28 @@ func timeText(p *time.Time) string {
 	return p.UTC().Format("2006-01-02 15:04:05Z")
 }
 
+// DefaultGatedGrace is how long a closed gate may keep events waiting before `health` calls
+// it a problem (exit 3): long enough for a deliberate pause, short enough that a gate left
+// closed by mistake does not pile events up unnoticed (`iu-runner health --gated-grace`).
+const DefaultGatedGrace = 15 * time.Minute
+
+// Rules decide which rows are problems.
+type Rules struct {
+	// GatedGrace: a cursor row whose closed gate has kept events waiting this long is a
+	// problem ("gated"); 0 means at once.
+	GatedGrace time.Duration
+}
+
+// DefaultRules are the rules with the default grace.
+var DefaultRules = Rules{GatedGrace: DefaultGatedGrace}
+
 // Problem says why a row is a problem ("" when it is not): stale (an executor silent past
-// its threshold; its severity column says warning or critical), or open_dead_letters (the
-// view lists dead letters only while they are open). A severity of critical on a row that
-// is not stale would be a problem too; the view does not produce one today.
-func Problem(r Row) string {
+// its threshold; its severity column says warning or critical), open_dead_letters (the
+// view lists dead letters only while they are open), or gated (a closed gate has kept
+// events waiting for a worker longer than the grace: before, closed gates with events
+// piling up exited 0). A severity of critical on a row that is not stale would be a problem
+// too; the view does not produce one today.
+func (ru Rules) Problem(r Row) string {
 	switch {
 	case r.StatusHint == "stale":
 		return "stale"
@@ -91,33 +108,40 @@ func Problem(r Row) string {
 		if r.DeadLettered == nil || *r.DeadLettered > 0 {
 			return "open_dead_letters"
 		}
+	case r.Source == store.SourceCursor && r.StatusHint == "gated":
+		if d, err := r.Cursor(); err != nil || d.GatedWaitingSeconds == nil ||
+			time.Duration(*d.GatedWaitingSeconds)*time.Second >= ru.GatedGrace {
+			return "gated"
+		}
 	}
 	return ""
 }
 
 // ExitCode is 3 when any row is a problem, else 0.
-func ExitCode(rows []Row) int {
+func (ru Rules) ExitCode(rows []Row) int {
 	for _, r := range rows {
-		if Problem(r) != "" {
+		if ru.Problem(r) != "" {
 			return ExitProblem
 		}
 	}
 	return ExitOK
 }
 
-// Counts summarizes rows: total, stale, critical, open dead-letter rows.
+// Counts summarizes rows: total, stale, critical, open dead-letter rows, and workers whose
+// closed gate keeps events waiting (gated; a problem once past the grace).
 type Counts struct {
 	Rows            int `json:"rows"`
 	Stale           int `json:"stale"`
 	Critical        int `json:"critical"`
 	OpenDeadLetters int `json:"open_dead_letter_rows"`
+	Gated           int `json:"gated"`
 }
 
 // Count tallies the problems.
-func Count(rows []Row) Counts {
+func (ru Rules) Count(rows []Row) Counts {
 	c := Counts{Rows: len(rows)}
 	for _, r := range rows {
-		switch Problem(r) {
+		switch ru.Problem(r) {
 		case "stale":
 			c.Stale++
 		case "open_dead_letters":
@@ -126,12 +150,30 @@ func Count(rows []Row) Counts {
 		if str(r.Severity) == "critical" {
 			c.Critical++
 		}
+		if r.Source == store.SourceCursor && r.StatusHint == "gated" {
+			c.Gated++
+		}
 	}
 	return c
 }
 
+// Problem is DefaultRules.Problem.
+func Problem(r Row) string { return DefaultRules.Problem(r) }
+
+// ExitCode is DefaultRules.ExitCode.
+func ExitCode(rows []Row) int { return DefaultRules.ExitCode(rows) }
+
+// Count is DefaultRules.Count.
+func Count(rows []Row) Counts { return DefaultRules.Count(rows) }
+
+// RenderJSON is DefaultRules.RenderJSON.
+func RenderJSON(w io.Writer, rows []Row) error { return DefaultRules.RenderJSON(w, rows) }
+
+// RenderTable is DefaultRules.RenderTable.
+func RenderTable(w io.Writer, rows []Row) error { return DefaultRules.RenderTable(w, rows) }
+
 // RenderJSON writes {"ok":bool,"counts":{...},"rows":[{column: value..., "problem": why}]}.
-func RenderJSON(w io.Writer, rows []Row) error {
+func (ru Rules) RenderJSON(w io.Writer, rows []Row) error {
 	type row struct {
 		Row
 		Problem string `json:"problem"`
@@ -141,12 +183,12 @@ func RenderJSON(w io.Writer, rows []Row) error {
 		Counts Counts `json:"counts"`
 		Rows   []row  `json:"rows"`
 	}
-	o := out{OK: ExitCode(rows) == ExitOK, Counts: Count(rows), Rows: []row{}}
+	o := out{OK: ru.ExitCode(rows) == ExitOK, Counts: ru.Count(rows), Rows: []row{}}
 	for _, r := range rows {
 		if len(r.Detail) == 0 {
 			r.Detail = json.RawMessage("null")
 		}
-		o.Rows = append(o.Rows, row{Row: r, Problem: Problem(r)})
+		o.Rows = append(o.Rows, row{Row: r, Problem: ru.Problem(r)})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -154,8 +196,10 @@ func RenderJSON(w io.Writer, rows []Row) error {
 }
 
 // RenderTable writes an aligned table, one line per row; a problem row starts with "!"
-// and names its problem in the last column. A summary line follows.
-func RenderTable(w io.Writer, rows []Row) error {
+// and names its problem in the last column. A summary line follows, then one line per
+// worker whose closed gate keeps events waiting and per worker whose lock a session holds
+// (its pid and login: the detail --json shows in full).
+func (ru Rules) RenderTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := []string{" "}
 	if len(rows) > 0 {
@@ -167,7 +211,7 @@ func RenderTable(w io.Writer, rows []Row) error {
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, r := range rows {
 		mark := " "
-		p := Problem(r)
+		p := ru.Problem(r)
 		if p != "" {
 			mark = "!"
 		}
@@ -188,12 +232,31 @@ func RenderTable(w io.Writer, rows []Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	c := Count(rows)
+	c := ru.Count(rows)
 	verdict := "OK"
-	if ExitCode(rows) != ExitOK {
+	if ru.ExitCode(rows) != ExitOK {
 		verdict = "ATTENTION"
 	}
-	_, err := fmt.Fprintf(w, "\n%s: %d rows, %d stale, %d critical, %d with open dead letters\n",
-		verdict, c.Rows, c.Stale, c.Critical, c.OpenDeadLetters)
-	return err
+	if _, err := fmt.Fprintf(w, "\n%s: %d rows, %d stale, %d critical, %d with open dead letters, %d gated with events waiting\n",
+		verdict, c.Rows, c.Stale, c.Critical, c.OpenDeadLetters, c.Gated); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		d, err := r.Cursor()
+		if err != nil || r.Source != store.SourceCursor {
+			continue
+		}
+		if r.StatusHint == "gated" && d.GatedWaitingSeconds != nil {
+			if _, err := fmt.Fprintf(w, "worker %s: a closed gate has kept %s event(s) waiting for %s (grace %s)\n",
+				r.Subject, intText(r.Backlog), time.Duration(*d.GatedWaitingSeconds)*time.Second, ru.GatedGrace); err != nil {
+				return err
+			}
+		}
+		for _, h := range d.LockHeldBy {
+			if _, err := fmt.Fprintf(w, "worker %s: lock held by %s\n", r.Subject, h.Describe()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -31,6 +32,14 @@ type Metrics struct {
 	LastPass           prometheus.Gauge
 	Mode               *prometheus.GaugeVec
 
+	// StaleCheckContended is how many silent executors the last stale-check alerted without
+	// their alert state, because another session holds it (a stale-check kept open).
+	StaleCheckContended prometheus.Gauge
+
+	// HeartbeatStandby is 1 while another live runner holds this runner's heartbeat row
+	// (same --executor-id): this one works but beats nothing until the holder stops.
+	HeartbeatStandby prometheus.Gauge
+
 	// StaleCheckTooLong is 1 when --stale-check-interval is not under half the smallest
 	// stale threshold in v_queue_health (silences would be noticed late).
 	StaleCheckTooLong prometheus.Gauge
@@ -46,7 +55,10 @@ type Metrics struct {
 type HealthRow struct {
 	Source, Subject, Domain, StatusHint string
 	Age, Backlog, OpenDeadLetters       *float64
-	Problem                             bool
+	// GatedWaiting is how long (seconds) a closed gate has kept events waiting for a
+	// worker (cursor rows with status_hint gated); nil otherwise.
+	GatedWaiting *float64
+	Problem      bool
 }
 
 // Health is one complete snapshot of the view.
@@ -71,7 +83,26 @@ var (
 		"1 per executor (queue_heartbeat row) that v_queue_health reports stale; the label is the executor id.", []string{"executor"}, nil)
 	descRefreshed = prometheus.NewDesc("iu_queue_health_last_refresh_timestamp_seconds",
 		"Unix time of the last successful read of v_queue_health (absent until the first one): how old the iu_queue_health_* figures are.", nil, nil)
+	descRows  = prometheus.NewDesc("iu_queue_health_rows", "Rows of v_queue_health at the last refresh.", nil, nil)
+	descGated = prometheus.NewDesc("iu_queue_health_gated_waiting_seconds",
+		"Per route worker whose closed gate keeps events waiting (v_queue_health status_hint gated): for how long; iu_queue_health_backlog says how many. Absent while its gates are open or nothing waits.", healthLabels, nil)
+	descOmitted = prometheus.NewDesc("iu_queue_health_rows_omitted",
+		"Rows of v_queue_health exported without per-row series (past MaxHealthRows: problem rows and cursors go first); the counts (iu_queue_health_stale_executors, iu_queue_health_rows) still cover them.", nil, nil)
 )
+
+// BacklogCap is where v_queue_health stops counting a route worker's backlog
+// (iu_core.fn_iu_route_worker_backlog_cap(); a test holds the two equal): the exported
+// backlog is exact up to it and reads BacklogCap beyond. Every rule over the backlog must fire
+// below it, or it could never fire (deploy/check holds the rules and their tests to that).
+const BacklogCap = 10000
+
+// MaxHealthRows bounds the rows of v_queue_health that get series of their own (one per
+// row and family: age, backlog, open dead letters, problem, executor_stale), so the number
+// of series the runner exports does not follow the number of executors: a caller that
+// created thousands of executors cannot make every scrape thousands of series larger.
+// Problem rows come first, then the route workers' cursors, so what the alert rules read is
+// exported first; the rest is counted (iu_queue_health_rows_omitted).
+const MaxHealthRows = 500
 
 // healthCollector exports the latest snapshot; a scrape sees the old rows or the new
 // ones, never an empty or half-built set.
@@ -81,7 +112,7 @@ type healthCollector struct {
 }
 
 func (c *healthCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl, descExecStale, descRefreshed} {
+	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl, descExecStale, descRefreshed, descRows, descOmitted, descGated} {
 		ch <- d
 	}
 }
@@ -107,7 +138,24 @@ func (m *Metrics) SetHealth(h Health) {
 		seen[key] = true
 		out = append(out, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...))
 	}
-	for _, r := range h.Rows {
+	rows := make([]HealthRow, len(h.Rows))
+	copy(rows, h.Rows)
+	rank := func(r HealthRow) int {
+		switch {
+		case r.Problem:
+			return 0
+		case r.Source == "cursor":
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rank(rows[i]) < rank(rows[j]) })
+	omitted := 0
+	if len(rows) > MaxHealthRows {
+		omitted = len(rows) - MaxHealthRows
+		rows = rows[:MaxHealthRows]
+	}
+	for _, r := range rows {
 		lv := []string{r.Source, r.Subject, r.Domain}
 		if r.Age != nil {
 			add(descHealthAge, *r.Age, lv...)
@@ -118,6 +166,9 @@ func (m *Metrics) SetHealth(h Health) {
 		if r.OpenDeadLetters != nil {
 			add(descHealthOpenDL, *r.OpenDeadLetters, lv...)
 		}
+		if r.GatedWaiting != nil {
+			add(descGated, *r.GatedWaiting, lv...)
+		}
 		if r.Problem {
 			add(descHealthProbl, 1, r.Source, r.Subject, r.Domain, r.StatusHint)
 		}
@@ -126,6 +177,8 @@ func (m *Metrics) SetHealth(h Health) {
 		}
 	}
 	add(descHealthStale, float64(h.StaleExecutors))
+	add(descRows, float64(len(h.Rows)))
+	add(descOmitted, float64(omitted))
 	at := h.RefreshedAt
 	if at.IsZero() {
 		at = time.Now()
@@ -179,6 +232,14 @@ func New() *Metrics {
 		Mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "iu_runner_mode", Help: "1 for the runner's --mode (poll, notify, hybrid).",
 		}, []string{"mode"}),
+		StaleCheckContended: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "iu_runner_stale_check_contended",
+			Help: "Silent executors the last fn_queue_stale_check alerted without their alert state, because another session holds it (a stale-check's transaction kept open; the log names it).",
+		}),
+		HeartbeatStandby: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "iu_runner_heartbeat_standby",
+			Help: "1 while another live runner holds this runner's heartbeat row (the same --executor-id): this one is its standby and beats nothing until that one stops.",
+		}),
 		StaleCheckTooLong: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "iu_runner_stale_check_interval_too_long",
 			Help: "1 when --stale-check-interval is not under half the smallest stale threshold of v_queue_health.",
@@ -191,7 +252,7 @@ func New() *Metrics {
 	}
 	r.MustRegister(m.EventsRouted, m.DeadLetters, m.WorkerRuns, m.RunDuration, m.Wakeups, m.Notifications, m.DBErrors,
 		m.ListenerUp, m.ListenerReconnects, m.Draining, m.LastPass, m.Mode,
-		m.StaleCheckTooLong, m.BuildInfo, m.health,
+		m.StaleCheckContended, m.HeartbeatStandby, m.StaleCheckTooLong, m.BuildInfo, m.health,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bi := buildinfo.Read()
 	m.BuildInfo.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion, strconv.FormatBool(bi.Modified)).Set(1)

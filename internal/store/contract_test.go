@@ -94,7 +94,7 @@ func TestContract_WorkerRunSummary(t *testing.T) {
 	}
 	busy, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict)
 	_ = otx.Rollback(ctx)
-	if err != nil || !busy.Busy || busy.Reason == "" {
+	if err != nil || !busy.Busy || busy.Reason == "" || len(busy.LockHeldBy) != 1 || busy.LockHeldBy[0].PID == 0 || busy.LockHeldBy[0].Usename == nil {
 		t.Fatalf("busy: %+v %v", busy, err)
 	}
 
@@ -129,6 +129,24 @@ func TestContract_StaleCheck(t *testing.T) {
 	}
 	if again.Recovered != 1 || len(again.Alerts) != 1 || !again.Alerts[0].Recovered || again.Alerts[0].Severity != "info" {
 		t.Fatalf("recovery: decoded %+v from %s", again, again.Raw)
+	}
+
+	// Contended: another session keeps a check's transaction open over a stale executor.
+	db.Exec(t, `SELECT fn_queue_heartbeat_register('ey', 'external_worker', ARRAY['iu'], 60, 180)`)
+	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = 'ey'`)
+	tx, err := db.Conn(t).Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(pgtest.Ctx(t)) //nolint:errcheck
+	callJSON(t, tx, `SELECT fn_queue_stale_check()::text`)
+	held, err := parseStaleCheck(callJSON(t, db.Pool, `SELECT fn_queue_stale_check()::text`), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Contended != 1 || len(held.BlockedBy) != 1 || held.BlockedBy[0].PID == 0 || held.BlockedBy[0].Usename == nil ||
+		len(held.Alerts) != 1 || !held.Alerts[0].Contended {
+		t.Fatalf("contended: decoded %+v from %s", held, held.Raw)
 	}
 }
 
@@ -264,5 +282,34 @@ func TestContract_PartitionMaintenance(t *testing.T) {
 	}
 	if !busy.Busy {
 		t.Fatalf("busy shape: decoded %+v from %s", busy, busy.Raw)
+	}
+}
+
+// Contract: fn_queue_runner_beat decodes strictly into RunnerBeat in both shapes: beat (the
+// first beat creates the row; a release hands it back) and held (another runner process
+// holds the row), whose held_by names the holder.
+func TestContract_RunnerBeat(t *testing.T) {
+	t.Parallel()
+	db := contractDB(t)
+	const beatSQL = `SELECT fn_queue_runner_beat('iu-runner:c', $1::uuid, 'ok', '{"pid": 42, "host": "h"}', $2)::text`
+	a, b := "00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"
+	first, err := parseRunnerBeat(callJSON(t, db.Pool, beatSQL, a, false), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Beat || first.Held || !first.Created || first.RegisteredVia != "runner" || first.LastBeatAt == nil || first.OwnerRole == "" {
+		t.Fatalf("beat shape: decoded %+v from %s", first, first.Raw)
+	}
+	held, err := parseRunnerBeat(callJSON(t, db.Pool, beatSQL, b, false), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Beat || !held.Held || held.HeldBy == nil || held.HeldBy.Instance != a || held.HeldBy.PID == nil || *held.HeldBy.PID != 42 ||
+		held.HeldBy.Host == nil || *held.HeldBy.Host != "h" || held.HeldBy.FreeAt.IsZero() {
+		t.Fatalf("held shape: decoded %+v from %s", held, held.Raw)
+	}
+	released, err := parseRunnerBeat(callJSON(t, db.Pool, beatSQL, a, true), strict)
+	if err != nil || !released.Released {
+		t.Fatalf("release: %+v, %v", released, err)
 	}
 }

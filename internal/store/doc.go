@@ -9,7 +9,7 @@
 //	PruneJobs     SELECT fn_job_prune()                                -> raw jsonb (passed through, not read)
 //	MaintainPartitions SELECT fn_iu_partition_maintain()               -> PartitionMaintenance
 //	QueueHealth   SELECT * FROM v_queue_health                         -> []QueueHealthRow
-//	Heartbeat     SELECT fn_queue_heartbeat_tick($id, $kind, 'ok', $m) -> raw jsonb (not read)
+//	RunnerBeat    SELECT fn_queue_runner_beat($id, $instance, $status, $m, $release) -> RunnerBeat
 //	Ping          SELECT 1
 //	DatabaseName  SELECT current_database()
 //

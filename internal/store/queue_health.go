@@ -70,3 +70,27 @@ func LoadQueueHealth(ctx context.Context, q Querier) ([]QueueHealthRow, error) {
 	}
 	return out, nil
 }
+
+// CursorDetail is the detail document of a cursor row of v_queue_health: what the runner
+// reads of it (the rest passes through to health --json).
+type CursorDetail struct {
+	GatesOpen     *bool `json:"gates_open"`
+	BacklogCapped *bool `json:"backlog_capped"`
+	// GatedWaitingSeconds is how long a closed gate has kept events waiting (null when the
+	// gates are open or nothing waits; status_hint is then not gated).
+	GatedWaitingSeconds *int64 `json:"gated_waiting_seconds"`
+	// LockHeldBy names the sessions holding the worker's lock right now (empty: nobody).
+	LockHeldBy []LockHolder `json:"lock_held_by"`
+}
+
+// Cursor reads the detail of a cursor row (the zero value for other rows or no detail).
+func (r QueueHealthRow) Cursor() (CursorDetail, error) {
+	var d CursorDetail
+	if r.Source != SourceCursor || len(r.Detail) == 0 || string(r.Detail) == "null" {
+		return d, nil
+	}
+	if err := decode("v_queue_health cursor detail", r.Detail, &d, lenient); err != nil {
+		return CursorDetail{}, err
+	}
+	return d, nil
+}

@@ -2,24 +2,30 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
 // StaleCheck is what fn_queue_stale_check returns: how many executors it looked at and
 // what it did about the silent ones. Every count is always present.
 type StaleCheck struct {
-	Checked       int64           `json:"checked"`        // executors not paused
-	Stale         int64           `json:"stale"`          // of those, silent past their threshold
-	Emitted       int64           `json:"emitted"`        // silent alerts written (first, repeat, escalation)
-	Escalated     int64           `json:"escalated"`      // of those, warning -> critical inside the window
-	Suppressed    int64           `json:"suppressed"`     // stale, but already alerted inside the window
-	Recovered     int64           `json:"recovered"`      // recovery events written
-	Paused        int64           `json:"paused"`         // paused executors (never alerted)
-	SkippedLocked int64           `json:"skipped_locked"` // rows another check or a beat held: left to it
-	FloorSeconds  int64           `json:"floor_seconds"`  // the global threshold floor in force (0: none)
-	CheckedAt     time.Time       `json:"checked_at"`
-	Alerts        []StaleAlert    `json:"alerts"` // one per event written
-	Raw           json.RawMessage `json:"-"`      // the document as the SQL returned it
+	Checked       int64 `json:"checked"`        // executors not paused
+	Stale         int64 `json:"stale"`          // of those, silent past their threshold
+	Emitted       int64 `json:"emitted"`        // silent alerts written (first, repeat, escalation)
+	Escalated     int64 `json:"escalated"`      // of those, warning -> critical inside the window
+	Suppressed    int64 `json:"suppressed"`     // stale, but already alerted inside the window
+	Recovered     int64 `json:"recovered"`      // recovery events written
+	Paused        int64 `json:"paused"`         // paused executors (never alerted)
+	SkippedLocked int64 `json:"skipped_locked"` // candidates neither decided nor alerted (0 since contended alerts exist)
+	// Contended counts the silent alerts written while another session held the executor's
+	// alert-state row (it keeps a stale-check's transaction open): sent anyway, from the
+	// committed state; BlockedBy names the sessions that held the rows.
+	Contended    int64           `json:"contended"`
+	BlockedBy    []LockHolder    `json:"blocked_by"`
+	FloorSeconds int64           `json:"floor_seconds"` // the global threshold floor in force (0: none)
+	CheckedAt    time.Time       `json:"checked_at"`
+	Alerts       []StaleAlert    `json:"alerts"` // one per event written
+	Raw          json.RawMessage `json:"-"`      // the document as the SQL returned it
 }
 
 // StaleAlert is one event the check wrote: a silent alert (alert says first, repeat or
@@ -30,6 +36,37 @@ type StaleAlert struct {
 	EventID    string `json:"event_id"`
 	Alert      string `json:"alert,omitempty"`
 	Recovered  bool   `json:"recovered,omitempty"`
+	Contended  bool   `json:"contended,omitempty"` // written without the executor's alert-state row (another session held it)
+}
+
+// LockHolder is a session that holds a lock the package met (iu_core.fn_iu_session_describe):
+// pid and login always; the application, state and transaction start when the package
+// owner may see them (superuser or pg_read_all_stats), else null.
+type LockHolder struct {
+	PID             int64      `json:"pid"`
+	Usename         *string    `json:"usename"`
+	ApplicationName *string    `json:"application_name"`
+	State           *string    `json:"state"`
+	XactStart       *time.Time `json:"xact_start"`
+	XactAgeSeconds  *float64   `json:"xact_age_seconds"`
+}
+
+// Describe is the holder as log attributes.
+func (h LockHolder) Describe() string {
+	s := fmt.Sprintf("pid %d", h.PID)
+	if h.Usename != nil {
+		s += ", login " + *h.Usename
+	}
+	if h.ApplicationName != nil && *h.ApplicationName != "" {
+		s += ", application " + *h.ApplicationName
+	}
+	if h.State != nil {
+		s += ", " + *h.State
+	}
+	if h.XactAgeSeconds != nil {
+		s += fmt.Sprintf(", transaction open %.0f s", *h.XactAgeSeconds)
+	}
+	return s
 }
 
 // ParseStaleCheck reads a stale-check result (missing keys fail, unknown keys are ignored).

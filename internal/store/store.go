@@ -86,16 +86,24 @@ func (s *Store) MaintainPartitions(ctx context.Context) (PartitionMaintenance, e
 	return ParsePartitionMaintenance(raw)
 }
 
-// Heartbeat writes the runner's own heartbeat through fn_queue_heartbeat_tick with status
-// ok, warn or error (metadata must pass the payload-hygiene check: no body, content, raw,
-// secret... keys).
-func (s *Store) Heartbeat(ctx context.Context, executorID, kind, status string, metadata map[string]any) (json.RawMessage, error) {
+// RunnerBeat writes the runner's own heartbeat through fn_queue_runner_beat: the row of
+// executorID, bound to the runner's login and held by one runner process (instance, a uuid
+// drawn once per process) at a time; release hands it back (a clean stop, a tick's one
+// beat). Status is ok, warn or error; metadata must pass the payload-hygiene check (no
+// body, content, raw, secret... keys). A row another live runner holds is answered Held,
+// not an error: the caller is that runner's standby.
+func (s *Store) RunnerBeat(ctx context.Context, executorID, instance, status string, metadata map[string]any, release bool) (RunnerBeat, error) {
 	md, err := json.Marshal(metadata)
 	if err != nil {
-		return nil, fmt.Errorf("encoding heartbeat metadata: %w", err)
+		return RunnerBeat{}, fmt.Errorf("encoding heartbeat metadata: %w", err)
 	}
-	return s.jsonCall(ctx, fmt.Sprintf("writing heartbeat of %q via fn_queue_heartbeat_tick", executorID),
-		"SELECT public.fn_queue_heartbeat_tick($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, $4::pg_catalog.text::pg_catalog.jsonb)::pg_catalog.text", executorID, kind, status, string(md))
+	raw, err := s.jsonCall(ctx, fmt.Sprintf("writing the runner heartbeat of %q via fn_queue_runner_beat", executorID),
+		"SELECT public.fn_queue_runner_beat($1::pg_catalog.text, $2::pg_catalog.uuid, $3::pg_catalog.text, $4::pg_catalog.text::pg_catalog.jsonb, $5::pg_catalog.bool)::pg_catalog.text",
+		executorID, instance, status, string(md), release)
+	if err != nil {
+		return RunnerBeat{}, err
+	}
+	return ParseRunnerBeat(raw)
 }
 
 // ErrCall marks an error of a database call (as opposed to an answer the caller refuses).

@@ -20,8 +20,11 @@ type WorkerRun struct {
 	Gated       bool   `json:"gated"`
 	Busy        bool   `json:"busy"`
 	Reason      string `json:"reason,omitempty" contract:"busy,gated"`
-	Gates       *Gates `json:"gates,omitempty" contract:"gated"`
-	BatchLimit  int    `json:"batch_limit,omitempty" contract:"ran"`
+	// LockHeldBy names the sessions holding the worker's lock when the run is busy (a run in
+	// progress, a reset, or any session that took its advisory lock).
+	LockHeldBy []LockHolder `json:"lock_held_by,omitempty" contract:"busy"`
+	Gates      *Gates       `json:"gates,omitempty" contract:"gated"`
+	BatchLimit int          `json:"batch_limit,omitempty" contract:"ran"`
 
 	Claimed         int64 `json:"claimed"`          // events read from the outbox
 	AttemptsWritten int64 `json:"attempts_written"` // iu_route_attempt rows written

@@ -32,22 +32,33 @@ LANGUAGE sql STABLE
 AS $$
     -- The trust rule, in one place: which of p_roles are untrusted. 0 is PUBLIC (everyone):
     -- never trusted. pg_database_owner (PostgreSQL 14+; to_regrole gives NULL on 13) is read
-    -- as the database's owner. Trusted means pg_has_role(role, owner, 'MEMBER'), which is
-    -- true for the owner itself, its members and every superuser (a superuser is a member
-    -- of every role), and false for a role that no longer exists. Membership and superuser
-    -- status come from the role caches. The owner is the owner of schema iu_core
-    -- (fn_iu_package_owner's rule, inlined here). Written to be inlined (no SET, everything
-    -- pg_catalog-qualified, one SELECT).
+    -- as the database's owner. Trusted means: the role can act as the package owner.
+    --   PostgreSQL 16+  pg_has_role(role, owner, 'USAGE') AND pg_has_role(role, owner, 'SET'):
+    --                   it holds the owner's privileges (INHERIT along the whole chain) and
+    --                   may become it (SET ROLE). 16 made both options of a grant: a member
+    --                   granted the owner WITH INHERIT FALSE, SET FALSE is a member that can
+    --                   do neither, and is untrusted (so is one that can do only one of them:
+    --                   counting it untrusted only ever reports more).
+    --   13 to 15        pg_has_role(role, owner, 'MEMBER'): every member may SET ROLE to it.
+    -- Both are true for the owner itself and every superuser, and NULL (untrusted) for a role
+    -- that no longer exists. Membership and superuser status come from the role caches. The
+    -- owner is the owner of schema iu_core (fn_iu_package_owner's rule, inlined here).
+    -- Written to be inlined (no SET, everything pg_catalog-qualified, one SELECT); the
+    -- version test is a CASE, so 'SET' (an error before 16) is never evaluated on 13-15.
     SELECT g.role
       FROM pg_catalog.unnest(p_roles) AS g(role)
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN g.role = pg_catalog.to_regrole('pg_database_owner')
+                       THEN (SELECT d.datdba FROM pg_catalog.pg_database d
+                              WHERE d.datname = pg_catalog.current_database())
+                       ELSE g.role END AS member,
+                  (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'iu_core') AS owner) r
      WHERE g.role = 0
-        OR NOT coalesce(pg_catalog.pg_has_role(
-               CASE WHEN g.role = pg_catalog.to_regrole('pg_database_owner')
-                    THEN (SELECT d.datdba FROM pg_catalog.pg_database d
-                           WHERE d.datname = pg_catalog.current_database())
-                    ELSE g.role END,
-               (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'iu_core'),
-               'MEMBER'), false)
+        OR NOT coalesce(
+               CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4 >= 160000
+                    THEN pg_catalog.pg_has_role(r.member, r.owner, 'USAGE')
+                         AND pg_catalog.pg_has_role(r.member, r.owner, 'SET')
+                    ELSE pg_catalog.pg_has_role(r.member, r.owner, 'MEMBER') END, false)
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_untrusted_roles(oid[]) FROM PUBLIC;
@@ -106,6 +117,67 @@ AS $$
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_search_path_threats() FROM PUBLIC;
+
+-- functions/rules/fn_iu_search_path_foreign_objects.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_search_path_foreign_objects()
+RETURNS TABLE (threat text, object text, holder text, fix text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- The verification's half of the scan (W10, with fn_iu_search_path_threats): every
+    -- function or operator in public (where callers reach the API, unqualified) or iu_core
+    -- (the package's own) that the package did not create, WHOEVER OWNS IT NOW. Ownership
+    -- proves nothing about where an object came from: an overload planted while public was
+    -- open and later handed to a trusted role (ALTER ... OWNER TO, REASSIGN OWNED) is still a
+    -- plant, and a caller's unqualified call can resolve to it. What the package created is
+    -- generated from its sources (iu_core.fn_iu_package_functions(), make generate); the
+    -- package creates no operator. A function of the list owned by someone else than the
+    -- package owner is reported too: it existed before the install (a plant the install's
+    -- CREATE OR REPLACE kept the owner of), or was handed away.
+    WITH mine AS (
+        SELECT pg_catalog.to_regprocedure(s) AS oid FROM pg_catalog.unnest(iu_core.fn_iu_package_functions()) AS s
+    )
+    SELECT 'foreign_function',
+           p.oid::pg_catalog.regprocedure::text || coalesce(' (extension ' || x.extname || ')', ''),
+           p.proowner::pg_catalog.regrole::text,
+           CASE WHEN x.extname IS NOT NULL
+                THEN pg_catalog.format('ALTER EXTENSION %I SET SCHEMA <another schema>;', x.extname)
+                ELSE pg_catalog.format('DROP %s %s; -- or move it out: ALTER %s %s SET SCHEMA <another schema>;',
+                         CASE p.prokind WHEN 'a' THEN 'AGGREGATE' WHEN 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END,
+                         p.oid::pg_catalog.regprocedure,
+                         CASE p.prokind WHEN 'a' THEN 'AGGREGATE' WHEN 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END,
+                         p.oid::pg_catalog.regprocedure) END
+      FROM pg_catalog.pg_proc p
+      LEFT JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
+                                      AND d.deptype = 'e'
+      LEFT JOIN pg_catalog.pg_extension x ON x.oid = d.refobjid
+     WHERE p.pronamespace IN ('public'::pg_catalog.regnamespace, 'iu_core'::pg_catalog.regnamespace)
+       AND p.oid NOT IN (SELECT m.oid FROM mine m WHERE m.oid IS NOT NULL)
+    UNION ALL
+    SELECT 'foreign_owner',
+           p.oid::pg_catalog.regprocedure::text,
+           p.proowner::pg_catalog.regrole::text,
+           pg_catalog.format('ALTER FUNCTION %s OWNER TO %s; -- and create it again from its source (sql/functions): its body may not be the package''s',
+                             p.oid::pg_catalog.regprocedure, iu_core.fn_iu_package_owner()::pg_catalog.regrole)
+      FROM pg_catalog.pg_proc p
+      JOIN mine m ON m.oid = p.oid
+     WHERE p.proowner <> iu_core.fn_iu_package_owner()
+    UNION ALL
+    SELECT 'foreign_operator',
+           o.oid::pg_catalog.regoperator::text || coalesce(' (extension ' || x.extname || ')', ''),
+           o.oprowner::pg_catalog.regrole::text,
+           CASE WHEN x.extname IS NOT NULL
+                THEN pg_catalog.format('ALTER EXTENSION %I SET SCHEMA <another schema>;', x.extname)
+                ELSE pg_catalog.format('DROP OPERATOR %s;', o.oid::pg_catalog.regoperator) END
+      FROM pg_catalog.pg_operator o
+      LEFT JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid
+                                      AND d.deptype = 'e'
+      LEFT JOIN pg_catalog.pg_extension x ON x.oid = d.refobjid
+     WHERE o.oprnamespace IN ('public'::pg_catalog.regnamespace, 'iu_core'::pg_catalog.regnamespace)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_search_path_foreign_objects() FROM PUBLIC;
 
 -- functions/rules/fn_iu_require_trusted_search_path.sql
 -- +goose StatementBegin
@@ -311,6 +383,55 @@ END;
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_require_name(text, text, text, integer) FROM PUBLIC;
+
+-- functions/rules/fn_iu_require_vector.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_require_vector(p_caller text, p_param text, p_value anyarray)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+    -- The one shape check for every array argument (job ids, lease tokens, errors, dedupe
+    -- keys, job kinds, domain scopes): one dimension, numbered from 1 (or empty, or NULL:
+    -- the caller decides what NULL means). A two-dimensional array is flattened by unnest
+    -- but answers NULL to a subscript and 0A000 to array_position, and '[5:6]={a,b}' pairs
+    -- element i with the wrong partner: refused here with the function's name instead.
+    IF p_value IS NOT NULL AND (pg_catalog.array_ndims(p_value) > 1 OR pg_catalog.array_lower(p_value, 1) <> 1) THEN
+        RAISE EXCEPTION '%: % must be a one-dimensional array numbered from 1, got % dimension(s) %',
+            p_caller, p_param, pg_catalog.array_ndims(p_value), pg_catalog.array_dims(p_value)
+            USING ERRCODE = '22023', HINT = 'Pass a plain list, e.g. ARRAY[a, b, c] or ''{a,b,c}''.';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_require_vector(text, text, anyarray) FROM PUBLIC;
+
+-- functions/rules/fn_iu_session_describe.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_session_describe(p_pid integer)
+RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- Who a session is, to name the holder of a lock the package met: its pid and login
+    -- (visible to every role), and its application, state and transaction start (visible to
+    -- superusers and members of pg_read_all_stats, else NULL). The callers are SECURITY
+    -- DEFINER, so "visible" is the package owner's view. A pid with no session any more
+    -- (it ended meanwhile) is named with NULLs.
+    SELECT coalesce(
+        (SELECT jsonb_build_object(
+                    'pid', a.pid,
+                    'usename', a.usename,
+                    'application_name', a.application_name,
+                    'state', a.state,
+                    'xact_start', a.xact_start,
+                    'xact_age_seconds', round(extract(epoch FROM clock_timestamp() - a.xact_start)::numeric, 3))
+           FROM pg_catalog.pg_stat_activity a WHERE a.pid = p_pid),
+        jsonb_build_object('pid', p_pid, 'usename', NULL, 'application_name', NULL, 'state', NULL,
+                           'xact_start', NULL, 'xact_age_seconds', NULL))
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_session_describe(integer) FROM PUBLIC;
 
 -- functions/rules/fn_iu_event_outbox_package_only.sql
 -- +goose StatementBegin
@@ -2067,6 +2188,27 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_forget_config(text[]) FROM PUBLIC;
 
+-- functions/adopt/fn_iu_package_config_keys.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_package_config_keys()
+RETURNS text[]
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- fn_iu_package_config_keys() -> the dot_config keys the package's migrations insert
+    -- (their own seed rows). The rollback rule reads it: a dot_config holding any other key
+    -- holds configuration the package did not create (fn_iu_history_tables). A test holds
+    -- it equal to the keys of a fresh install. Internal.
+    SELECT ARRAY['iu_core.routes_enabled', 'iu_core.route_worker_enabled',
+                 'queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',
+                 'queue.heartbeat.protected_executors', 'queue.heartbeat.self_registered_limit',
+                 'queue.job.retention_seconds', 'queue.notify.bridge_enabled',
+                 'retention.event_outbox_days', 'retention.route_attempt_days', 'retention.partition_txids']
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_package_config_keys() FROM PUBLIC;
+
 -- functions/adopt/fn_iu_history_tables.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_history_tables()
@@ -2092,10 +2234,7 @@ AS $$
         (5,  'public.event_type_registry',
              $w$NOT ((event_domain, event_type) IN (('system', 'queue_worker_silent'), ('system', 'queue_worker_recovered')))$w$),
         (6,  'public.dot_config',
-             $w$key NOT IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled', 'queue.heartbeat.enabled',
-                            'queue.heartbeat.stale_threshold_seconds', 'queue.heartbeat.protected_executors',
-                            'queue.job.retention_seconds', 'queue.notify.bridge_enabled', 'retention.event_outbox_days',
-                            'retention.route_attempt_days', 'retention.partition_txids')$w$),
+             'key <> ALL (iu_core.fn_iu_package_config_keys())'),
         (7,  'public.iu_outbound_route',     'true'),
         (8,  'public.iu_route_dead_letter',  'true'),
         (8,  'public.iu_route_worker_cursor', 'true'),
@@ -2333,6 +2472,7 @@ DROP FUNCTION iu_core.fn_iu_rollback_check(integer, integer);
 DROP FUNCTION iu_core.fn_iu_require_empty_history_at(integer);
 DROP FUNCTION iu_core.fn_iu_require_empty_history(text, text);
 DROP FUNCTION iu_core.fn_iu_history_tables();
+DROP FUNCTION iu_core.fn_iu_package_config_keys();
 DROP FUNCTION iu_core.fn_iu_forget_config(text[]);
 DROP FUNCTION iu_core.fn_iu_adopt_after_functions();
 DROP FUNCTION iu_core.fn_iu_adopt_legacy_callables();
@@ -2374,6 +2514,8 @@ DROP FUNCTION iu_core.fn_iu_route_attempt_immutable();
 DROP FUNCTION iu_core.fn_iu_event_outbox_append_only();
 DROP FUNCTION iu_core.fn_iu_event_outbox_refuse_payload(jsonb);
 DROP FUNCTION iu_core.fn_iu_event_outbox_package_only(text);
+DROP FUNCTION iu_core.fn_iu_session_describe(integer);
+DROP FUNCTION iu_core.fn_iu_require_vector(text, text, anyarray);
 DROP FUNCTION iu_core.fn_iu_require_name(text, text, text, integer);
 DROP FUNCTION iu_core.fn_iu_is_blank(text);
 DROP FUNCTION iu_core.fn_iu_is_whitespace(text);
@@ -2381,6 +2523,7 @@ DROP FUNCTION iu_core.fn_iu_payload_require_clean(text, text, jsonb);
 DROP FUNCTION iu_core.fn_iu_payload_denied_paths(jsonb);
 DROP FUNCTION iu_core.fn_iu_payload_is_clean(jsonb);
 DROP FUNCTION iu_core.fn_iu_require_trusted_search_path(text, boolean);
+DROP FUNCTION iu_core.fn_iu_search_path_foreign_objects();
 DROP FUNCTION iu_core.fn_iu_search_path_threats();
 DROP FUNCTION iu_core.fn_iu_search_path_create_threats();
 DROP FUNCTION iu_core.fn_iu_untrusted_roles(oid[]);

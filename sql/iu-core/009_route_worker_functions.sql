@@ -224,6 +224,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 -- The page statement's plan is the same for every call (two index range scans whose bounds
 -- are parameters); re-planning it per call (the custom plans "auto" keeps choosing) costs
 -- more than a batch of 100 takes to route. The setting holds for the helpers it calls.
@@ -553,9 +554,13 @@ DECLARE
 BEGIN
     PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
     -- One run per worker at a time: a second run never waits, it reports busy.
+    -- The answer names who holds the lock: a run in progress, a reset, or any session that
+    -- took the worker's advisory lock (no grant needed for that).
     IF NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
         RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
-                                  'reason', 'another run of this worker is in progress',
+                                  'reason', 'another session holds this worker''s lock (a run in progress, a reset, or a session that took its advisory lock)',
+                                  'lock_held_by', iu_core.fn_iu_route_worker_lock_holders(
+                                      (SELECT cur.lock_id FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name)),
                                   'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
                                   'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
     END IF;
@@ -790,6 +795,35 @@ AS $$
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock_class() FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_lock_holders.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_lock_holders(p_lock_id integer)
+RETURNS jsonb
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Who holds a worker's lock, by name: every session of this database that holds the
+    -- advisory lock (fn_iu_route_worker_lock_class(), lock_id), each described by
+    -- fn_iu_session_describe (pid and login always; application, state and transaction age
+    -- as the package owner sees them: SECURITY DEFINER). A run or a reset in progress holds
+    -- it for its transaction; but any login may take an advisory lock of any key, no grant
+    -- needed (pg_advisory_lock(26997, <lock_id>)), and then every run answers busy: this names
+    -- that session in the busy answer, fn_iu_route_worker_health and v_queue_health. '[]' when
+    -- nobody holds it. Reads pg_locks (the lock manager's shared table: no wait, no lock).
+    -- ---------------------------------------------------------------------------------------
+    SELECT coalesce(jsonb_agg(iu_core.fn_iu_session_describe(l.pid) ORDER BY l.pid), '[]'::jsonb)
+      FROM pg_catalog.pg_locks l
+     WHERE l.locktype = 'advisory' AND l.granted
+       AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+       AND l.classid = iu_core.fn_iu_route_worker_lock_class()::pg_catalog.oid
+       AND l.objid = p_lock_id::pg_catalog.oid
+       AND l.objsubid = 2
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_lock_holders(integer) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_not_registered.sql
 -- +goose StatementBegin
@@ -1502,9 +1536,9 @@ BEGIN
     IF NOT FOUND THEN
         INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
                                      last_beat_payload, ticks_total, expected_cadence_seconds,
-                                     stale_threshold_seconds)
+                                     stale_threshold_seconds, registered_via)
         SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
-               d.expected_cadence_seconds, d.stale_threshold_seconds
+               d.expected_cadence_seconds, d.stale_threshold_seconds, 'route_worker'
           FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
         ON CONFLICT (executor_id) DO NOTHING;
     END IF;
@@ -1600,6 +1634,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_register(p_worker_name, p_event_domain DEFAULT 'iu') -> jsonb
@@ -1619,6 +1654,23 @@ BEGIN
     PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_register', p_worker_name);
     PERFORM iu_core.fn_iu_require_name('fn_iu_route_worker_register', 'p_event_domain', p_event_domain);
 
+    -- A route worker's heartbeat is beaten by its run, whatever binds it: its name must not
+    -- be an executor's already (a bound agent, a runner, anything a first tick created), or
+    -- every executor could beat that row by running the worker. A PG_worker row registered
+    -- by an operator, unbound, is taken as the worker's (its cadence and threshold kept).
+    IF NOT EXISTS (SELECT 1 FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name)
+       AND EXISTS (SELECT 1 FROM public.queue_heartbeat h
+                    WHERE h.executor_id = p_worker_name
+                      AND NOT (h.registered_via IN ('register', 'route_worker') AND h.executor_kind = 'PG_worker'
+                               AND h.owner_role IS NULL)) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register: % is already an executor''s name (%): a route worker''s run beats its own heartbeat row, so the names may not collide',
+            quote_literal(p_worker_name),
+            (SELECT format('kind %s, created by %s%s', h.executor_kind, h.registered_via,
+                           coalesce(', bound to ' || quote_ident(h.owner_role), ''))
+               FROM public.queue_heartbeat h WHERE h.executor_id = p_worker_name)
+            USING ERRCODE = '22023', HINT = 'Register the worker under another name.';
+    END IF;
+
     INSERT INTO public.iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
     VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
     ON CONFLICT (worker_name) DO NOTHING;
@@ -1633,12 +1685,15 @@ BEGIN
     END IF;
 
     INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
-                                 stale_threshold_seconds, registered_by, last_beat_payload)
+                                 stale_threshold_seconds, registered_by, last_beat_payload, registered_via)
     SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], d.expected_cadence_seconds,
-           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true)
+           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true), 'route_worker'
       FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
     ON CONFLICT (executor_id) DO NOTHING;
     GET DIAGNOSTICS v_hb = ROW_COUNT;
+    -- An operator's unbound PG_worker row of that name (see above) becomes the worker's.
+    UPDATE public.queue_heartbeat h SET registered_via = 'route_worker'
+     WHERE h.executor_id = p_worker_name AND h.registered_via <> 'route_worker';
 
     RETURN jsonb_build_object(
         'worker', p_worker_name,
@@ -1664,13 +1719,17 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- The wait for a run in progress is bounded: a run takes at most a statement timeout, and a
+-- session that holds the worker's lock longer is named in the refusal instead of waited on.
+SET lock_timeout = '5s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_reset_cursor(p_worker_name) -> jsonb
     -- Moves the cursor back to the start of the stream and re-anchors it in this cluster
     -- (the fix for IU002). The next runs re-scan the domain; idempotency keys keep that
     -- duplicate-free. Waits for a run in progress (runs are short; fn_iu_route_worker_lock),
-    -- so a reset never interleaves with one.
+    -- so a reset never interleaves with one; at most 5 s (lock_timeout), then 55P03 naming
+    -- the session that holds the worker's lock.
     -- ---------------------------------------------------------------------------------------
 DECLARE
     c       public.iu_route_worker_cursor%ROWTYPE;
@@ -1680,7 +1739,16 @@ BEGIN
     v_sysid := (SELECT s.system_identifier FROM pg_control_system() s);
     v_actor := iu_core.fn_queue_actor(NULL, 'fn_iu_route_worker_reset_cursor');
     PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_reset_cursor', p_worker_name);
-    PERFORM iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
+    BEGIN
+        PERFORM iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_reset_cursor', p_worker_name, true);
+    EXCEPTION WHEN lock_not_available THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_reset_cursor: worker % is held by another session for more than 5 s: %',
+            quote_literal(p_worker_name),
+            iu_core.fn_iu_route_worker_lock_holders((SELECT cur.lock_id FROM public.iu_route_worker_cursor cur
+                                                      WHERE cur.worker_name = p_worker_name))
+            USING ERRCODE = '55P03',
+                  HINT = 'A run finishes within its statement timeout; a session that holds the lock longer (idle in transaction, or one that took pg_advisory_lock) is ended with SELECT pg_terminate_backend(<pid>); then reset again.';
+    END;
     SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
 
     UPDATE public.iu_route_worker_cursor cur
@@ -1713,6 +1781,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_event_outbox_rebase_foreign_txids: the documented fix for rows restored from
@@ -1753,6 +1822,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_dead_letter_replay(p_dead_letter_id) -> jsonb
@@ -1903,6 +1973,8 @@ BEGIN
                'cursor_ok', s.cursor_ok,
                'foreign_txid_rows', s.foreign_txid_rows,
                'cursor_hint', s.cursor_hint,
+               'lock_held_by', s.lock_held_by,
+               'gated_waiting_since', s.gated_waiting_since,
                'heartbeat', (SELECT jsonb_build_object('last_beat_at', h.last_beat_at,
                                                        'age_seconds', round(extract(epoch FROM now() - h.last_beat_at)::numeric, 3),
                                                        'ticks_total', h.ticks_total,
@@ -1975,11 +2047,13 @@ AS $$
     -- ---------------------------------------------------------------------------------------
     -- Internal: what is still waiting for a worker (backlog) and how old the oldest of it is.
     -- Rows not visible in done_snapshot, minus what the open window already consumed; only
-    -- committed rows count (the statement's snapshot). The count stops at 10,000 (capped:
+    -- committed rows count (the statement's snapshot). The count stops at
+    -- fn_iu_route_worker_backlog_cap() = 10,000 (capped:
     -- true), so a look at a worker that never ran, or is far behind, costs the same on a
     -- 10-million-row log as on a small one; oldest_created_at is then the oldest of those.
     -- ---------------------------------------------------------------------------------------
 DECLARE
+    v_cap    integer := iu_core.fn_iu_route_worker_backlog_cap();
     v_xip    xid8;
     v_n      bigint;
     v_min    timestamptz;
@@ -1996,13 +2070,13 @@ BEGIN
                    AND ((p_pos).window_snapshot IS NULL OR (p_pos).after_txid IS NULL
                         OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
                         OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
-                 LIMIT 10001) w;
+                 LIMIT v_cap + 1) w;
         v_total := v_total + v_n;
         v_oldest := least(v_oldest, v_min);
-        EXIT WHEN v_total > 10000;
+        EXIT WHEN v_total > v_cap;
     END LOOP;
     -- (b) transactions that started after done: one range, in index order, cut at the cap
-    IF v_total <= 10000 THEN
+    IF v_total <= v_cap THEN
         SELECT count(*), min(w.created_at) INTO v_n, v_min
           FROM (SELECT o.created_at
                   FROM public.event_outbox o
@@ -2012,18 +2086,36 @@ BEGIN
                         OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
                         OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
                  ORDER BY o.txid, o.id
-                 LIMIT 10001 - v_total) w;
+                 LIMIT v_cap + 1 - v_total) w;
         v_total := v_total + v_n;
         v_oldest := least(v_oldest, v_min);
     END IF;
-    pending := least(v_total, 10000);
+    pending := least(v_total, v_cap);
     oldest_created_at := v_oldest;
-    capped := v_total > 10000;
+    capped := v_total > v_cap;
     RETURN NEXT;
 END;
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_backlog_cap.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_backlog_cap()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- Where a look at a worker stops counting its backlog (fn_iu_route_worker_pending):
+    -- 10,000, so the look costs the same on a 10-million-row log. The figure is exact up to
+    -- it and reads 10,000 (backlog_capped) beyond. Written once: iu-runner exports it as is
+    -- (metrics.BacklogCap, held equal by a test), and every alert rule over the backlog fires
+    -- below it, or it could never fire (deploy/check).
+    -- ---------------------------------------------------------------------------------------
+    SELECT 10000
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_backlog_cap() FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_cursor_problem.sql
 -- +goose StatementBegin
@@ -2107,7 +2199,19 @@ SELECT cur.worker_name,
        cur.window_txid,
        cur.window_event_id,
        cur.system_identifier,
-       cur.last_run_summary
+       cur.last_run_summary,
+       -- Who holds the worker's lock right now ('[]': nobody): a run, a reset, or any session
+       -- that took its advisory lock.
+       iu_core.fn_iu_route_worker_lock_holders(cur.lock_id) AS lock_held_by,
+       -- Since when a closed gate keeps waiting events from this worker (NULL: gates open,
+       -- or nothing waits): the later of the oldest waiting event and the moment the first
+       -- closed gate was last set (a missing key has no such moment: the oldest event then).
+       CASE WHEN NOT (g.routes_enabled AND g.worker_enabled) AND pend.pending > 0 THEN
+            greatest(pend.oldest_created_at,
+                     (SELECT min(c.updated_at) FROM public.dot_config c
+                       WHERE c.key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled')
+                         AND NOT public.fn_iu_gate_open(c.value)))
+       END AS gated_waiting_since
   FROM public.iu_route_worker_cursor cur
   LEFT JOIN public.queue_heartbeat hb ON hb.executor_id = cur.worker_name
  CROSS JOIN LATERAL (SELECT public.fn_iu_core_routes_enabled() IS TRUE AS routes_enabled,
@@ -2172,6 +2276,7 @@ DROP VIEW public.v_iu_route_dead_letter_open;
 DROP VIEW public.v_iu_route_worker_status;
 DROP FUNCTION iu_core.fn_iu_route_worker_foreign_txids(text);
 DROP FUNCTION iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor);
+DROP FUNCTION iu_core.fn_iu_route_worker_backlog_cap();
 DROP FUNCTION iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window);
 DROP FUNCTION public.fn_iu_route_worker_batch_limits();
 DROP FUNCTION public.fn_iu_route_worker_health(text);
@@ -2199,6 +2304,7 @@ DROP FUNCTION iu_core.fn_iu_route_worker_foreign_rows(text);
 DROP FUNCTION iu_core.fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor);
 DROP FUNCTION iu_core.fn_iu_route_worker_cursor_check(public.iu_route_worker_cursor);
 DROP FUNCTION iu_core.fn_iu_route_worker_not_registered(text, text);
+DROP FUNCTION iu_core.fn_iu_route_worker_lock_holders(integer);
 DROP FUNCTION iu_core.fn_iu_route_worker_lock_class();
 DROP FUNCTION iu_core.fn_iu_route_worker_try_lock(integer);
 DROP FUNCTION iu_core.fn_iu_route_worker_lock(text, text, boolean);

@@ -2,7 +2,10 @@
 --
 -- The tables of queue health and the job queue (a table migration: from
 -- the first release on it is never edited again), and the dot_config keys they read:
+--   queue_heartbeat        + registered_via, runner_instance: what may beat a row (issue 21)
 --   queue_stale_alert      the stale-check's own memory, one row per executor
+--   queue_stale_alert_contended  alerts sent while another session held that memory
+--   queue_stale_check_serial     the row stale-checks take turns on
 --   job_queue, job_kind_pause, job_dead_letter   the lease-based job queue
 --   trg_dot_config_notify_bridge_sync            adds and drops the NOTIFY bridge's triggers
 --                                                when queue.notify.bridge_enabled changes
@@ -23,6 +26,26 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
+
+-- Where each heartbeat row came from, and who may beat it. A row is beaten by what created
+-- it: 'register' (an operator; any executor, or the bound role's logins), 'tick' (a first
+-- fn_queue_heartbeat_tick or ping, counted against queue.heartbeat.self_registered_limit),
+-- 'route_worker' (only that worker's own run), 'runner' (only fn_queue_runner_beat from
+-- the runner login it is bound to, and only by the live runner holding it: runner_instance,
+-- a lease a runner renews with every beat and hands back when it stops).
+ALTER TABLE public.queue_heartbeat
+    ADD COLUMN registered_via  text NOT NULL DEFAULT 'register'
+        CONSTRAINT queue_heartbeat_registered_via_ck CHECK (registered_via IN ('register', 'tick', 'route_worker', 'runner')),
+    ADD COLUMN runner_instance uuid;
+
+COMMENT ON COLUMN public.queue_heartbeat.registered_via IS
+    'How the row was created: register (operator), tick (an executor''s first beat), route_worker (its own run beats it), runner (fn_queue_runner_beat only).';
+COMMENT ON COLUMN public.queue_heartbeat.runner_instance IS
+    'A runner row: the running process (one uuid per process) that holds it; NULL once released. Another runner may take it over 30 s after its last beat.';
+
+-- A route worker's row is the route worker's even when it was created before this column.
+UPDATE public.queue_heartbeat h SET registered_via = 'route_worker'
+ WHERE EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = h.executor_id);
 
 -- The stale-check's own alert state. It used to live on the heartbeat row and the
 -- "already alerted in the window" rule read event_outbox: a caller able to write either
@@ -49,6 +72,36 @@ CREATE TABLE public.queue_stale_alert (
 COMMENT ON TABLE public.queue_stale_alert IS
     'fn_queue_stale_check''s own alert state, one row per executor. Written only by the package; no grants.';
 
+-- The silent alerts a stale-check sent while another session held the executor's
+-- alert-state row (an open transaction that ran a stale-check itself: it holds those rows
+-- until it ends, and its rollback erases what it wrote). The check alerts anyway, from the
+-- committed state, and keeps what it sent here: append-only and without a unique key, so
+-- writing it never waits for anyone; the next check that holds the state row folds it in
+-- (and deletes it), so the window and recovery rules see every alert that went out.
+CREATE TABLE public.queue_stale_alert_contended (
+    executor_id     text        NOT NULL,
+    alerted_at      timestamptz NOT NULL,
+    severity        text        NOT NULL CHECK (severity IN ('warning', 'critical')),
+    silent_since    timestamptz,
+    alerted_beat_at timestamptz,
+    held_by         jsonb       NOT NULL DEFAULT '[]'::jsonb
+);
+
+-- One row whose lock stale-checks take in turn (fn_queue_stale_check waits for it at most
+-- 1 s), so two running checks never skip each other's alert rows.
+CREATE TABLE public.queue_stale_check_serial (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton)
+);
+INSERT INTO public.queue_stale_check_serial DEFAULT VALUES;
+REVOKE ALL ON TABLE public.queue_stale_check_serial FROM PUBLIC;
+
+CREATE INDEX queue_stale_alert_contended_idx ON public.queue_stale_alert_contended (executor_id, alerted_at);
+
+COMMENT ON TABLE public.queue_stale_alert_contended IS
+    'Silent alerts fn_queue_stale_check sent while another session held the executor''s queue_stale_alert row; folded into it by the next check that holds it. Written only by the package; no grants.';
+
+REVOKE ALL ON TABLE public.queue_stale_alert_contended FROM PUBLIC;
+
 CREATE TRIGGER trg_queue_stale_alert_row
     AFTER INSERT ON public.queue_heartbeat
     FOR EACH ROW EXECUTE FUNCTION iu_core.fn_queue_stale_alert_row();
@@ -61,7 +114,9 @@ INSERT INTO public.dot_config (key, value, description) VALUES
     ('queue.heartbeat.stale_threshold_seconds', '60',
      'Global floor (seconds) over every executor''s own stale threshold. Any non-negative integer (clamped to 2147483647); a missing or non-integer value means no floor. Set it huge to make fn_queue_stale_check inert.'),
     ('queue.heartbeat.protected_executors', '',
-     'Executor ids (comma or whitespace separated) that no caller may beat (fn_cut_heartbeat_ping, fn_queue_heartbeat_tick and fn_queue_heartbeat_write refuse them), on top of iu_outbound_default, which is always protected.')
+     'Executor ids (comma or whitespace separated) that no caller may beat (fn_cut_heartbeat_ping, fn_queue_heartbeat_tick and fn_queue_heartbeat_write refuse them), on top of iu_outbound_default, which is always protected.'),
+    ('queue.heartbeat.self_registered_limit', '100',
+     'How many executors may be created by executors themselves (a first fn_queue_heartbeat_tick or ping of an unknown id, or a runner''s first beat); past it such a beat is refused and an operator registers the executor (fn_queue_heartbeat_register). A non-negative integer; anything else means 100.')
 ON CONFLICT (key) DO NOTHING;
 
 REVOKE ALL ON TABLE public.queue_stale_alert FROM PUBLIC;
@@ -81,6 +136,11 @@ CREATE TABLE public.job_queue (
     lease_expires_at timestamptz,
     -- The fencing token of the current (or, once succeeded, the last) claim.
     lease_token      uuid,
+    -- When that claim took the lease and the login that took it: a lease lives at most
+    -- iu_core.fn_job_max_lease_seconds() from its claim however often it is extended, and
+    -- the name-only complete and fail forms are refused to any other login.
+    leased_at          timestamptz,
+    lease_session_user text,
     last_error       text,
     dedupe_key       text,
     updated_at       timestamptz NOT NULL DEFAULT now(),
@@ -204,6 +264,9 @@ DROP TABLE public.job_dead_letter;
 DROP TABLE public.job_queue;
 
 SELECT iu_core.fn_iu_forget_config(ARRAY['queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',
-                                         'queue.heartbeat.protected_executors']);
+                                         'queue.heartbeat.protected_executors', 'queue.heartbeat.self_registered_limit']);
 DROP TRIGGER trg_queue_stale_alert_row ON public.queue_heartbeat;
+DROP TABLE public.queue_stale_check_serial;
+DROP TABLE public.queue_stale_alert_contended;
 DROP TABLE public.queue_stale_alert;
+ALTER TABLE public.queue_heartbeat DROP COLUMN runner_instance, DROP COLUMN registered_via;

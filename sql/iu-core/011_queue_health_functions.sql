@@ -93,7 +93,11 @@ CREATE OR REPLACE FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(p_last_beat_at t
 RETURNS numeric
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT trunc(floor(extract(epoch FROM (p_now - p_last_beat_at)))::numeric / p_expected_cadence_seconds, 2)
+    -- NULL where no ratio exists: a cadence that is not positive (the table refuses one; a
+    -- direct call got 22012, division by zero) or an infinite time (22008, interval out of
+    -- range, before 17). Inlined into the stale-check and v_queue_health: a CASE, no call.
+    SELECT CASE WHEN p_expected_cadence_seconds > 0 AND isfinite(p_now) AND isfinite(p_last_beat_at)
+                THEN trunc(floor(extract(epoch FROM (p_now - p_last_beat_at)))::numeric / p_expected_cadence_seconds, 2) END
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz) FROM PUBLIC;
@@ -127,6 +131,75 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_is_protected(text) FROM PUBLIC;
 
+-- functions/heartbeat/fn_queue_heartbeat_self_registered_limit.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_queue_heartbeat_self_registered_limit()
+RETURNS integer
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- How many executors executors may create themselves (a first tick or ping of an unknown
+    -- id, a runner's first beat): queue.heartbeat.self_registered_limit, a non-negative
+    -- integer (surrounding whitespace ignored, clamped to 2147483647); missing or anything
+    -- else: 100. Operators register any number (fn_queue_heartbeat_register).
+    SELECT coalesce((
+        SELECT CASE WHEN length(v.digits) > 10 THEN 2147483647
+                    ELSE least(v.digits::bigint, 2147483647)::integer END
+          FROM public.dot_config c
+         CROSS JOIN LATERAL (
+               SELECT coalesce(nullif(ltrim(regexp_replace(c.value, '^[[:space:]]+|[[:space:]]+$', '', 'g'), '0'), ''), '0')
+               ) AS v(digits)
+         WHERE c.key = 'queue.heartbeat.self_registered_limit'
+           AND c.value ~ '^[[:space:]]*[0-9]+[[:space:]]*$'), 100)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_self_registered_limit() FROM PUBLIC;
+
+-- functions/heartbeat/fn_queue_heartbeat_require_room.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_queue_heartbeat_require_room(p_caller text, p_executor_id text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+-- The bound on executors that executors create themselves: a beat may create executor
+-- p_executor_id only while fewer than iu_core.fn_queue_heartbeat_self_registered_limit()
+-- rows were created that way (registered_via tick or runner); P0002 otherwise, with the
+-- register call that creates it as an operator. Every executor is one more heartbeat row,
+-- one more row of v_queue_health and one more metric series: an executor that creates them
+-- by the thousand must not be able to.
+DECLARE
+    v_limit integer := iu_core.fn_queue_heartbeat_self_registered_limit();
+    v_n     bigint;
+BEGIN
+    SELECT count(*) INTO v_n FROM public.queue_heartbeat h WHERE h.registered_via IN ('tick', 'runner');
+    IF v_n >= v_limit THEN
+        RAISE EXCEPTION '%: executor % is not registered, and executors have created % executors themselves (the limit, queue.heartbeat.self_registered_limit, is %)',
+            p_caller, quote_literal(p_executor_id), v_n, v_limit
+            USING ERRCODE = 'P0002',
+                  HINT = format('An operator registers it: SELECT fn_queue_heartbeat_register(%L, ''external_worker'', ''{}'', 60, 180, ''me'');', p_executor_id);
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_require_room(text, text) FROM PUBLIC;
+
+-- functions/heartbeat/fn_queue_runner_lease_seconds.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_queue_runner_lease_seconds()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- How long a runner's hold on its row outlives its last beat: 30 s. A running iu-runner
+    -- beats at least every 10 s (min(--poll-interval, 10 s)) between passes; a runner that
+    -- stopped without handing its row back (a crash, a kill) is taken over by the next
+    -- runner of that id within 30 s, far inside the row's stale threshold (180 s), so a
+    -- restart never leaves a row that goes stale, and two live runners never share one.
+    SELECT 30
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_queue_runner_lease_seconds() FROM PUBLIC;
+
 -- functions/heartbeat/fn_queue_heartbeat_refusal.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_queue_heartbeat_refusal(p_executor_id text)
@@ -134,11 +207,25 @@ RETURNS jsonb
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- The one refusal every caller-facing beat returns for a protected executor (ping, tick,
-    -- write), or NULL when the executor may be beaten. A refusal is JSON, not an exception:
-    -- the caller sees the reason, and nothing was written.
+    -- The one refusal every caller-facing beat returns (ping, tick, write) for an executor
+    -- that only its own work may beat, or NULL when the caller may beat it (the binding is
+    -- tested next, on the row). A refusal is JSON, not an exception: the caller sees the
+    -- reason, and nothing was written. Only a worker heals itself:
+    --   protected_legacy_silent_passive  iu_outbound_default and the configured protected
+    --                                    set (queue.heartbeat.protected_executors)
+    --   beaten_by_its_route_worker       every route worker's row (a cursor of that name, or
+    --                                    a row its run created): only that worker's run beats it
+    --   beaten_by_its_runner             every runner's row (fn_queue_runner_beat created it):
+    --                                    only that runner beats it
     SELECT CASE WHEN iu_core.fn_queue_heartbeat_is_protected(p_executor_id)
-                THEN jsonb_build_object('refused', true, 'reason', 'protected_legacy_silent_passive') END
+                THEN jsonb_build_object('refused', true, 'reason', 'protected_legacy_silent_passive')
+                WHEN EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = p_executor_id)
+                  OR EXISTS (SELECT 1 FROM public.queue_heartbeat h
+                              WHERE h.executor_id = p_executor_id AND h.registered_via = 'route_worker')
+                THEN jsonb_build_object('refused', true, 'reason', 'beaten_by_its_route_worker')
+                WHEN EXISTS (SELECT 1 FROM public.queue_heartbeat h
+                              WHERE h.executor_id = p_executor_id AND h.registered_via = 'runner')
+                THEN jsonb_build_object('refused', true, 'reason', 'beaten_by_its_runner') END
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_refusal(text) FROM PUBLIC;
@@ -195,6 +282,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- p_owner_role (optional, last so existing positional calls keep working): bind the
 -- executor to a role; NULL or blank leaves it unbound. It is configuration like the
@@ -213,6 +301,7 @@ BEGIN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_kind % is not one of %',
             coalesce(quote_literal(left(p_kind, 60)), 'NULL'), array_to_string(iu_core.fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
+    PERFORM iu_core.fn_iu_require_vector('fn_queue_heartbeat_register', 'p_domain_scope', p_domain_scope);
     IF p_domain_scope IS NULL OR array_position(p_domain_scope, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope must be an array of non-empty domains (it may be empty: ''{}'')'
             USING ERRCODE = '22023';
@@ -240,6 +329,25 @@ BEGIN
             RAISE EXCEPTION 'fn_queue_heartbeat_register: p_owner_role % is not a role', quote_ident(v_owner)
                 USING ERRCODE = '22023', HINT = 'Name an existing role (the executor''s login or a group of logins), exactly as in pg_roles.';
         END IF;
+    END IF;
+
+    -- Names cannot collide across what beats a row. A route worker's row is beaten by its run
+    -- only: register tunes its cadence and threshold, never binds it (the binding would
+    -- mean nothing: the run does not test it) nor changes its kind. A runner's row stays
+    -- bound to a login (the binding is what keeps other logins off it): it may be re-bound,
+    -- not unbound.
+    IF EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = p_executor_id)
+       OR EXISTS (SELECT 1 FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id AND h.registered_via = 'route_worker') THEN
+        IF v_owner IS NOT NULL OR p_kind <> 'PG_worker' THEN
+            RAISE EXCEPTION 'fn_queue_heartbeat_register: % is a route worker''s heartbeat: only its cadence and threshold may be registered (kind PG_worker, no owner role)',
+                quote_literal(p_executor_id) USING ERRCODE = '22023',
+                HINT = 'Only the worker''s own run beats it. Bind the executors an agent runs under names of their own.';
+        END IF;
+    END IF;
+    IF v_owner IS NULL AND EXISTS (SELECT 1 FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id AND h.registered_via = 'runner') THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_register: % is a runner''s heartbeat: it stays bound to a login (p_owner_role required)',
+            quote_literal(p_executor_id) USING ERRCODE = '22023',
+            HINT = 'Pass the runner''s login (or a group of its logins) as p_owner_role.';
     END IF;
 
     -- Idempotent: a second registration with the same values changes nothing; different
@@ -293,6 +401,7 @@ AS $$
         'registered_by',            p_row.registered_by,
         'registered_session_user',  p_row.registered_session_user,
         'owner_role',               p_row.owner_role,
+        'registered_via',           p_row.registered_via,
         'paused',                   p_row.paused_at IS NOT NULL)
 $$;
 -- +goose StatementEnd
@@ -305,16 +414,19 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 DECLARE
+    v_refusal jsonb;
     v_row     public.queue_heartbeat;
     v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
     v_actor   text;
     v_owner   text;
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_write', 'p_executor_id', p_executor_id);
-    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_id) THEN
-        RETURN iu_core.fn_queue_heartbeat_refusal(p_executor_id);
+    v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_id);
+    IF v_refusal IS NOT NULL THEN
+        RETURN v_refusal;
     END IF;
     v_actor := iu_core.fn_queue_actor(p_actor, 'fn_queue_heartbeat_write');
     PERFORM iu_core.fn_iu_payload_require_clean('fn_queue_heartbeat_write', 'p_payload', v_payload);
@@ -329,8 +441,13 @@ BEGIN
            ticks_total            = h.ticks_total + 1
      WHERE h.executor_id = p_executor_id
        AND iu_core.fn_queue_heartbeat_may_beat(h.owner_role)
+       AND h.registered_via IN ('register', 'tick')
     RETURNING * INTO v_row;
     IF NOT FOUND THEN
+        v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_id);
+        IF v_refusal IS NOT NULL THEN
+            RETURN v_refusal;
+        END IF;
         SELECT h.owner_role INTO v_owner FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id;
         IF FOUND THEN
             PERFORM iu_core.fn_queue_heartbeat_refuse_foreign('fn_queue_heartbeat_write', p_executor_id, v_owner);
@@ -357,12 +474,17 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- The permissive primitive: a generic UPSERT. An unknown executor is registered with the
--- documented defaults (cadence 60 s, threshold 180 s); a known one keeps its registered kind
--- and timings, and gets the beat, the status and the metadata. A protected executor is
--- refused (JSON, no write); a bound one is beaten only by its owning role's logins.
+-- documented defaults (cadence 60 s, threshold 180 s), while fewer than
+-- queue.heartbeat.self_registered_limit executors were created that way (P0002 past it: an
+-- operator registers it); a known one keeps its registered kind and timings, and gets the
+-- beat, the status and the metadata. An executor that only its own work may beat (the
+-- protected set, route workers, runners) is refused (JSON, no write); a bound one is beaten
+-- only by its owning role's logins.
 DECLARE
+    v_refusal jsonb;
     v_row      public.queue_heartbeat;
     v_id       text;
     v_created  boolean;
@@ -371,8 +493,9 @@ DECLARE
     v_owner    text;
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_queue_heartbeat_tick', 'p_executor_name', p_executor_name);
-    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_name) THEN
-        RETURN iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    IF v_refusal IS NOT NULL THEN
+        RETURN v_refusal;
     END IF;
     IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (iu_core.fn_queue_executor_kinds()) THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_tick: p_executor_kind % is not one of %',
@@ -385,11 +508,18 @@ BEGIN
     v_actor := iu_core.fn_queue_actor(NULL, 'fn_queue_heartbeat_tick');
     PERFORM iu_core.fn_iu_payload_require_clean('fn_queue_heartbeat_tick', 'p_metadata', v_metadata);
 
+    -- A first beat creates the executor, within the bound of executors that executors
+    -- create themselves (one statement calling this 2,000 times created 2,000 executors and
+    -- 2,000 metric series). Two first beats racing may each pass the count: the bound is
+    -- the limit plus the number of concurrent creators.
+    IF NOT EXISTS (SELECT 1 FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_name) THEN
+        PERFORM iu_core.fn_queue_heartbeat_require_room('fn_queue_heartbeat_tick', p_executor_name);
+    END IF;
     INSERT INTO public.queue_heartbeat AS h (executor_id, executor_kind, status, last_beat_at, last_beat_payload,
                                       ticks_total, expected_cadence_seconds, stale_threshold_seconds,
-                                      registered_by, last_beat_by, last_beat_session_user)
+                                      registered_by, last_beat_by, last_beat_session_user, registered_via)
     SELECT p_executor_name, p_executor_kind, p_status, now(), v_metadata, 1,
-           d.expected_cadence_seconds, d.stale_threshold_seconds, v_actor, v_actor, session_user
+           d.expected_cadence_seconds, d.stale_threshold_seconds, v_actor, v_actor, session_user, 'tick'
       FROM iu_core.fn_queue_heartbeat_defaults(p_executor_kind) d
     ON CONFLICT (executor_id) DO UPDATE
        SET status                 = EXCLUDED.status,
@@ -398,9 +528,14 @@ BEGIN
            last_beat_by           = EXCLUDED.last_beat_by,
            last_beat_session_user = EXCLUDED.last_beat_session_user,
            ticks_total            = h.ticks_total + 1
-     WHERE iu_core.fn_queue_heartbeat_may_beat(h.owner_role)
+     WHERE iu_core.fn_queue_heartbeat_may_beat(h.owner_role) AND h.registered_via IN ('register', 'tick')
     RETURNING h.executor_id, (h.xmax = 0) INTO v_id, v_created;
     IF v_id IS NULL THEN
+        -- A route worker or runner registered this id since the refusal was tested.
+        v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+        IF v_refusal IS NOT NULL THEN
+            RETURN v_refusal;
+        END IF;
         -- The row exists and is bound to a role this login is not a member of.
         SELECT h.owner_role INTO v_owner FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_name;
         PERFORM iu_core.fn_queue_heartbeat_refuse_foreign('fn_queue_heartbeat_tick', p_executor_name, v_owner);
@@ -415,6 +550,127 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION public.fn_queue_heartbeat_tick(text, text, text, jsonb) FROM PUBLIC;
 
+-- functions/heartbeat/fn_queue_runner_beat.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION public.fn_queue_runner_beat(
+    p_executor_id text,
+    p_instance    uuid,
+    p_status      text    DEFAULT 'ok',
+    p_metadata    jsonb   DEFAULT '{}'::jsonb,
+    p_release     boolean DEFAULT false
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
+AS $$
+-- A runner's own heartbeat (iu-runner run and tick --executor-id). Only the runner beats
+-- its row: the row is created here bound to the runner's login (owner_role: session_user),
+-- fn_queue_heartbeat_tick, _write and fn_cut_heartbeat_ping refuse it
+-- (beaten_by_its_runner), and of the processes of that login only the one holding it may
+-- beat it: p_instance, one uuid per runner process, is a lease renewed by every beat and
+-- handed back by p_release (a runner that stops, a tick's one beat). Another process of
+-- the same id gets {"beat": false, "held": true, "held_by": {...}} while the holder's last
+-- beat is younger than iu_core.fn_queue_runner_lease_seconds() (30 s), and takes the row
+-- over after that ("took_over": true): two live runners never share a row (the second one
+-- is the first one's standby), and a restarted runner never leaves a row behind that goes
+-- stale. A first beat creates the row within queue.heartbeat.self_registered_limit. Not
+-- a runner's row (a route worker's name, a row created by a first tick, an unbound row an
+-- operator registered: any executor may beat those) or bound to another login: refused. An
+-- operator may register the id first, bound to the runner's login (p_owner_role).
+DECLARE
+    v_row      public.queue_heartbeat;
+    v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
+    v_actor    text;
+    v_created  boolean := false;
+    v_prev     uuid;
+BEGIN
+    PERFORM iu_core.fn_iu_require_name('fn_queue_runner_beat', 'p_executor_id', p_executor_id);
+    IF p_instance IS NULL THEN
+        RAISE EXCEPTION 'fn_queue_runner_beat: p_instance required' USING ERRCODE = '22023',
+            HINT = 'One uuid per runner process, the same on every beat of that process (iu-runner draws one at start).';
+    END IF;
+    IF p_status IS NULL OR p_status NOT IN ('ok', 'warn', 'error') THEN
+        RAISE EXCEPTION 'fn_queue_runner_beat: p_status % is not one of ok, warn, error',
+            coalesce(quote_literal(left(p_status, 60)), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    PERFORM iu_core.fn_iu_payload_require_clean('fn_queue_runner_beat', 'p_metadata', v_metadata);
+    v_actor := iu_core.fn_queue_actor(NULL, 'fn_queue_runner_beat');
+    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_id)
+       OR EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = p_executor_id) THEN
+        RAISE EXCEPTION 'fn_queue_runner_beat: % is a route worker''s (or a protected) executor, never a runner''s',
+            quote_literal(p_executor_id) USING ERRCODE = '22023',
+            HINT = 'Give the runner an id of its own (iu-runner --executor-id; the default is iu-runner:<host>).';
+    END IF;
+
+    SELECT * INTO v_row FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM iu_core.fn_queue_heartbeat_require_room('fn_queue_runner_beat', p_executor_id);
+        INSERT INTO public.queue_heartbeat AS h (executor_id, executor_kind, status, last_beat_at, last_beat_payload,
+                                                 ticks_total, expected_cadence_seconds, stale_threshold_seconds,
+                                                 registered_by, last_beat_by, last_beat_session_user, owner_role,
+                                                 registered_via, runner_instance)
+        SELECT p_executor_id, 'external_worker', p_status, now(), v_metadata, 1,
+               d.expected_cadence_seconds, d.stale_threshold_seconds, v_actor, v_actor, session_user, session_user,
+               'runner', CASE WHEN p_release THEN NULL ELSE p_instance END
+          FROM iu_core.fn_queue_heartbeat_defaults('external_worker') d
+        ON CONFLICT (executor_id) DO NOTHING
+        RETURNING * INTO v_row;
+        IF FOUND THEN
+            RETURN jsonb_build_object('executor_id', v_row.executor_id, 'beat', true, 'held', false, 'created', true,
+                                      'took_over', false, 'released', p_release, 'owner_role', v_row.owner_role,
+                                      'registered_via', v_row.registered_via, 'last_beat_at', v_row.last_beat_at);
+        END IF;
+        -- Another runner created it a moment ago: decide on the row as it is now.
+        SELECT * INTO v_row FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id FOR UPDATE;
+    END IF;
+
+    IF v_row.registered_via = 'tick' OR v_row.registered_via = 'route_worker'
+       OR (v_row.registered_via = 'register' AND v_row.owner_role IS NULL) THEN
+        RAISE EXCEPTION 'fn_queue_runner_beat: executor % is not a runner''s: it was created by %', quote_literal(p_executor_id),
+            CASE v_row.registered_via WHEN 'tick' THEN 'a first fn_queue_heartbeat_tick (any executor may beat it)'
+                                      WHEN 'register' THEN 'an operator, unbound (any executor may beat it)'
+                                      ELSE 'a route worker' END
+            USING ERRCODE = '42501',
+                  HINT = 'Give the runner an id of its own (iu-runner --executor-id), or an operator binds this one to the runner''s login: fn_queue_heartbeat_register(..., p_owner_role => ''<login>'').';
+    END IF;
+    IF NOT iu_core.fn_queue_heartbeat_may_beat(v_row.owner_role) THEN
+        PERFORM iu_core.fn_queue_heartbeat_refuse_foreign('fn_queue_runner_beat', p_executor_id, v_row.owner_role);
+    END IF;
+    v_prev := v_row.runner_instance;
+    IF v_prev IS NOT NULL AND v_prev <> p_instance
+       AND v_row.last_beat_at > now() - make_interval(secs => iu_core.fn_queue_runner_lease_seconds()) THEN
+        RETURN jsonb_build_object(
+            'executor_id', p_executor_id, 'beat', false, 'held', true,
+            'held_by', jsonb_build_object(
+                'instance', v_prev,
+                'session_user', v_row.last_beat_session_user,
+                'last_beat_at', v_row.last_beat_at,
+                'pid', v_row.last_beat_payload -> 'pid',
+                'host', v_row.last_beat_payload -> 'host',
+                'free_at', v_row.last_beat_at + make_interval(secs => iu_core.fn_queue_runner_lease_seconds())));
+    END IF;
+    UPDATE public.queue_heartbeat h
+       SET status                 = p_status,
+           last_beat_at           = now(),
+           last_beat_payload      = v_metadata,
+           last_beat_by           = v_actor,
+           last_beat_session_user = session_user,
+           ticks_total            = h.ticks_total + 1,
+           registered_via         = 'runner',
+           runner_instance        = CASE WHEN p_release THEN NULL ELSE p_instance END
+     WHERE h.executor_id = p_executor_id
+    RETURNING * INTO v_row;
+    RETURN jsonb_build_object('executor_id', v_row.executor_id, 'beat', true, 'held', false, 'created', false,
+                              'took_over', v_prev IS NOT NULL AND v_prev <> p_instance, 'released', p_release,
+                              'owner_role', v_row.owner_role, 'registered_via', v_row.registered_via,
+                              'last_beat_at', v_row.last_beat_at);
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION public.fn_queue_runner_beat(text, uuid, text, jsonb, boolean) FROM PUBLIC;
+
 -- functions/heartbeat/fn_queue_heartbeat_pause.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION public.fn_queue_heartbeat_pause(p_executor_id text, p_reason text, p_actor text DEFAULT NULL)
@@ -422,6 +678,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 DECLARE
     v_row public.queue_heartbeat;
@@ -462,6 +719,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Resuming restarts the executor's clock (last_beat_at = now(), ticks_total unchanged), so
 -- the maintenance window is not read as a silent gap. An alert still open from before the
@@ -513,8 +771,10 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 DECLARE
+    v_refusal jsonb;
     v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
 BEGIN
     IF p_executor_name IS NULL OR btrim(p_executor_name, E' \t\r\n\f\x0B') = '' THEN
@@ -522,9 +782,11 @@ BEGIN
             HINT = 'Name the executor, e.g. cut_pipeline_operator_<scope>, so one stale row cannot silence another.';
     END IF;
     PERFORM iu_core.fn_iu_require_name('fn_cut_heartbeat_ping', 'p_executor_name', p_executor_name);
-    -- The same refusal fn_queue_heartbeat_tick and fn_queue_heartbeat_write return.
-    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_name) THEN
-        RETURN iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    -- The same refusal fn_queue_heartbeat_tick and fn_queue_heartbeat_write return: only a
+    -- worker heals itself (the legacy protected set, route workers, runners).
+    v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    IF v_refusal IS NOT NULL THEN
+        RETURN v_refusal;
     END IF;
     IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (iu_core.fn_queue_executor_kinds()) THEN
         RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_kind % not in 7-vocab (%)',
@@ -582,7 +844,26 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- Every wait bounded: writing an alert waits for nothing but a lock a retention drop holds.
+SET lock_timeout = '5s'
 AS $$
+-- No caller can suppress another's alerts. The check locks each stale executor's
+-- alert-state row (queue_stale_alert) to decide and record its alert, so two checks never
+-- alert one silence twice. A session that ran a stale-check in a transaction it keeps open
+-- holds those rows until it ends (and its rollback erases the alerts it wrote): before,
+-- every other check skipped them ("skipped_locked") and no alert went out while it lived.
+-- Now a check decides in three phases:
+--   0. checks that are running take turns (queue_stale_check_serial's row, waited for at
+--      most 1 s: a running check takes milliseconds);
+--   1. every row it can lock at once (SKIP LOCKED), as before;
+--   2. the rows another session still holds (it keeps a check's transaction open): alerted
+--      anyway, from the committed state, within this call; what went out is kept in
+--      queue_stale_alert_contended (append-only, never waits) and the holders are named
+--      ("contended", "blocked_by", and in each such alert's payload).
+-- The next check that holds a row folds its contended alerts in, so the window rule (no
+-- repeat inside 2 x threshold) and the recovery report see them. Phase 2 may repeat an alert
+-- another session's open check also wrote: a duplicate is the price of a held check, a
+-- missing alert is not. Recoveries wait for a check that holds the row.
 DECLARE
     v_floor      integer;
     v_now        timestamptz := now();
@@ -607,6 +888,14 @@ DECLARE
     v_window_sev text;
     v_open       boolean;
     v_kind       text;
+    v_phase      integer;
+    v_free       boolean;            -- this check holds the row: it records the alert state
+    v_done       text[] := '{}';     -- executors decided
+    v_rest       text[];             -- candidates another session held
+    v_contended  bigint := 0;
+    v_blocked    jsonb := '[]'::jsonb;
+    c            refcursor;
+    x            record;
 BEGIN
     v_floor := iu_core.fn_queue_heartbeat_floor_seconds();
 
@@ -621,19 +910,101 @@ BEGIN
       LEFT JOIN public.queue_stale_alert a ON a.executor_id = h.executor_id;
 
     IF v_candidates > 0 THEN
-        FOR r IN
-            SELECT h.executor_id, h.executor_kind, h.last_beat_at, h.expected_cadence_seconds,
-                   h.stale_threshold_seconds, a.silent_since, a.alerted_at, a.alerted_severity,
-                   a.alerted_beat_at, a.last_warning_at, a.last_critical_at
-              FROM public.queue_stale_alert a
-              JOIN public.queue_heartbeat h ON h.executor_id = a.executor_id
-             WHERE h.paused_at IS NULL
-               AND (a.alerted_at IS NOT NULL
-                    OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
-             ORDER BY a.executor_id
-               FOR UPDATE OF a SKIP LOCKED
+      -- One check at a time decides: a running check waits for another at most 1 s (they take
+      -- milliseconds), so running checks never skip each other's rows; a check that cannot
+      -- have it in 1 s (a session keeps a check's transaction open) goes on without it.
+      BEGIN
+          PERFORM set_config('lock_timeout', '1s', true);
+          PERFORM 1 FROM public.queue_stale_check_serial s FOR UPDATE;
+      EXCEPTION WHEN lock_not_available THEN
+          NULL;
+      END;
+      PERFORM set_config('lock_timeout', '5s', true);
+      FOR v_phase IN 1..2 LOOP
+        IF v_phase = 1 THEN
+            OPEN c FOR
+                SELECT h.executor_id, h.executor_kind, h.last_beat_at, h.expected_cadence_seconds,
+                       h.stale_threshold_seconds, a.silent_since, a.alerted_at, a.alerted_severity,
+                       a.alerted_beat_at, a.last_warning_at, a.last_critical_at
+                  FROM public.queue_stale_alert a
+                  JOIN public.queue_heartbeat h ON h.executor_id = a.executor_id
+                 WHERE h.paused_at IS NULL
+                   AND (a.alerted_at IS NOT NULL
+                        OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
+                 ORDER BY a.executor_id
+                   FOR UPDATE OF a SKIP LOCKED;
+            v_free := true;
+        ELSE
+            -- The candidates not decided yet: another session held their rows.
+            v_rest := ARRAY(
+                SELECT h.executor_id
+                  FROM public.queue_stale_alert a
+                  JOIN public.queue_heartbeat h ON h.executor_id = a.executor_id
+                 WHERE h.paused_at IS NULL
+                   AND (a.alerted_at IS NOT NULL
+                        OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
+                   AND NOT (h.executor_id = ANY (v_done))
+                 ORDER BY 1);
+            EXIT WHEN cardinality(v_rest) = 0;
+            -- Held by a session that keeps its transaction open (every running check holds
+            -- the serial lock, so these are not a running check's when this one has it):
+            -- named, and alerted anyway from the committed state, locking nothing.
+            SELECT coalesce(jsonb_agg(iu_core.fn_iu_session_describe(k.pid) ORDER BY k.pid), '[]'::jsonb)
+              INTO v_blocked
+              FROM (SELECT DISTINCT l.pid
+                      FROM (SELECT a.xmax FROM public.queue_stale_alert a WHERE a.executor_id = ANY (v_rest)
+                            UNION ALL
+                            SELECT s.xmax FROM public.queue_stale_check_serial s) held
+                      JOIN pg_catalog.pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = held.xmax
+                                                AND l.granted AND l.pid <> pg_catalog.pg_backend_pid()) k;
+            v_free := false;
+            OPEN c FOR
+                SELECT h.executor_id, h.executor_kind, h.last_beat_at, h.expected_cadence_seconds,
+                       h.stale_threshold_seconds, a.silent_since, a.alerted_at, a.alerted_severity,
+                       a.alerted_beat_at, a.last_warning_at, a.last_critical_at
+                  FROM public.queue_stale_alert a
+                  JOIN public.queue_heartbeat h ON h.executor_id = a.executor_id
+                 WHERE a.executor_id = ANY (v_rest)
+                   AND h.paused_at IS NULL
+                   AND (a.alerted_at IS NOT NULL
+                        OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
+                 ORDER BY a.executor_id;
+        END IF;
         LOOP
-            v_locked    := v_locked + 1;
+            FETCH c INTO r;
+            EXIT WHEN NOT FOUND;
+            v_done := v_done || r.executor_id;
+            IF v_free THEN
+                v_locked := v_locked + 1;
+            END IF;
+            -- Alerts sent while another session held the row: folded into what this check
+            -- knows (and, when it holds the row, into the row, once).
+            SELECT max(ca.alerted_at) FILTER (WHERE ca.severity = 'warning') AS warning_at,
+                   max(ca.alerted_at) FILTER (WHERE ca.severity = 'critical') AS critical_at,
+                   (array_agg(ca.alerted_at ORDER BY ca.alerted_at DESC))[1] AS alerted_at,
+                   (array_agg(ca.severity ORDER BY ca.alerted_at DESC))[1] AS severity,
+                   (array_agg(ca.silent_since ORDER BY ca.alerted_at DESC))[1] AS silent_since,
+                   (array_agg(ca.alerted_beat_at ORDER BY ca.alerted_at DESC))[1] AS alerted_beat_at
+              INTO x
+              FROM public.queue_stale_alert_contended ca WHERE ca.executor_id = r.executor_id;
+            IF x.alerted_at IS NOT NULL THEN
+                r.last_warning_at  := greatest(r.last_warning_at, x.warning_at);
+                r.last_critical_at := greatest(r.last_critical_at, x.critical_at);
+                IF r.alerted_at IS NULL OR x.alerted_at > r.alerted_at THEN
+                    r.alerted_at := x.alerted_at;
+                    r.alerted_severity := x.severity;
+                    r.silent_since := x.silent_since;
+                    r.alerted_beat_at := x.alerted_beat_at;
+                END IF;
+                IF v_free THEN
+                    UPDATE public.queue_stale_alert
+                       SET silent_since = r.silent_since, alerted_at = r.alerted_at, alerted_severity = r.alerted_severity,
+                           alerted_beat_at = r.alerted_beat_at, last_warning_at = r.last_warning_at,
+                           last_critical_at = r.last_critical_at
+                     WHERE executor_id = r.executor_id;
+                    DELETE FROM public.queue_stale_alert_contended ca WHERE ca.executor_id = r.executor_id;
+                END IF;
+            END IF;
             v_threshold := greatest(r.stale_threshold_seconds, v_floor);
             v_age       := floor(extract(epoch FROM (v_now - r.last_beat_at)))::bigint;
 
@@ -644,7 +1015,7 @@ BEGIN
                 -- It beat since its open alert and is silent again: that alert's silence ended
                 -- (report it, once) and this is a NEW silence with its own silent_since.
                 v_open := r.alerted_at IS NOT NULL;
-                IF v_open AND r.alerted_beat_at IS NOT NULL AND r.last_beat_at > r.alerted_beat_at THEN
+                IF v_free AND v_open AND r.alerted_beat_at IS NOT NULL AND r.last_beat_at > r.alerted_beat_at THEN
                     v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                         jsonb_build_object(
                             'executor_id',              r.executor_id,
@@ -697,23 +1068,33 @@ BEGIN
                             'gap_ratio',                v_ratio,
                             'silent_since',             v_since,
                             'last_beat_at',             r.last_beat_at,
-                            'alert',                    v_kind));
+                            'alert',                    v_kind)
+                        || CASE WHEN v_free THEN '{}'::jsonb
+                                ELSE jsonb_build_object('contended', true, 'blocked_by', v_blocked) END);
                     IF v_kind = 'escalation' THEN
                         v_escalated := v_escalated + 1;
                     END IF;
-                    UPDATE public.queue_stale_alert
-                       SET silent_since = v_since, alerted_at = v_now, alerted_severity = v_severity,
-                           alerted_beat_at = r.last_beat_at,
-                           last_warning_at  = CASE WHEN v_severity = 'warning'  THEN v_now ELSE last_warning_at END,
-                           last_critical_at = CASE WHEN v_severity = 'critical' THEN v_now ELSE last_critical_at END
-                     WHERE executor_id = r.executor_id;
+                    IF v_free THEN
+                        UPDATE public.queue_stale_alert
+                           SET silent_since = v_since, alerted_at = v_now, alerted_severity = v_severity,
+                               alerted_beat_at = r.last_beat_at,
+                               last_warning_at  = CASE WHEN v_severity = 'warning'  THEN v_now ELSE last_warning_at END,
+                               last_critical_at = CASE WHEN v_severity = 'critical' THEN v_now ELSE last_critical_at END
+                         WHERE executor_id = r.executor_id;
+                    ELSE
+                        INSERT INTO public.queue_stale_alert_contended (executor_id, alerted_at, severity, silent_since,
+                                                                        alerted_beat_at, held_by)
+                        VALUES (r.executor_id, v_now, v_severity, v_since, r.last_beat_at, v_blocked);
+                        v_contended := v_contended + 1;
+                    END IF;
                     v_emitted := v_emitted + 1;
-                    v_alerts  := v_alerts || jsonb_build_object('executor_id', r.executor_id, 'severity', v_severity,
-                                                                'event_id', v_event, 'alert', v_kind);
+                    v_alerts  := v_alerts || (jsonb_build_object('executor_id', r.executor_id, 'severity', v_severity,
+                                                                 'event_id', v_event, 'alert', v_kind)
+                                              || CASE WHEN v_free THEN '{}'::jsonb ELSE '{"contended": true}'::jsonb END);
                 ELSE
                     v_suppressed := v_suppressed + 1;
                 END IF;
-            ELSIF r.alerted_at IS NOT NULL THEN
+            ELSIF v_free AND r.alerted_at IS NOT NULL THEN
                 -- No longer stale: report the silence as ended, once. reason 'beat' when it beat
                 -- since the alert; otherwise its threshold (or the floor) was raised past its age.
                 v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
@@ -740,6 +1121,8 @@ BEGIN
                                                               'event_id', v_event, 'recovered', true);
             END IF;
         END LOOP;
+        CLOSE c;
+      END LOOP;
     END IF;
 
     RETURN jsonb_build_object(
@@ -750,7 +1133,9 @@ BEGIN
         'suppressed',     v_suppressed,
         'recovered',      v_recovered,
         'paused',         v_paused,
-        'skipped_locked', greatest(v_candidates - v_locked, 0),
+        'skipped_locked', greatest(v_candidates - v_locked - v_contended, 0),
+        'contended',      v_contended,
+        'blocked_by',     v_blocked,
         'floor_seconds',  v_floor,
         'checked_at',     v_now,
         'alerts',         v_alerts);
@@ -788,6 +1173,28 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_job_require_process_after(text, timestamptz) FROM PUBLIC;
 
+-- functions/jobs/fn_job_require_dedupe_horizon.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_job_require_dedupe_horizon(p_caller text, p_process_after timestamptz)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+-- A job that carries a dedupe key may be due at most iu_core.fn_job_dedupe_horizon_seconds()
+-- (24 h) ahead: its key is held while it waits, and every later enqueue of that key gets
+-- its id back instead of a job of its own (22023 otherwise).
+BEGIN
+    IF p_process_after > now() + make_interval(secs => iu_core.fn_job_dedupe_horizon_seconds()) THEN
+        RAISE EXCEPTION '%: a job with a dedupe key may be due at most % seconds ahead, got %', p_caller,
+            iu_core.fn_job_dedupe_horizon_seconds(), p_process_after
+            USING ERRCODE = '22023',
+                  HINT = 'A waiting job holds its key against every later enqueue: schedule it without a key, or enqueue it (with its key) when it is at most 24 hours from due.';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_job_require_dedupe_horizon(text, timestamptz) FROM PUBLIC;
+
 -- functions/jobs/fn_job_require_range.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_job_require_range(p_caller text, p_param text, p_value integer, p_min integer, p_max integer)
@@ -807,6 +1214,36 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_job_require_range(text, text, integer, integer, integer) FROM PUBLIC;
 
+-- functions/jobs/fn_job_max_lease_seconds.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_job_max_lease_seconds()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- The longest a lease lives, counted from its claim, however often it is extended
+    -- (fn_job_extend_lease caps the expiry there): 24 hours, the longest single lease a
+    -- claim may ask for. A holder that needs more was stuck or is squatting: the reaper
+    -- then requeues the job (or dead-letters it), as for any expired lease.
+    SELECT 86400
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_job_max_lease_seconds() FROM PUBLIC;
+
+-- functions/jobs/fn_job_dedupe_horizon_seconds.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_job_dedupe_horizon_seconds()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- How far ahead a job with a dedupe key may be scheduled: 24 hours. A live job holds its
+    -- key until it finishes, so a key enqueued for a date a year ahead blocked every enqueue
+    -- of that key (the next one got the squatter's job id back) for that year. Jobs without
+    -- a key may still be scheduled up to a year ahead (fn_job_require_process_after).
+    SELECT 86400
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_job_dedupe_horizon_seconds() FROM PUBLIC;
+
 -- functions/jobs/fn_job_holds_lease.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_job_holds_lease(p_job public.job_queue, p_worker text, p_lease_token uuid)
@@ -814,16 +1251,36 @@ RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
     -- The lease rule, written once: the job is running, leased to this worker name, the
-    -- lease has not expired and (unless p_lease_token is NULL, which only the name-only
-    -- legacy forms pass) the token is the current claim's. No SET clause, so the planner
-    -- inlines it into the batch UPDATEs; it touches no table.
+    -- lease has not expired, and the token is the current claim's; the name-only legacy
+    -- forms pass no token (NULL), and then the login must be the one that claimed it
+    -- (session_user, not current_user, which is the owner inside these definer functions):
+    -- a worker name is a claim anyone can make, a login is not. No SET clause, so the
+    -- planner inlines it into the batch UPDATEs; it touches no table.
     SELECT p_job.status = 'running'
        AND p_job.lease_owner = p_worker
        AND p_job.lease_expires_at > now()
-       AND (p_lease_token IS NULL OR p_job.lease_token = p_lease_token)
+       AND CASE WHEN p_lease_token IS NULL THEN p_job.lease_session_user = session_user
+                ELSE p_job.lease_token = p_lease_token END
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_job_holds_lease(public.job_queue, text, uuid) FROM PUBLIC;
+
+-- functions/jobs/fn_job_refusal_reason.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_job_refusal_reason(p_job public.job_queue, p_worker text, p_lease_token uuid)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    -- Why a single-job complete or fail is refused: another_login when a name-only call
+    -- (no token) comes from another login than the one that claimed the live lease under
+    -- that name, lease_lost otherwise (expired, re-claimed, finished, another name or token).
+    SELECT CASE WHEN p_lease_token IS NULL AND p_job.status = 'running' AND p_job.lease_owner = p_worker
+                     AND p_job.lease_expires_at > now()
+                     AND p_job.lease_session_user IS DISTINCT FROM session_user
+                THEN 'another_login' ELSE 'lease_lost' END
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_job_refusal_reason(public.job_queue, text, uuid) FROM PUBLIC;
 
 -- functions/jobs/fn_job_retry_delay.sql
 -- +goose StatementBegin
@@ -852,6 +1309,7 @@ RETURNS uuid
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
 -- key is returned instead of a duplicate.
@@ -867,6 +1325,7 @@ BEGIN
     PERFORM iu_core.fn_job_require_range('fn_job_enqueue', 'p_max_attempts', p_max_attempts, 1, 100);
     IF p_dedupe_key IS NOT NULL THEN
         PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_dedupe_key', p_dedupe_key);
+        PERFORM iu_core.fn_job_require_dedupe_horizon('fn_job_enqueue', v_after);
     END IF;
 
     -- The loop covers the race where the live job finishes between the conflict and the lookup.
@@ -903,6 +1362,7 @@ RETURNS uuid[]
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job per element of the JSON array p_payloads (each an object, hygiene
 -- checked), all of one kind and domain, in one INSERT. p_dedupe_keys, when given, has one
@@ -937,6 +1397,7 @@ BEGIN
     v_after := iu_core.fn_job_require_process_after('fn_job_enqueue_many', p_process_after);
     PERFORM iu_core.fn_job_require_range('fn_job_enqueue_many', 'p_max_attempts', p_max_attempts, 1, 100);
     IF p_dedupe_keys IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_require_vector('fn_job_enqueue_many', 'p_dedupe_keys', p_dedupe_keys);
         IF cardinality(p_dedupe_keys) <> v_n THEN
             RAISE EXCEPTION 'fn_job_enqueue_many: p_dedupe_keys has % elements, p_payloads %', cardinality(p_dedupe_keys), v_n
                 USING ERRCODE = '22023', HINT = 'Pass one key (or NULL) per payload, or NULL for no keys.';
@@ -944,6 +1405,9 @@ BEGIN
         PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', format('p_dedupe_keys[%s]', k.ord), k.key)
            FROM unnest(p_dedupe_keys) WITH ORDINALITY AS k(key, ord)
           WHERE k.key IS NOT NULL;
+        IF cardinality(array_remove(p_dedupe_keys, NULL)) > 0 THEN
+            PERFORM iu_core.fn_job_require_dedupe_horizon('fn_job_enqueue_many', v_after);
+        END IF;
     END IF;
     -- One pass over the whole array (the hygiene test looks at every depth, elements
     -- included); only when it fails is each element tested, so the first bad one gets the
@@ -1014,11 +1478,13 @@ RETURNS SETOF public.job_queue
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Leases up to p_limit due queued jobs of the asked kinds (paused kinds skipped) to
 -- p_worker for p_lease_seconds, oldest due first, in one statement: FOR UPDATE SKIP
 -- LOCKED, so concurrent claimers take disjoint jobs without waiting for each other. Each
--- claimed row gets attempt + 1 and a fresh lease_token, returned with the row.
+-- claimed row gets attempt + 1 and a fresh lease_token, returned with the row, and records
+-- when the lease began and the login that took it (leased_at, lease_session_user).
 -- One kind (the common case) reads the due index in order and stops after p_limit rows.
 -- Several kinds read the index once per kind (up to p_limit each, in order) and keep the
 -- p_limit oldest; the extra rows it locked are released when the claim commits.
@@ -1034,6 +1500,7 @@ BEGIN
     END IF;
     -- Every argument check in one statement (a claim is the hot path).
     PERFORM iu_core.fn_iu_require_name('fn_job_claim', 'p_worker', p_worker),
+            iu_core.fn_iu_require_vector('fn_job_claim', 'p_job_kinds', p_job_kinds),
             iu_core.fn_job_require_range('fn_job_claim', 'the number of p_job_kinds', cardinality(p_job_kinds), 1, 100),
             iu_core.fn_job_require_range('fn_job_claim', 'p_limit', p_limit, 1, 1000),
             iu_core.fn_job_require_range('fn_job_claim', 'p_lease_seconds', p_lease_seconds, 1, 86400),
@@ -1058,6 +1525,8 @@ BEGIN
                lease_owner      = p_worker,
                lease_expires_at = now() + make_interval(secs => p_lease_seconds),
                lease_token      = md5(v_secret || j.job_id::text)::uuid,
+               leased_at        = now(),
+               lease_session_user = session_user,
                attempt          = j.attempt + 1,
                updated_at       = now()
           FROM due
@@ -1094,6 +1563,8 @@ BEGIN
            lease_owner      = p_worker,
            lease_expires_at = now() + make_interval(secs => p_lease_seconds),
            lease_token      = md5(v_secret || j.job_id::text)::uuid,
+           leased_at        = now(),
+           lease_session_user = session_user,
            attempt          = j.attempt + 1,
            updated_at       = now()
       FROM due
@@ -1148,7 +1619,7 @@ BEGIN
         IF p_lease_token IS NOT NULL AND v_job.status = 'succeeded' AND v_job.lease_token = p_lease_token THEN
             RETURN jsonb_build_object('completed', true, 'already', true);
         END IF;
-        RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
+        RETURN jsonb_build_object('refused', true, 'reason', iu_core.fn_job_refusal_reason(v_job, p_worker, p_lease_token));
     END IF;
     UPDATE public.job_queue
        SET status = 'succeeded', lease_owner = NULL, lease_expires_at = NULL,
@@ -1168,6 +1639,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Completes a job the caller holds: fenced by the claim's lease_token (see the lease rule).
 -- Returns {"completed": true, ...}, {"completed": true, "already": true} for a repeat of
@@ -1187,6 +1659,7 @@ RETURNS jsonb
 LANGUAGE sql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared (two
     -- sessions, or a restarted worker reusing its name): a stale holder can complete a job
@@ -1244,7 +1717,7 @@ DECLARE
     v_dl      uuid;
 BEGIN
     IF NOT coalesce(iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
-        RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
+        RETURN jsonb_build_object('refused', true, 'reason', iu_core.fn_job_refusal_reason(v_job, p_worker, p_lease_token));
     END IF;
 
     IF v_job.attempt >= v_job.max_attempts THEN
@@ -1279,6 +1752,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Records a failed attempt of a job the caller holds, fenced by the claim's lease_token.
 -- Returns {"failed": true, "dead": false, "backoff_seconds", "retry_at", ...} or, out of
@@ -1299,6 +1773,7 @@ RETURNS jsonb
 LANGUAGE sql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared:
     -- use the lease_token form.
@@ -1315,13 +1790,18 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Renews a live lease: lease_expires_at becomes now() + p_lease_seconds, so a job that runs
--- longer than its first lease is not requeued while its worker is alive. Refused
+-- longer than its first lease is not requeued while its worker is alive; but never later
+-- than iu_core.fn_job_max_lease_seconds() (24 h) after the claim: a lease cannot be kept
+-- forever ("capped": true says the expiry stopped there, "lease_ends_by" when). Refused
 -- ({"refused": true, "reason": "lease_lost"}) when the caller does not hold the lease (an
 -- expired lease cannot be revived: the reaper may already have requeued the job).
 DECLARE
-    v_job public.job_queue;
+    v_job    public.job_queue;
+    v_ends   timestamptz;
+    v_wanted timestamptz;
 BEGIN
     IF p_lease_token IS NULL THEN
         RAISE EXCEPTION 'fn_job_extend_lease: p_lease_token required' USING ERRCODE = '22023',
@@ -1332,12 +1812,14 @@ BEGIN
     IF NOT iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token) THEN
         RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
     END IF;
+    v_wanted := now() + make_interval(secs => p_lease_seconds);
+    v_ends := coalesce(v_job.leased_at, v_job.lease_expires_at) + make_interval(secs => iu_core.fn_job_max_lease_seconds());
     UPDATE public.job_queue
-       SET lease_expires_at = now() + make_interval(secs => p_lease_seconds), updated_at = now()
+       SET lease_expires_at = greatest(lease_expires_at, least(v_wanted, v_ends)), updated_at = now()
      WHERE job_id = p_job_id
     RETURNING * INTO v_job;
     RETURN jsonb_build_object('extended', true, 'job_id', p_job_id, 'lease_expires_at', v_job.lease_expires_at,
-                              'attempt', v_job.attempt);
+                              'attempt', v_job.attempt, 'capped', v_wanted > v_ends, 'lease_ends_by', v_ends);
 END;
 $$;
 -- +goose StatementEnd
@@ -1350,12 +1832,15 @@ RETURNS integer
 LANGUAGE plpgsql IMMUTABLE
 AS $$
 -- The argument check of the batch calls: a worker name, two arrays of the same length
--- (at most 10,000), no NULL element. Returns the length.
+-- (at most 10,000, each one-dimensional and numbered from 1), no NULL element. Returns
+-- the length.
 BEGIN
     PERFORM iu_core.fn_iu_require_name(p_function, 'p_worker', p_worker);
     IF p_job_ids IS NULL OR p_lease_tokens IS NULL THEN
         RAISE EXCEPTION '%: p_job_ids and p_lease_tokens required', p_function USING ERRCODE = '22023';
     END IF;
+    PERFORM iu_core.fn_iu_require_vector(p_function, 'p_job_ids', p_job_ids);
+    PERFORM iu_core.fn_iu_require_vector(p_function, 'p_lease_tokens', p_lease_tokens);
     IF cardinality(p_job_ids) <> cardinality(p_lease_tokens) THEN
         RAISE EXCEPTION '%: % job ids but % lease tokens', p_function, cardinality(p_job_ids), cardinality(p_lease_tokens)
             USING ERRCODE = '22023', HINT = 'Pass each job''s lease_token at the same position as its id.';
@@ -1377,6 +1862,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Completes a batch in one statement: element i is job p_job_ids[i] with token
 -- p_lease_tokens[i]. Each job the caller holds (fn_job_holds_lease) becomes succeeded; a
@@ -1431,6 +1917,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Records failed attempts for a batch in one statement: element i is job p_job_ids[i]
 -- with token p_lease_tokens[i] and error p_errors[i] (p_errors NULL, or of one element,
@@ -1443,6 +1930,7 @@ DECLARE
     v_out jsonb;
 BEGIN
     v_n := iu_core.fn_job_require_batch('fn_job_fail_many', p_worker, p_job_ids, p_lease_tokens);
+    PERFORM iu_core.fn_iu_require_vector('fn_job_fail_many', 'p_errors', p_errors);
     IF p_errors IS NOT NULL AND cardinality(p_errors) NOT IN (0, 1, v_n) THEN
         RAISE EXCEPTION 'fn_job_fail_many: p_errors has % elements for % jobs', cardinality(p_errors), v_n
             USING ERRCODE = '22023', HINT = 'Pass one error per job, one error for all, or NULL.';
@@ -1506,6 +1994,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Running jobs whose lease expired: back to queued (due at once) while attempts remain,
 -- otherwise dead and copied to job_dead_letter. The token is cleared, so the late holder's
@@ -1553,6 +2042,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Deletes up to p_limit finished jobs, oldest first, that finished more than
 -- queue.job.retention_seconds ago: succeeded ones, and dead ones whose row is already in
@@ -1605,6 +2095,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Pauses a job kind: from the moment this commits, fn_job_claim skips the kind (jobs
 -- already running finish or expire as usual; enqueueing goes on). Pausing a paused kind
@@ -1615,12 +2106,13 @@ DECLARE
     v_already boolean := false;
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_job_kind_pause', 'p_job_kind', p_job_kind);
-    IF coalesce(btrim(p_reason), '') = '' THEN
+    IF iu_core.fn_iu_is_blank(p_reason) THEN
         RAISE EXCEPTION 'fn_job_kind_pause: p_reason required' USING ERRCODE = '22023',
             HINT = 'Say why, e.g. ''downstream outage, ticket OPS-1''.';
     END IF;
+    PERFORM iu_core.fn_iu_require_name('fn_job_kind_pause', 'p_reason', p_reason, 1000);
     INSERT INTO public.job_kind_pause (job_kind, reason, paused_by)
-    VALUES (p_job_kind, left(p_reason, 2000), iu_core.fn_queue_actor(p_actor, 'fn_job_kind_pause'))
+    VALUES (p_job_kind, p_reason, iu_core.fn_queue_actor(p_actor, 'fn_job_kind_pause'))
     ON CONFLICT (job_kind) DO NOTHING
     RETURNING * INTO v_row;
     IF v_row.job_kind IS NULL THEN
@@ -1641,6 +2133,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Resumes a paused job kind: claims take it again. Returns {"resumed": true, "job_kind",
 -- "resumed_by", "paused_for_seconds"}, or {"resumed": false, "reason": "not_paused"}.
@@ -1667,6 +2160,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Re-enqueues a dead job as a fresh job (new job_id, attempt 0, due now) from its snapshot,
 -- with its kind, domain, payload, max_attempts and dedupe key, and resolves the dead letter.
@@ -1707,6 +2201,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 DECLARE
     v_dl public.job_dead_letter;
@@ -1714,10 +2209,13 @@ BEGIN
     IF p_dead_letter_id IS NULL THEN
         RAISE EXCEPTION 'fn_job_dead_letter_resolve: p_dead_letter_id required' USING ERRCODE = '22023';
     END IF;
-    IF coalesce(btrim(p_resolution), '') = '' THEN
+    -- Blank (tabs and newlines included) is refused, and free text is bounded like every
+    -- other reason of the package (1,000 bytes): an audit column holds a note, not data.
+    IF iu_core.fn_iu_is_blank(p_resolution) THEN
         RAISE EXCEPTION 'fn_job_dead_letter_resolve: p_resolution required' USING ERRCODE = '22023',
             HINT = 'Say what was done, e.g. ''obsolete: superseded by job ...'' or ''fixed by hand, ticket OPS-1''.';
     END IF;
+    PERFORM iu_core.fn_iu_require_name('fn_job_dead_letter_resolve', 'p_resolution', p_resolution, 1000);
     SELECT * INTO v_dl FROM public.job_dead_letter WHERE id = p_dead_letter_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'fn_job_dead_letter_resolve: dead letter % not found', p_dead_letter_id USING ERRCODE = 'P0002';
@@ -1768,13 +2266,22 @@ BEGIN
     END LOOP;
     subject    := p_filter ->> p_subject_key;
     error_code := p_filter ->> 'error_code';
-    BEGIN
-        failed_after  := (p_filter ->> 'failed_after')::timestamptz;
-        failed_before := (p_filter ->> 'failed_before')::timestamptz;
-    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR invalid_text_representation THEN
-        RAISE EXCEPTION '%: failed_after and failed_before must be timestamps', p_caller USING ERRCODE = '22023',
-            HINT = 'For example ''2026-11-22T17:00:00Z''.';
-    END;
+    -- Each bound parsed on its own, so the refusal names it. Any data error of the cast (a
+    -- bad format, a field out of range, a time zone PostgreSQL does not know, which raised
+    -- its own unprefixed "time zone ... not recognized") is the same refusal.
+    FOREACH v_key IN ARRAY ARRAY['failed_after', 'failed_before'] LOOP
+        BEGIN
+            IF v_key = 'failed_after' THEN
+                failed_after := (p_filter ->> v_key)::timestamptz;
+            ELSE
+                failed_before := (p_filter ->> v_key)::timestamptz;
+            END IF;
+        EXCEPTION WHEN data_exception THEN
+            RAISE EXCEPTION '%: filter key % is not a timestamp: %', p_caller, v_key,
+                quote_literal(left(p_filter ->> v_key, 100)) USING ERRCODE = '22023',
+                HINT = 'For example ''2026-11-22T17:00:00Z'' or ''2026-11-22 17:00:00+01'' (a numeric offset, or a time zone name PostgreSQL knows).';
+        END;
+    END LOOP;
     RETURN NEXT;
 END;
 $$;
@@ -1822,6 +2329,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Replays up to p_limit (1..10000) open job dead letters matching p_filter, oldest failure
 -- first, each with fn_job_dead_letter_replay (a fresh job; the dead letter resolved).
@@ -1865,6 +2373,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Replays up to p_limit (1..10000) open route dead letters matching p_filter, oldest
 -- failure first, each with fn_iu_route_dead_letter_replay (which writes the attempt and
@@ -2347,7 +2856,9 @@ SELECT 'cursor'::text                                            AS source,
        c.events_seen                                             AS events_seen,
        c.attempts_written                                        AS attempts_written,
        c.dead_lettered                                           AS dead_lettered,
-       CASE WHEN c.last_seen_at IS NULL THEN 'never_run'
+       -- gated: a closed gate keeps events waiting (detail.gated_waiting_seconds: how long)
+       CASE WHEN c.gated_waiting_since IS NOT NULL THEN 'gated'
+            WHEN c.last_seen_at IS NULL THEN 'never_run'
             WHEN c.backlog > 0 THEN 'backlog'
             ELSE 'caught_up' END                                 AS status_hint,
        c.backlog                                                 AS backlog,
@@ -2359,7 +2870,11 @@ SELECT 'cursor'::text                                            AS source,
        NULL::integer                                             AS stale_threshold_seconds,
        NULL::text                                                AS executor_kind,
        jsonb_build_object('runs_total', c.runs_total, 'last_event_id', c.last_event_id,
-                          'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary)
+                          'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary,
+                          'gates_open', c.gates_open, 'backlog_capped', c.backlog_capped,
+                          'gated_waiting_since', c.gated_waiting_since,
+                          'gated_waiting_seconds', floor(extract(epoch FROM (now() - c.gated_waiting_since)))::bigint,
+                          'lock_held_by', c.lock_held_by)
                                                                  AS detail
   FROM public.v_iu_route_worker_status c
 UNION ALL
@@ -2529,14 +3044,19 @@ DROP FUNCTION public.fn_job_claim(text, text[], integer, integer);
 DROP FUNCTION public.fn_job_enqueue_many(text, text, jsonb, timestamptz, text[], integer);
 DROP FUNCTION public.fn_job_enqueue(text, text, jsonb, timestamptz, text, integer);
 DROP FUNCTION iu_core.fn_job_retry_delay(integer);
+DROP FUNCTION iu_core.fn_job_refusal_reason(public.job_queue, text, uuid);
 DROP FUNCTION iu_core.fn_job_holds_lease(public.job_queue, text, uuid);
+DROP FUNCTION iu_core.fn_job_dedupe_horizon_seconds();
+DROP FUNCTION iu_core.fn_job_max_lease_seconds();
 DROP FUNCTION iu_core.fn_job_require_range(text, text, integer, integer, integer);
+DROP FUNCTION iu_core.fn_job_require_dedupe_horizon(text, timestamptz);
 DROP FUNCTION iu_core.fn_job_require_process_after(text, timestamptz);
 DROP FUNCTION public.fn_queue_stale_check();
 DROP FUNCTION iu_core.fn_queue_alert_emit(text, text, text, jsonb);
 DROP FUNCTION public.fn_cut_heartbeat_ping(text, text, text, jsonb);
 DROP FUNCTION public.fn_queue_heartbeat_resume(text, text);
 DROP FUNCTION public.fn_queue_heartbeat_pause(text, text, text);
+DROP FUNCTION public.fn_queue_runner_beat(text, uuid, text, jsonb, boolean);
 DROP FUNCTION public.fn_queue_heartbeat_tick(text, text, text, jsonb);
 DROP FUNCTION public.fn_queue_heartbeat_write(text, jsonb, text);
 DROP FUNCTION iu_core.fn_queue_heartbeat_describe(public.queue_heartbeat);
@@ -2544,6 +3064,9 @@ DROP FUNCTION public.fn_queue_heartbeat_register(text, text, text[], integer, in
 DROP FUNCTION iu_core.fn_queue_heartbeat_refuse_foreign(text, text, text);
 DROP FUNCTION iu_core.fn_queue_heartbeat_may_beat(text);
 DROP FUNCTION iu_core.fn_queue_heartbeat_refusal(text);
+DROP FUNCTION iu_core.fn_queue_runner_lease_seconds();
+DROP FUNCTION iu_core.fn_queue_heartbeat_require_room(text, text);
+DROP FUNCTION iu_core.fn_queue_heartbeat_self_registered_limit();
 DROP FUNCTION iu_core.fn_queue_heartbeat_is_protected(text);
 DROP FUNCTION iu_core.fn_queue_heartbeat_severity(numeric);
 DROP FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz);

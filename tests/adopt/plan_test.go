@@ -267,3 +267,14 @@ func TestPlan_NamesEveryFunctionAdoptionReplaces(t *testing.T) {
 		}
 	}
 }
+
+// Rule: the rollback tells the package's own configuration from the operator's by one
+// list (iu_core.fn_iu_package_config_keys): it must hold exactly the keys a fresh install
+// has, or a new key would make every rollback refuse (or an operator's key be dropped).
+func TestRollback_PackageConfigKeysAreAFreshInstalls(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	requireTrue(t, db, "the package's key list is the fresh install's dot_config", `
+		SELECT array(SELECT key FROM public.dot_config ORDER BY 1)
+		     = array(SELECT k FROM unnest(iu_core.fn_iu_package_config_keys()) k ORDER BY 1)`)
+}

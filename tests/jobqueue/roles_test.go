@@ -33,6 +33,10 @@ var jobFunctions = pgtest.GrantMatrix{
 	"fn_job_dead_letter_replay_many(jsonb,integer)":                                         {"workflow_admin"},
 	"iu_core.fn_job_require_process_after(text,timestamptz)":                                nil,
 	"iu_core.fn_job_require_range(text,text,integer,integer,integer)":                       nil,
+	"iu_core.fn_job_require_dedupe_horizon(text,timestamptz)":                               nil, // a key's horizon
+	"iu_core.fn_job_dedupe_horizon_seconds()":                                               nil,
+	"iu_core.fn_job_max_lease_seconds()":                                                    nil, // a lease's total
+	"iu_core.fn_job_refusal_reason(job_queue,text,uuid)":                                    nil,
 	"iu_core.fn_job_holds_lease(job_queue,text,uuid)":                                       nil,
 	"iu_core.fn_job_retry_delay(integer)":                                                   nil,
 	"iu_core.fn_job_error_text(text)":                                                       nil,

@@ -124,15 +124,16 @@ func TestCutPing_GateOffSkips(t *testing.T) {
 	}
 }
 
-// Rule: the wrapper is SECURITY DEFINER with a pinned search_path, callable by
-// workflow_admin (who cannot touch the table directly) and by nobody else.
+// Rule: the wrapper is SECURITY DEFINER with a pinned search_path (and, like every writing
+// entry point, a lock timeout), callable by workflow_admin (who cannot touch the table
+// directly) and by nobody else.
 func TestCutPing_SecurityDefinerWorkflowAdminOnly(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
 	var secdef bool
 	var config []string
 	db.QueryRow(t, `SELECT prosecdef, proconfig FROM pg_proc WHERE oid = 'fn_cut_heartbeat_ping(text,text,text,jsonb)'::regprocedure`, nil, &secdef, &config)
-	if !secdef || len(config) != 1 || config[0] != pgtest.PinnedSearchPath {
+	if !secdef || len(config) != 2 || config[0] != pgtest.PinnedSearchPath || config[1] != "lock_timeout=5s" {
 		t.Fatalf("prosecdef %v proconfig %v", secdef, config)
 	}
 	admin := asRole(t, db, "workflow_admin")

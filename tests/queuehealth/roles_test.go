@@ -31,6 +31,10 @@ var queueFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_queue_executor_kinds()":                                            nil, // the vocabulary
 	"iu_core.fn_queue_heartbeat_floor_seconds()":                                   {"workflow_admin"},
 	"iu_core.fn_queue_heartbeat_is_protected(text)":                                nil,
+	"fn_queue_runner_beat(text,uuid,text,jsonb,boolean)":                           {"dot_executor"}, // a runner's own row
+	"iu_core.fn_queue_heartbeat_require_room(text,text)":                           nil,              // the self-registration bound
+	"iu_core.fn_queue_heartbeat_self_registered_limit()":                           nil,
+	"iu_core.fn_queue_runner_lease_seconds()":                                      nil,
 	"iu_core.fn_queue_heartbeat_describe(queue_heartbeat)":                         nil,
 	"iu_core.fn_queue_wake_notify_event_outbox()":                                  nil,
 	"iu_core.fn_queue_wake_notify_job_queue()":                                     nil,

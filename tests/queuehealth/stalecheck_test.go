@@ -301,38 +301,102 @@ func TestStaleCheck_ConcurrentChecksNeverEmitTwice(t *testing.T) {
 	}
 }
 
-// Rule: a check holding its transaction open does not make a second check wait or
-// duplicate: the second skips the locked rows at once; after the commit it suppresses.
-func TestStaleCheck_OpenTransactionBlocksNobody(t *testing.T) {
+// Rule (issue 21): no caller can suppress another's alerts. An executor runs the stale-check
+// in a transaction it keeps open: it holds every stale executor's alert-state row until it
+// ends, and its rollback erases the alerts it wrote. Before, every other check, the
+// runner's included, skipped those rows (emitted 0, skipped_locked 8): no alert for any
+// stale executor, nothing said, for as long as that transaction lived. Now the next check
+// waits at most 1 s for it, then alerts every stale executor anyway within that one call,
+// from the committed state (contended), naming the holder (blocked_by: pid, login, state);
+// the holder's rollback erases only its own alerts; the next check, holding the rows, folds
+// the contended alerts in (no repeat inside the window) and reports the recovery.
+func TestStaleCheck_AnOpenCheckBlindsNobody(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
-	db.Exec(t, `INSERT INTO queue_heartbeat (executor_id, executor_kind, last_beat_at, expected_cadence_seconds, stale_threshold_seconds)
-	            SELECT 'exec_o' || g, 'DOT', now() - interval '1 hour', 10, 30 FROM generate_series(1, 5) g`)
-	a, b := db.Conn(t), db.Conn(t)
-	tx, err := a.Begin(ctx(t))
+	setConfig(t, db, "queue.heartbeat.stale_threshold_seconds", "0")
+	for i := 1; i <= 8; i++ {
+		register(t, db, fmt.Sprintf("exec_o%d", i), 10, 30)
+		silence(t, db, fmt.Sprintf("exec_o%d", i), 3600)
+	}
+	holder, holderRole := login(t, db, "hold", "dot_executor")
+	runner, _ := login(t, db, "run", "dot_executor")
+	tx, err := holder.Begin(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx(t))
-	if out := staleCheck(t, tx); num(t, out, "emitted") != 5 {
+	if out := staleCheck(t, tx); num(t, out, "emitted") != 8 {
 		t.Fatalf("holder: %v", out)
 	}
-	if _, err := b.Exec(ctx(t), `SET statement_timeout = '5s'`); err != nil {
+	var holderPID float64
+	if err := tx.QueryRow(ctx(t), `SELECT pg_backend_pid()::float8`).Scan(&holderPID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Exec(ctx(t), `SET statement_timeout = '10s'`); err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	out := staleCheck(t, b)
-	if num(t, out, "emitted") != 0 || num(t, out, "skipped_locked") != 5 || time.Since(began) > 2*time.Second {
-		t.Fatalf("second check while the first is open (%v): %v", time.Since(began), out)
+	out := staleCheck(t, runner)
+	took := time.Since(began)
+	if num(t, out, "emitted") != 8 || num(t, out, "contended") != 8 || num(t, out, "skipped_locked") != 0 || took > 3*time.Second {
+		t.Fatalf("the runner's check while another holds it open (%v): %v", took, out)
 	}
-	if err := tx.Commit(ctx(t)); err != nil {
+	blocked, _ := out["blocked_by"].([]any)
+	if len(blocked) != 1 || blocked[0].(map[string]any)["pid"] != holderPID || blocked[0].(map[string]any)["usename"] != holderRole {
+		t.Fatalf("blocked_by must name the holder (pid %v, login %s): %v", holderPID, holderRole, out["blocked_by"])
+	}
+	if err := tx.Rollback(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if out = staleCheck(t, b); num(t, out, "emitted") != 0 || num(t, out, "suppressed") != 5 {
-		t.Fatalf("after the commit: %v", out)
+	if n := count(t, db, `SELECT count(*) FROM event_outbox WHERE event_type = 'queue_worker_silent'
+	                       AND safe_payload->>'contended' = 'true' AND safe_payload->'blocked_by'->0->>'usename' = $1`, holderRole); n != 8 {
+		t.Fatalf("alerts that survived the holder's rollback: %d, want 8 naming the holder", n)
 	}
-	if n := count(t, db, `SELECT count(*) FROM event_outbox WHERE event_type = 'queue_worker_silent'`); n != 5 {
-		t.Fatalf("events = %d, want 5", n)
+	if out = staleCheck(t, runner); num(t, out, "emitted") != 0 || num(t, out, "suppressed") != 8 || num(t, out, "contended") != 0 {
+		t.Fatalf("the next check folds the contended alerts in (no repeat inside the window): %v", out)
+	}
+	if n := count(t, db, `SELECT count(*) FROM queue_stale_alert_contended`); n != 0 {
+		t.Fatalf("%d contended alerts left unfolded", n)
+	}
+	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() WHERE executor_id = 'exec_o1'`)
+	if out = staleCheck(t, runner); num(t, out, "recovered") != 1 {
+		t.Fatalf("a contended alert's silence ends with a recovery: %v", out)
+	}
+}
+
+// Rule (issue 21): a no-grant login cannot touch the stale-check at all: it takes no lock
+// a stale-check meets (the alert-state rows and the checks' turn are tables granted to no
+// one), so taking every advisory lock it likes changes nothing.
+func TestStaleCheck_NoGrantLoginCannotDelayIt(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	register(t, db, "exec_n", 10, 30)
+	silence(t, db, "exec_n", 3600)
+	nobody, _ := login(t, db, "nobody")
+	for _, stmt := range []string{
+		`LOCK TABLE queue_stale_alert IN ACCESS EXCLUSIVE MODE`,
+		`SELECT 1 FROM queue_stale_check_serial FOR UPDATE`,
+		`SELECT 1 FROM queue_stale_alert FOR UPDATE`,
+	} {
+		tx, err := nobody.Begin(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tx.Exec(ctx(t), stmt)
+		_ = tx.Rollback(ctx(t))
+		pgtest.RequireSQLState(t, err, "42501")
+	}
+	tx, err := nobody.Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx(t))
+	if _, err := tx.Exec(ctx(t), `SELECT pg_advisory_lock(k, j) FROM generate_series(0, 3) k, generate_series(0, 3) j`); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if out := staleCheck(t, db.Pool); num(t, out, "emitted") != 1 || num(t, out, "contended") != 0 || time.Since(began) > time.Second {
+		t.Fatalf("stale-check with a no-grant login's locks held (%v): %v", time.Since(began), out)
 	}
 }
 

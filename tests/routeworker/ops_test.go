@@ -206,6 +206,8 @@ var routeFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_iu_route_worker_cursor_ahead(iu_route_worker_cursor)":                                 nil, // half of the rule, owner only
 	"iu_core.fn_iu_route_worker_foreign_rows(text)":                                                   nil, // the probe, owner only
 	"iu_core.fn_iu_route_worker_foreign_txids(text)":                                                  {"workflow_admin"},
+	"iu_core.fn_iu_route_worker_backlog_cap()":                                                        nil,
+	"iu_core.fn_iu_route_worker_lock_holders(integer)":                                                {"workflow_admin"},                 // issue 21: v_queue_health names the holder
 	"fn_iu_event_outbox_rebase_foreign_txids()":                                                       {"workflow_admin"},                 // the IU002 fix
 	"fn_iu_route_worker_enabled()":                                                                    {"dot_executor", "workflow_admin"}, // the worker gate
 	"iu_core.fn_iu_route_attempt_immutable()":                                                         nil,                                // trigger

@@ -235,6 +235,23 @@ func TestVerify_EachCheckFailsWhenItsRuleBreaks(t *testing.T) {
 			 CREATE FUNCTION public.jsonb_build_object(text, boolean, text, text) RETURNS jsonb LANGUAGE sql AS 'SELECT NULL::jsonb';
 			 ALTER FUNCTION public.jsonb_build_object(text, boolean, text, text) OWNER TO w10_planter`,
 			true, "function public.jsonb_build_object(text,boolean,text,text) (holder w10_planter), fix: DROP FUNCTION public.jsonb_build_object(text,boolean,text,text);"},
+		// Issue 21: a plant made while public was open, handed to a trusted owner after the
+		// REVOKE (on 13/14 the owner that runs it must be a superuser), passed W10 because its
+		// owner counted as trusted. W10 now reports what the package did not create, whoever
+		// owns it: here an overload of an API function a caller reaches unqualified.
+		{"W10", "a plant handed to a trusted owner is still a plant",
+			`DO $$ BEGIN CREATE ROLE w10_planter NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+			 CREATE FUNCTION public.fn_queue_heartbeat_tick(varchar, text, text, jsonb) RETURNS jsonb LANGUAGE sql AS 'SELECT NULL::jsonb';
+			 ALTER FUNCTION public.fn_queue_heartbeat_tick(varchar, text, text, jsonb) OWNER TO w10_planter;
+			 ALTER FUNCTION public.fn_queue_heartbeat_tick(varchar, text, text, jsonb) OWNER TO CURRENT_USER`,
+			true, "public.fn_queue_heartbeat_tick(character varying,text,text,jsonb) (holder "},
+		{"W10", "an operator in public is not the package's, whoever owns it",
+			`CREATE FUNCTION public.w10_eq(jsonb, text) RETURNS boolean LANGUAGE sql AS 'SELECT true';
+			 CREATE OPERATOR public.= (LEFTARG = jsonb, RIGHTARG = text, FUNCTION = public.w10_eq)`,
+			true, "foreign_operator public.=(jsonb,text)"},
+		{"W10", "a function in iu_core the package did not create is reported",
+			`CREATE FUNCTION iu_core.fn_iu_require_name(text, text, varchar) RETURNS void LANGUAGE sql AS 'SELECT NULL'`,
+			true, "iu_core.fn_iu_require_name(text,text,character varying)"},
 	}
 	for _, c := range cases {
 		t.Run(c.id+" "+c.rule, func(t *testing.T) {

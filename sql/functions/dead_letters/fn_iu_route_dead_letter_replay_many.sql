@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Replays up to p_limit (1..10000) open route dead letters matching p_filter, oldest
 -- failure first, each with fn_iu_route_dead_letter_replay (which writes the attempt and

@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Replays up to p_limit (1..10000) open job dead letters matching p_filter, oldest failure
 -- first, each with fn_job_dead_letter_replay (a fresh job; the dead letter resolved).

@@ -27,13 +27,22 @@ BEGIN
     END LOOP;
     subject    := p_filter ->> p_subject_key;
     error_code := p_filter ->> 'error_code';
-    BEGIN
-        failed_after  := (p_filter ->> 'failed_after')::timestamptz;
-        failed_before := (p_filter ->> 'failed_before')::timestamptz;
-    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR invalid_text_representation THEN
-        RAISE EXCEPTION '%: failed_after and failed_before must be timestamps', p_caller USING ERRCODE = '22023',
-            HINT = 'For example ''2026-11-22T17:00:00Z''.';
-    END;
+    -- Each bound parsed on its own, so the refusal names it. Any data error of the cast (a
+    -- bad format, a field out of range, a time zone PostgreSQL does not know, which raised
+    -- its own unprefixed "time zone ... not recognized") is the same refusal.
+    FOREACH v_key IN ARRAY ARRAY['failed_after', 'failed_before'] LOOP
+        BEGIN
+            IF v_key = 'failed_after' THEN
+                failed_after := (p_filter ->> v_key)::timestamptz;
+            ELSE
+                failed_before := (p_filter ->> v_key)::timestamptz;
+            END IF;
+        EXCEPTION WHEN data_exception THEN
+            RAISE EXCEPTION '%: filter key % is not a timestamp: %', p_caller, v_key,
+                quote_literal(left(p_filter ->> v_key, 100)) USING ERRCODE = '22023',
+                HINT = 'For example ''2026-11-22T17:00:00Z'' or ''2026-11-22 17:00:00+01'' (a numeric offset, or a time zone name PostgreSQL knows).';
+        END;
+    END LOOP;
     RETURN NEXT;
 END;
 $$;

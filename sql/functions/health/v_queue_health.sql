@@ -12,7 +12,9 @@ SELECT 'cursor'::text                                            AS source,
        c.events_seen                                             AS events_seen,
        c.attempts_written                                        AS attempts_written,
        c.dead_lettered                                           AS dead_lettered,
-       CASE WHEN c.last_seen_at IS NULL THEN 'never_run'
+       -- gated: a closed gate keeps events waiting (detail.gated_waiting_seconds: how long)
+       CASE WHEN c.gated_waiting_since IS NOT NULL THEN 'gated'
+            WHEN c.last_seen_at IS NULL THEN 'never_run'
             WHEN c.backlog > 0 THEN 'backlog'
             ELSE 'caught_up' END                                 AS status_hint,
        c.backlog                                                 AS backlog,
@@ -24,7 +26,11 @@ SELECT 'cursor'::text                                            AS source,
        NULL::integer                                             AS stale_threshold_seconds,
        NULL::text                                                AS executor_kind,
        jsonb_build_object('runs_total', c.runs_total, 'last_event_id', c.last_event_id,
-                          'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary)
+                          'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary,
+                          'gates_open', c.gates_open, 'backlog_capped', c.backlog_capped,
+                          'gated_waiting_since', c.gated_waiting_since,
+                          'gated_waiting_seconds', floor(extract(epoch FROM (now() - c.gated_waiting_since)))::bigint,
+                          'lock_held_by', c.lock_held_by)
                                                                  AS detail
   FROM public.v_iu_route_worker_status c
 UNION ALL

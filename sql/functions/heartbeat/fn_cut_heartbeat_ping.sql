@@ -8,8 +8,10 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 DECLARE
+    v_refusal jsonb;
     v_metadata jsonb := coalesce(p_metadata, '{}'::jsonb);
 BEGIN
     IF p_executor_name IS NULL OR btrim(p_executor_name, E' \t\r\n\f\x0B') = '' THEN
@@ -17,9 +19,11 @@ BEGIN
             HINT = 'Name the executor, e.g. cut_pipeline_operator_<scope>, so one stale row cannot silence another.';
     END IF;
     PERFORM iu_core.fn_iu_require_name('fn_cut_heartbeat_ping', 'p_executor_name', p_executor_name);
-    -- The same refusal fn_queue_heartbeat_tick and fn_queue_heartbeat_write return.
-    IF iu_core.fn_queue_heartbeat_is_protected(p_executor_name) THEN
-        RETURN iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    -- The same refusal fn_queue_heartbeat_tick and fn_queue_heartbeat_write return: only a
+    -- worker heals itself (the legacy protected set, route workers, runners).
+    v_refusal := iu_core.fn_queue_heartbeat_refusal(p_executor_name);
+    IF v_refusal IS NOT NULL THEN
+        RETURN v_refusal;
     END IF;
     IF p_executor_kind IS NULL OR NOT p_executor_kind = ANY (iu_core.fn_queue_executor_kinds()) THEN
         RAISE EXCEPTION 'fn_cut_heartbeat_ping: p_executor_kind % not in 7-vocab (%)',

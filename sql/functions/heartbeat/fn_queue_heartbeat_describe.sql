@@ -17,5 +17,6 @@ AS $$
         'registered_by',            p_row.registered_by,
         'registered_session_user',  p_row.registered_session_user,
         'owner_role',               p_row.owner_role,
+        'registered_via',           p_row.registered_via,
         'paused',                   p_row.paused_at IS NOT NULL)
 $$;

@@ -11,6 +11,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- p_owner_role (optional, last so existing positional calls keep working): bind the
 -- executor to a role; NULL or blank leaves it unbound. It is configuration like the
@@ -29,6 +30,7 @@ BEGIN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_kind % is not one of %',
             coalesce(quote_literal(left(p_kind, 60)), 'NULL'), array_to_string(iu_core.fn_queue_executor_kinds(), ', ') USING ERRCODE = '22023';
     END IF;
+    PERFORM iu_core.fn_iu_require_vector('fn_queue_heartbeat_register', 'p_domain_scope', p_domain_scope);
     IF p_domain_scope IS NULL OR array_position(p_domain_scope, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'fn_queue_heartbeat_register: p_domain_scope must be an array of non-empty domains (it may be empty: ''{}'')'
             USING ERRCODE = '22023';
@@ -56,6 +58,25 @@ BEGIN
             RAISE EXCEPTION 'fn_queue_heartbeat_register: p_owner_role % is not a role', quote_ident(v_owner)
                 USING ERRCODE = '22023', HINT = 'Name an existing role (the executor''s login or a group of logins), exactly as in pg_roles.';
         END IF;
+    END IF;
+
+    -- Names cannot collide across what beats a row. A route worker's row is beaten by its run
+    -- only: register tunes its cadence and threshold, never binds it (the binding would
+    -- mean nothing: the run does not test it) nor changes its kind. A runner's row stays
+    -- bound to a login (the binding is what keeps other logins off it): it may be re-bound,
+    -- not unbound.
+    IF EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = p_executor_id)
+       OR EXISTS (SELECT 1 FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id AND h.registered_via = 'route_worker') THEN
+        IF v_owner IS NOT NULL OR p_kind <> 'PG_worker' THEN
+            RAISE EXCEPTION 'fn_queue_heartbeat_register: % is a route worker''s heartbeat: only its cadence and threshold may be registered (kind PG_worker, no owner role)',
+                quote_literal(p_executor_id) USING ERRCODE = '22023',
+                HINT = 'Only the worker''s own run beats it. Bind the executors an agent runs under names of their own.';
+        END IF;
+    END IF;
+    IF v_owner IS NULL AND EXISTS (SELECT 1 FROM public.queue_heartbeat h WHERE h.executor_id = p_executor_id AND h.registered_via = 'runner') THEN
+        RAISE EXCEPTION 'fn_queue_heartbeat_register: % is a runner''s heartbeat: it stays bound to a login (p_owner_role required)',
+            quote_literal(p_executor_id) USING ERRCODE = '22023',
+            HINT = 'Pass the runner''s login (or a group of its logins) as p_owner_role.';
     END IF;
 
     -- Idempotent: a second registration with the same values changes nothing; different

@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Resuming restarts the executor's clock (last_beat_at = now(), ticks_total unchanged), so
 -- the maintenance window is not read as a silent gap. An alert still open from before the

@@ -3,11 +3,13 @@ RETURNS SETOF public.job_queue
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Leases up to p_limit due queued jobs of the asked kinds (paused kinds skipped) to
 -- p_worker for p_lease_seconds, oldest due first, in one statement: FOR UPDATE SKIP
 -- LOCKED, so concurrent claimers take disjoint jobs without waiting for each other. Each
--- claimed row gets attempt + 1 and a fresh lease_token, returned with the row.
+-- claimed row gets attempt + 1 and a fresh lease_token, returned with the row, and records
+-- when the lease began and the login that took it (leased_at, lease_session_user).
 -- One kind (the common case) reads the due index in order and stops after p_limit rows.
 -- Several kinds read the index once per kind (up to p_limit each, in order) and keep the
 -- p_limit oldest; the extra rows it locked are released when the claim commits.
@@ -23,6 +25,7 @@ BEGIN
     END IF;
     -- Every argument check in one statement (a claim is the hot path).
     PERFORM iu_core.fn_iu_require_name('fn_job_claim', 'p_worker', p_worker),
+            iu_core.fn_iu_require_vector('fn_job_claim', 'p_job_kinds', p_job_kinds),
             iu_core.fn_job_require_range('fn_job_claim', 'the number of p_job_kinds', cardinality(p_job_kinds), 1, 100),
             iu_core.fn_job_require_range('fn_job_claim', 'p_limit', p_limit, 1, 1000),
             iu_core.fn_job_require_range('fn_job_claim', 'p_lease_seconds', p_lease_seconds, 1, 86400),
@@ -47,6 +50,8 @@ BEGIN
                lease_owner      = p_worker,
                lease_expires_at = now() + make_interval(secs => p_lease_seconds),
                lease_token      = md5(v_secret || j.job_id::text)::uuid,
+               leased_at        = now(),
+               lease_session_user = session_user,
                attempt          = j.attempt + 1,
                updated_at       = now()
           FROM due
@@ -83,6 +88,8 @@ BEGIN
            lease_owner      = p_worker,
            lease_expires_at = now() + make_interval(secs => p_lease_seconds),
            lease_token      = md5(v_secret || j.job_id::text)::uuid,
+           leased_at        = now(),
+           lease_session_user = session_user,
            attempt          = j.attempt + 1,
            updated_at       = now()
       FROM due

@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Completes a job the caller holds: fenced by the claim's lease_token (see the lease rule).
 -- Returns {"completed": true, ...}, {"completed": true, "already": true} for a repeat of
@@ -21,6 +22,7 @@ RETURNS jsonb
 LANGUAGE sql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared (two
     -- sessions, or a restarted worker reusing its name): a stale holder can complete a job

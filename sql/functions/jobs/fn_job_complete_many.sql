@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Completes a batch in one statement: element i is job p_job_ids[i] with token
 -- p_lease_tokens[i]. Each job the caller holds (fn_job_holds_lease) becomes succeeded; a

@@ -13,7 +13,7 @@ BEGIN
         IF p_lease_token IS NOT NULL AND v_job.status = 'succeeded' AND v_job.lease_token = p_lease_token THEN
             RETURN jsonb_build_object('completed', true, 'already', true);
         END IF;
-        RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
+        RETURN jsonb_build_object('refused', true, 'reason', iu_core.fn_job_refusal_reason(v_job, p_worker, p_lease_token));
     END IF;
     UPDATE public.job_queue
        SET status = 'succeeded', lease_owner = NULL, lease_expires_at = NULL,

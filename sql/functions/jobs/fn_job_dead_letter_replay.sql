@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Re-enqueues a dead job as a fresh job (new job_id, attempt 0, due now) from its snapshot,
 -- with its kind, domain, payload, max_attempts and dedupe key, and resolves the dead letter.

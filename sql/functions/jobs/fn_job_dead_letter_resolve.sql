@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 DECLARE
     v_dl public.job_dead_letter;
@@ -10,10 +11,13 @@ BEGIN
     IF p_dead_letter_id IS NULL THEN
         RAISE EXCEPTION 'fn_job_dead_letter_resolve: p_dead_letter_id required' USING ERRCODE = '22023';
     END IF;
-    IF coalesce(btrim(p_resolution), '') = '' THEN
+    -- Blank (tabs and newlines included) is refused, and free text is bounded like every
+    -- other reason of the package (1,000 bytes): an audit column holds a note, not data.
+    IF iu_core.fn_iu_is_blank(p_resolution) THEN
         RAISE EXCEPTION 'fn_job_dead_letter_resolve: p_resolution required' USING ERRCODE = '22023',
             HINT = 'Say what was done, e.g. ''obsolete: superseded by job ...'' or ''fixed by hand, ticket OPS-1''.';
     END IF;
+    PERFORM iu_core.fn_iu_require_name('fn_job_dead_letter_resolve', 'p_resolution', p_resolution, 1000);
     SELECT * INTO v_dl FROM public.job_dead_letter WHERE id = p_dead_letter_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'fn_job_dead_letter_resolve: dead letter % not found', p_dead_letter_id USING ERRCODE = 'P0002';

@@ -10,6 +10,7 @@ RETURNS uuid
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
 -- key is returned instead of a duplicate.
@@ -25,6 +26,7 @@ BEGIN
     PERFORM iu_core.fn_job_require_range('fn_job_enqueue', 'p_max_attempts', p_max_attempts, 1, 100);
     IF p_dedupe_key IS NOT NULL THEN
         PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_dedupe_key', p_dedupe_key);
+        PERFORM iu_core.fn_job_require_dedupe_horizon('fn_job_enqueue', v_after);
     END IF;
 
     -- The loop covers the race where the live job finishes between the conflict and the lookup.

@@ -10,6 +10,7 @@ RETURNS uuid[]
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job per element of the JSON array p_payloads (each an object, hygiene
 -- checked), all of one kind and domain, in one INSERT. p_dedupe_keys, when given, has one
@@ -44,6 +45,7 @@ BEGIN
     v_after := iu_core.fn_job_require_process_after('fn_job_enqueue_many', p_process_after);
     PERFORM iu_core.fn_job_require_range('fn_job_enqueue_many', 'p_max_attempts', p_max_attempts, 1, 100);
     IF p_dedupe_keys IS NOT NULL THEN
+        PERFORM iu_core.fn_iu_require_vector('fn_job_enqueue_many', 'p_dedupe_keys', p_dedupe_keys);
         IF cardinality(p_dedupe_keys) <> v_n THEN
             RAISE EXCEPTION 'fn_job_enqueue_many: p_dedupe_keys has % elements, p_payloads %', cardinality(p_dedupe_keys), v_n
                 USING ERRCODE = '22023', HINT = 'Pass one key (or NULL) per payload, or NULL for no keys.';
@@ -51,6 +53,9 @@ BEGIN
         PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', format('p_dedupe_keys[%s]', k.ord), k.key)
            FROM unnest(p_dedupe_keys) WITH ORDINALITY AS k(key, ord)
           WHERE k.key IS NOT NULL;
+        IF cardinality(array_remove(p_dedupe_keys, NULL)) > 0 THEN
+            PERFORM iu_core.fn_job_require_dedupe_horizon('fn_job_enqueue_many', v_after);
+        END IF;
     END IF;
     -- One pass over the whole array (the hygiene test looks at every depth, elements
     -- included); only when it fails is each element tested, so the first bad one gets the

@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Records a failed attempt of a job the caller holds, fenced by the claim's lease_token.
 -- Returns {"failed": true, "dead": false, "backoff_seconds", "retry_at", ...} or, out of
@@ -22,6 +23,7 @@ RETURNS jsonb
 LANGUAGE sql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- Legacy form, fenced by the worker name only. UNSAFE when worker names are shared:
     -- use the lease_token form.

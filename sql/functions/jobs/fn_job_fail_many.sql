@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Records failed attempts for a batch in one statement: element i is job p_job_ids[i]
 -- with token p_lease_tokens[i] and error p_errors[i] (p_errors NULL, or of one element,
@@ -15,6 +16,7 @@ DECLARE
     v_out jsonb;
 BEGIN
     v_n := iu_core.fn_job_require_batch('fn_job_fail_many', p_worker, p_job_ids, p_lease_tokens);
+    PERFORM iu_core.fn_iu_require_vector('fn_job_fail_many', 'p_errors', p_errors);
     IF p_errors IS NOT NULL AND cardinality(p_errors) NOT IN (0, 1, v_n) THEN
         RAISE EXCEPTION 'fn_job_fail_many: p_errors has % elements for % jobs', cardinality(p_errors), v_n
             USING ERRCODE = '22023', HINT = 'Pass one error per job, one error for all, or NULL.';

@@ -14,7 +14,7 @@ DECLARE
     v_dl      uuid;
 BEGIN
     IF NOT coalesce(iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
-        RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
+        RETURN jsonb_build_object('refused', true, 'reason', iu_core.fn_job_refusal_reason(v_job, p_worker, p_lease_token));
     END IF;
 
     IF v_job.attempt >= v_job.max_attempts THEN

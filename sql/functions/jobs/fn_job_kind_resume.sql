@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Resumes a paused job kind: claims take it again. Returns {"resumed": true, "job_kind",
 -- "resumed_by", "paused_for_seconds"}, or {"resumed": false, "reason": "not_paused"}.

@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Deletes up to p_limit finished jobs, oldest first, that finished more than
 -- queue.job.retention_seconds ago: succeeded ones, and dead ones whose row is already in

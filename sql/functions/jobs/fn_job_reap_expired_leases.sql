@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
 -- Running jobs whose lease expired: back to queued (due at once) while attempts remain,
 -- otherwise dead and copied to job_dead_letter. The token is cleared, so the late holder's

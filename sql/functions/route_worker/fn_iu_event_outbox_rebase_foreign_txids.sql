@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_event_outbox_rebase_foreign_txids: the documented fix for rows restored from

@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_dead_letter_replay(p_dead_letter_id) -> jsonb

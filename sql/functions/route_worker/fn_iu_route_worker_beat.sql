@@ -21,9 +21,9 @@ BEGIN
     IF NOT FOUND THEN
         INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, status, last_beat_at,
                                      last_beat_payload, ticks_total, expected_cadence_seconds,
-                                     stale_threshold_seconds)
+                                     stale_threshold_seconds, registered_via)
         SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], 'ok', now(), p_payload, 1,
-               d.expected_cadence_seconds, d.stale_threshold_seconds
+               d.expected_cadence_seconds, d.stale_threshold_seconds, 'route_worker'
           FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
         ON CONFLICT (executor_id) DO NOTHING;
     END IF;

@@ -52,6 +52,8 @@ BEGIN
                'cursor_ok', s.cursor_ok,
                'foreign_txid_rows', s.foreign_txid_rows,
                'cursor_hint', s.cursor_hint,
+               'lock_held_by', s.lock_held_by,
+               'gated_waiting_since', s.gated_waiting_since,
                'heartbeat', (SELECT jsonb_build_object('last_beat_at', h.last_beat_at,
                                                        'age_seconds', round(extract(epoch FROM now() - h.last_beat_at)::numeric, 3),
                                                        'ticks_total', h.ticks_total,

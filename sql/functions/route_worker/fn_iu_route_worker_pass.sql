@@ -47,9 +47,13 @@ DECLARE
 BEGIN
     PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
     -- One run per worker at a time: a second run never waits, it reports busy.
+    -- The answer names who holds the lock: a run in progress, a reset, or any session that
+    -- took the worker's advisory lock (no grant needed for that).
     IF NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
         RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
-                                  'reason', 'another run of this worker is in progress',
+                                  'reason', 'another session holds this worker''s lock (a run in progress, a reset, or a session that took its advisory lock)',
+                                  'lock_held_by', iu_core.fn_iu_route_worker_lock_holders(
+                                      (SELECT cur.lock_id FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name)),
                                   'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
                                   'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
     END IF;

@@ -17,11 +17,13 @@ AS $$
     -- ---------------------------------------------------------------------------------------
     -- Internal: what is still waiting for a worker (backlog) and how old the oldest of it is.
     -- Rows not visible in done_snapshot, minus what the open window already consumed; only
-    -- committed rows count (the statement's snapshot). The count stops at 10,000 (capped:
+    -- committed rows count (the statement's snapshot). The count stops at
+    -- fn_iu_route_worker_backlog_cap() = 10,000 (capped:
     -- true), so a look at a worker that never ran, or is far behind, costs the same on a
     -- 10-million-row log as on a small one; oldest_created_at is then the oldest of those.
     -- ---------------------------------------------------------------------------------------
 DECLARE
+    v_cap    integer := iu_core.fn_iu_route_worker_backlog_cap();
     v_xip    xid8;
     v_n      bigint;
     v_min    timestamptz;
@@ -38,13 +40,13 @@ BEGIN
                    AND ((p_pos).window_snapshot IS NULL OR (p_pos).after_txid IS NULL
                         OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
                         OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
-                 LIMIT 10001) w;
+                 LIMIT v_cap + 1) w;
         v_total := v_total + v_n;
         v_oldest := least(v_oldest, v_min);
-        EXIT WHEN v_total > 10000;
+        EXIT WHEN v_total > v_cap;
     END LOOP;
     -- (b) transactions that started after done: one range, in index order, cut at the cap
-    IF v_total <= 10000 THEN
+    IF v_total <= v_cap THEN
         SELECT count(*), min(w.created_at) INTO v_n, v_min
           FROM (SELECT o.created_at
                   FROM public.event_outbox o
@@ -54,13 +56,13 @@ BEGIN
                         OR NOT pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
                         OR (o.txid, o.id) > ((p_pos).after_txid, (p_pos).after_id))
                  ORDER BY o.txid, o.id
-                 LIMIT 10001 - v_total) w;
+                 LIMIT v_cap + 1 - v_total) w;
         v_total := v_total + v_n;
         v_oldest := least(v_oldest, v_min);
     END IF;
-    pending := least(v_total, 10000);
+    pending := least(v_total, v_cap);
     oldest_created_at := v_oldest;
-    capped := v_total > 10000;
+    capped := v_total > v_cap;
     RETURN NEXT;
 END;
 $$;

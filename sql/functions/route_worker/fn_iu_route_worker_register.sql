@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_register(p_worker_name, p_event_domain DEFAULT 'iu') -> jsonb
@@ -22,6 +23,23 @@ BEGIN
     PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_register', p_worker_name);
     PERFORM iu_core.fn_iu_require_name('fn_iu_route_worker_register', 'p_event_domain', p_event_domain);
 
+    -- A route worker's heartbeat is beaten by its run, whatever binds it: its name must not
+    -- be an executor's already (a bound agent, a runner, anything a first tick created), or
+    -- every executor could beat that row by running the worker. A PG_worker row registered
+    -- by an operator, unbound, is taken as the worker's (its cadence and threshold kept).
+    IF NOT EXISTS (SELECT 1 FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name)
+       AND EXISTS (SELECT 1 FROM public.queue_heartbeat h
+                    WHERE h.executor_id = p_worker_name
+                      AND NOT (h.registered_via IN ('register', 'route_worker') AND h.executor_kind = 'PG_worker'
+                               AND h.owner_role IS NULL)) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register: % is already an executor''s name (%): a route worker''s run beats its own heartbeat row, so the names may not collide',
+            quote_literal(p_worker_name),
+            (SELECT format('kind %s, created by %s%s', h.executor_kind, h.registered_via,
+                           coalesce(', bound to ' || quote_ident(h.owner_role), ''))
+               FROM public.queue_heartbeat h WHERE h.executor_id = p_worker_name)
+            USING ERRCODE = '22023', HINT = 'Register the worker under another name.';
+    END IF;
+
     INSERT INTO public.iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
     VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
     ON CONFLICT (worker_name) DO NOTHING;
@@ -36,12 +54,15 @@ BEGIN
     END IF;
 
     INSERT INTO public.queue_heartbeat (executor_id, executor_kind, domain_scope, expected_cadence_seconds,
-                                 stale_threshold_seconds, registered_by, last_beat_payload)
+                                 stale_threshold_seconds, registered_by, last_beat_payload, registered_via)
     SELECT p_worker_name, 'PG_worker', ARRAY[p_event_domain], d.expected_cadence_seconds,
-           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true)
+           d.stale_threshold_seconds, v_actor, jsonb_build_object('registered', true), 'route_worker'
       FROM iu_core.fn_queue_heartbeat_defaults('PG_worker') d
     ON CONFLICT (executor_id) DO NOTHING;
     GET DIAGNOSTICS v_hb = ROW_COUNT;
+    -- An operator's unbound PG_worker row of that name (see above) becomes the worker's.
+    UPDATE public.queue_heartbeat h SET registered_via = 'route_worker'
+     WHERE h.executor_id = p_worker_name AND h.registered_via <> 'route_worker';
 
     RETURN jsonb_build_object(
         'worker', p_worker_name,

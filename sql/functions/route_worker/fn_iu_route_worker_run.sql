@@ -3,6 +3,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '5s'
 -- The page statement's plan is the same for every call (two index range scans whose bounds
 -- are parameters); re-planning it per call (the custom plans "auto" keeps choosing) costs
 -- more than a batch of 100 takes to route. The setting holds for the helpers it calls.

@@ -43,7 +43,19 @@ SELECT cur.worker_name,
        cur.window_txid,
        cur.window_event_id,
        cur.system_identifier,
-       cur.last_run_summary
+       cur.last_run_summary,
+       -- Who holds the worker's lock right now ('[]': nobody): a run, a reset, or any session
+       -- that took its advisory lock.
+       iu_core.fn_iu_route_worker_lock_holders(cur.lock_id) AS lock_held_by,
+       -- Since when a closed gate keeps waiting events from this worker (NULL: gates open,
+       -- or nothing waits): the later of the oldest waiting event and the moment the first
+       -- closed gate was last set (a missing key has no such moment: the oldest event then).
+       CASE WHEN NOT (g.routes_enabled AND g.worker_enabled) AND pend.pending > 0 THEN
+            greatest(pend.oldest_created_at,
+                     (SELECT min(c.updated_at) FROM public.dot_config c
+                       WHERE c.key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled')
+                         AND NOT public.fn_iu_gate_open(c.value)))
+       END AS gated_waiting_since
   FROM public.iu_route_worker_cursor cur
   LEFT JOIN public.queue_heartbeat hb ON hb.executor_id = cur.worker_name
  CROSS JOIN LATERAL (SELECT public.fn_iu_core_routes_enabled() IS TRUE AS routes_enabled,

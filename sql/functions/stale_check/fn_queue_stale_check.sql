@@ -3,7 +3,26 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- Every wait bounded: writing an alert waits for nothing but a lock a retention drop holds.
+SET lock_timeout = '5s'
 AS $$
+-- No caller can suppress another's alerts. The check locks each stale executor's
+-- alert-state row (queue_stale_alert) to decide and record its alert, so two checks never
+-- alert one silence twice. A session that ran a stale-check in a transaction it keeps open
+-- holds those rows until it ends (and its rollback erases the alerts it wrote): before,
+-- every other check skipped them ("skipped_locked") and no alert went out while it lived.
+-- Now a check decides in three phases:
+--   0. checks that are running take turns (queue_stale_check_serial's row, waited for at
+--      most 1 s: a running check takes milliseconds);
+--   1. every row it can lock at once (SKIP LOCKED), as before;
+--   2. the rows another session still holds (it keeps a check's transaction open): alerted
+--      anyway, from the committed state, within this call; what went out is kept in
+--      queue_stale_alert_contended (append-only, never waits) and the holders are named
+--      ("contended", "blocked_by", and in each such alert's payload).
+-- The next check that holds a row folds its contended alerts in, so the window rule (no
+-- repeat inside 2 x threshold) and the recovery report see them. Phase 2 may repeat an alert
+-- another session's open check also wrote: a duplicate is the price of a held check, a
+-- missing alert is not. Recoveries wait for a check that holds the row.
 DECLARE
     v_floor      integer;
     v_now        timestamptz := now();
@@ -28,6 +47,14 @@ DECLARE
     v_window_sev text;
     v_open       boolean;
     v_kind       text;
+    v_phase      integer;
+    v_free       boolean;            -- this check holds the row: it records the alert state
+    v_done       text[] := '{}';     -- executors decided
+    v_rest       text[];             -- candidates another session held
+    v_contended  bigint := 0;
+    v_blocked    jsonb := '[]'::jsonb;
+    c            refcursor;
+    x            record;
 BEGIN
     v_floor := iu_core.fn_queue_heartbeat_floor_seconds();
 
@@ -42,19 +69,101 @@ BEGIN
       LEFT JOIN public.queue_stale_alert a ON a.executor_id = h.executor_id;
 
     IF v_candidates > 0 THEN
-        FOR r IN
-            SELECT h.executor_id, h.executor_kind, h.last_beat_at, h.expected_cadence_seconds,
-                   h.stale_threshold_seconds, a.silent_since, a.alerted_at, a.alerted_severity,
-                   a.alerted_beat_at, a.last_warning_at, a.last_critical_at
-              FROM public.queue_stale_alert a
-              JOIN public.queue_heartbeat h ON h.executor_id = a.executor_id
-             WHERE h.paused_at IS NULL
-               AND (a.alerted_at IS NOT NULL
-                    OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
-             ORDER BY a.executor_id
-               FOR UPDATE OF a SKIP LOCKED
+      -- One check at a time decides: a running check waits for another at most 1 s (they take
+      -- milliseconds), so running checks never skip each other's rows; a check that cannot
+      -- have it in 1 s (a session keeps a check's transaction open) goes on without it.
+      BEGIN
+          PERFORM set_config('lock_timeout', '1s', true);
+          PERFORM 1 FROM public.queue_stale_check_serial s FOR UPDATE;
+      EXCEPTION WHEN lock_not_available THEN
+          NULL;
+      END;
+      PERFORM set_config('lock_timeout', '5s', true);
+      FOR v_phase IN 1..2 LOOP
+        IF v_phase = 1 THEN
+            OPEN c FOR
+                SELECT h.executor_id, h.executor_kind, h.last_beat_at, h.expected_cadence_seconds,
+                       h.stale_threshold_seconds, a.silent_since, a.alerted_at, a.alerted_severity,
+                       a.alerted_beat_at, a.last_warning_at, a.last_critical_at
+                  FROM public.queue_stale_alert a
+                  JOIN public.queue_heartbeat h ON h.executor_id = a.executor_id
+                 WHERE h.paused_at IS NULL
+                   AND (a.alerted_at IS NOT NULL
+                        OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
+                 ORDER BY a.executor_id
+                   FOR UPDATE OF a SKIP LOCKED;
+            v_free := true;
+        ELSE
+            -- The candidates not decided yet: another session held their rows.
+            v_rest := ARRAY(
+                SELECT h.executor_id
+                  FROM public.queue_stale_alert a
+                  JOIN public.queue_heartbeat h ON h.executor_id = a.executor_id
+                 WHERE h.paused_at IS NULL
+                   AND (a.alerted_at IS NOT NULL
+                        OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
+                   AND NOT (h.executor_id = ANY (v_done))
+                 ORDER BY 1);
+            EXIT WHEN cardinality(v_rest) = 0;
+            -- Held by a session that keeps its transaction open (every running check holds
+            -- the serial lock, so these are not a running check's when this one has it):
+            -- named, and alerted anyway from the committed state, locking nothing.
+            SELECT coalesce(jsonb_agg(iu_core.fn_iu_session_describe(k.pid) ORDER BY k.pid), '[]'::jsonb)
+              INTO v_blocked
+              FROM (SELECT DISTINCT l.pid
+                      FROM (SELECT a.xmax FROM public.queue_stale_alert a WHERE a.executor_id = ANY (v_rest)
+                            UNION ALL
+                            SELECT s.xmax FROM public.queue_stale_check_serial s) held
+                      JOIN pg_catalog.pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = held.xmax
+                                                AND l.granted AND l.pid <> pg_catalog.pg_backend_pid()) k;
+            v_free := false;
+            OPEN c FOR
+                SELECT h.executor_id, h.executor_kind, h.last_beat_at, h.expected_cadence_seconds,
+                       h.stale_threshold_seconds, a.silent_since, a.alerted_at, a.alerted_severity,
+                       a.alerted_beat_at, a.last_warning_at, a.last_critical_at
+                  FROM public.queue_stale_alert a
+                  JOIN public.queue_heartbeat h ON h.executor_id = a.executor_id
+                 WHERE a.executor_id = ANY (v_rest)
+                   AND h.paused_at IS NULL
+                   AND (a.alerted_at IS NOT NULL
+                        OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))
+                 ORDER BY a.executor_id;
+        END IF;
         LOOP
-            v_locked    := v_locked + 1;
+            FETCH c INTO r;
+            EXIT WHEN NOT FOUND;
+            v_done := v_done || r.executor_id;
+            IF v_free THEN
+                v_locked := v_locked + 1;
+            END IF;
+            -- Alerts sent while another session held the row: folded into what this check
+            -- knows (and, when it holds the row, into the row, once).
+            SELECT max(ca.alerted_at) FILTER (WHERE ca.severity = 'warning') AS warning_at,
+                   max(ca.alerted_at) FILTER (WHERE ca.severity = 'critical') AS critical_at,
+                   (array_agg(ca.alerted_at ORDER BY ca.alerted_at DESC))[1] AS alerted_at,
+                   (array_agg(ca.severity ORDER BY ca.alerted_at DESC))[1] AS severity,
+                   (array_agg(ca.silent_since ORDER BY ca.alerted_at DESC))[1] AS silent_since,
+                   (array_agg(ca.alerted_beat_at ORDER BY ca.alerted_at DESC))[1] AS alerted_beat_at
+              INTO x
+              FROM public.queue_stale_alert_contended ca WHERE ca.executor_id = r.executor_id;
+            IF x.alerted_at IS NOT NULL THEN
+                r.last_warning_at  := greatest(r.last_warning_at, x.warning_at);
+                r.last_critical_at := greatest(r.last_critical_at, x.critical_at);
+                IF r.alerted_at IS NULL OR x.alerted_at > r.alerted_at THEN
+                    r.alerted_at := x.alerted_at;
+                    r.alerted_severity := x.severity;
+                    r.silent_since := x.silent_since;
+                    r.alerted_beat_at := x.alerted_beat_at;
+                END IF;
+                IF v_free THEN
+                    UPDATE public.queue_stale_alert
+                       SET silent_since = r.silent_since, alerted_at = r.alerted_at, alerted_severity = r.alerted_severity,
+                           alerted_beat_at = r.alerted_beat_at, last_warning_at = r.last_warning_at,
+                           last_critical_at = r.last_critical_at
+                     WHERE executor_id = r.executor_id;
+                    DELETE FROM public.queue_stale_alert_contended ca WHERE ca.executor_id = r.executor_id;
+                END IF;
+            END IF;
             v_threshold := greatest(r.stale_threshold_seconds, v_floor);
             v_age       := floor(extract(epoch FROM (v_now - r.last_beat_at)))::bigint;
 
@@ -65,7 +174,7 @@ BEGIN
                 -- It beat since its open alert and is silent again: that alert's silence ended
                 -- (report it, once) and this is a NEW silence with its own silent_since.
                 v_open := r.alerted_at IS NOT NULL;
-                IF v_open AND r.alerted_beat_at IS NOT NULL AND r.last_beat_at > r.alerted_beat_at THEN
+                IF v_free AND v_open AND r.alerted_beat_at IS NOT NULL AND r.last_beat_at > r.alerted_beat_at THEN
                     v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                         jsonb_build_object(
                             'executor_id',              r.executor_id,
@@ -118,23 +227,33 @@ BEGIN
                             'gap_ratio',                v_ratio,
                             'silent_since',             v_since,
                             'last_beat_at',             r.last_beat_at,
-                            'alert',                    v_kind));
+                            'alert',                    v_kind)
+                        || CASE WHEN v_free THEN '{}'::jsonb
+                                ELSE jsonb_build_object('contended', true, 'blocked_by', v_blocked) END);
                     IF v_kind = 'escalation' THEN
                         v_escalated := v_escalated + 1;
                     END IF;
-                    UPDATE public.queue_stale_alert
-                       SET silent_since = v_since, alerted_at = v_now, alerted_severity = v_severity,
-                           alerted_beat_at = r.last_beat_at,
-                           last_warning_at  = CASE WHEN v_severity = 'warning'  THEN v_now ELSE last_warning_at END,
-                           last_critical_at = CASE WHEN v_severity = 'critical' THEN v_now ELSE last_critical_at END
-                     WHERE executor_id = r.executor_id;
+                    IF v_free THEN
+                        UPDATE public.queue_stale_alert
+                           SET silent_since = v_since, alerted_at = v_now, alerted_severity = v_severity,
+                               alerted_beat_at = r.last_beat_at,
+                               last_warning_at  = CASE WHEN v_severity = 'warning'  THEN v_now ELSE last_warning_at END,
+                               last_critical_at = CASE WHEN v_severity = 'critical' THEN v_now ELSE last_critical_at END
+                         WHERE executor_id = r.executor_id;
+                    ELSE
+                        INSERT INTO public.queue_stale_alert_contended (executor_id, alerted_at, severity, silent_since,
+                                                                        alerted_beat_at, held_by)
+                        VALUES (r.executor_id, v_now, v_severity, v_since, r.last_beat_at, v_blocked);
+                        v_contended := v_contended + 1;
+                    END IF;
                     v_emitted := v_emitted + 1;
-                    v_alerts  := v_alerts || jsonb_build_object('executor_id', r.executor_id, 'severity', v_severity,
-                                                                'event_id', v_event, 'alert', v_kind);
+                    v_alerts  := v_alerts || (jsonb_build_object('executor_id', r.executor_id, 'severity', v_severity,
+                                                                 'event_id', v_event, 'alert', v_kind)
+                                              || CASE WHEN v_free THEN '{}'::jsonb ELSE '{"contended": true}'::jsonb END);
                 ELSE
                     v_suppressed := v_suppressed + 1;
                 END IF;
-            ELSIF r.alerted_at IS NOT NULL THEN
+            ELSIF v_free AND r.alerted_at IS NOT NULL THEN
                 -- No longer stale: report the silence as ended, once. reason 'beat' when it beat
                 -- since the alert; otherwise its threshold (or the floor) was raised past its age.
                 v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
@@ -161,6 +280,8 @@ BEGIN
                                                               'event_id', v_event, 'recovered', true);
             END IF;
         END LOOP;
+        CLOSE c;
+      END LOOP;
     END IF;
 
     RETURN jsonb_build_object(
@@ -171,7 +292,9 @@ BEGIN
         'suppressed',     v_suppressed,
         'recovered',      v_recovered,
         'paused',         v_paused,
-        'skipped_locked', greatest(v_candidates - v_locked, 0),
+        'skipped_locked', greatest(v_candidates - v_locked - v_contended, 0),
+        'contended',      v_contended,
+        'blocked_by',     v_blocked,
         'floor_seconds',  v_floor,
         'checked_at',     v_now,
         'alerts',         v_alerts);

@@ -30,10 +30,14 @@
 --                               worker; workflow_admin registers, resets, replays, reads health
 --                               and the views; neither role writes the worker tables directly
 --   W10 search path trusted     no untrusted role (anyone but superusers, the package owner and
---                               its members) may CREATE in schema public, and no function or
---                               operator in public belongs to one: either would let a planted
---                               overload of a built-in run with the package owner's rights
---                               (fn_iu_search_path_threats; the fix is in each finding)
+--                               the roles that can act as it: on 16+ a member with both SET and
+--                               INHERIT) may CREATE in schema public, no function or operator in
+--                               public belongs to one (fn_iu_search_path_threats), and no
+--                               function or operator in public or iu_core is one the package did
+--                               not create, WHOEVER OWNS IT NOW: a plant handed to a trusted owner
+--                               after the fact is still a plant (fn_iu_search_path_foreign_objects,
+--                               against the generated list iu_core.fn_iu_package_functions());
+--                               the fix is in each finding
 
 \set ON_ERROR_STOP on
 
@@ -120,7 +124,11 @@ BEGIN
                                    ORDER BY t.threat, t.object), ''),
                count(*)
           INTO v_msg, v_state
-          FROM iu_core.fn_iu_search_path_threats() t;
+          FROM (SELECT DISTINCT ON (a.object) a.*
+                  FROM (SELECT * FROM iu_core.fn_iu_search_path_threats()
+                        UNION ALL
+                        SELECT * FROM iu_core.fn_iu_search_path_foreign_objects()) a
+                 ORDER BY a.object, a.threat DESC) t;
     EXCEPTION WHEN OTHERS THEN
         v_msg := 'not evaluated: ' || SQLERRM;
         v_state := '-1';
@@ -369,7 +377,7 @@ checks(ord, "check", pass, detail) AS (
     SELECT 10, 'W10 search path trusted',
            current_setting('iu_verify.w10_count', true) = '0',
            CASE WHEN current_setting('iu_verify.w10_count', true) = '0'
-                THEN 'no untrusted role can CREATE in schema public and no function or operator there belongs to one'
+                THEN 'no untrusted role can CREATE in schema public, no function or operator there belongs to one, and every function in public and iu_core is one the package created'
                 ELSE current_setting('iu_verify.w10_threats', true) END
 )
 SELECT "check", pass, detail
