@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/iu-core/event-worker/tests/routeworker_mirror/decision"
 	"github.com/iu-core/event-worker/internal/pgtest"
+	"github.com/iu-core/event-worker/tests/routeworker_mirror/decision"
 )
 
 // adversarialNames are the names a careless or hostile caller hands the package: empty and

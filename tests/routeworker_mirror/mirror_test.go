@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iu-core/event-worker/tests/routeworker_mirror/decision"
 	"github.com/iu-core/event-worker/internal/pgtest"
+	"github.com/iu-core/event-worker/tests/routeworker_mirror/decision"
 )
 
 // defaultSeed makes the generated cases the same on every run; MIRROR_SEED=n explores

@@ -23,7 +23,9 @@ func TestScripts_PlantedSearchPathDoesNotRedirectThem(t *testing.T) {
 	db.QueryRow(t, `SELECT current_user`, nil, &login)
 	pgtest.PlantLookalikes(t, db, "planted")
 	pgtest.PlantLookalikes(t, db, login)
-	t.Cleanup(func() { _, _ = db.Pool.Exec(pgtest.Ctx(t), `DROP SCHEMA IF EXISTS `+pgx.Identifier{login}.Sanitize()+` CASCADE`) })
+	t.Cleanup(func() {
+		_, _ = db.Pool.Exec(pgtest.Ctx(t), `DROP SCHEMA IF EXISTS `+pgx.Identifier{login}.Sanitize()+` CASCADE`)
+	})
 	db.Exec(t, `ALTER DATABASE `+pgx.Identifier{db.Name}.Sanitize()+` SET search_path = planted, pg_catalog, "$user", public`)
 
 	mustRun(t, db, "060_route_worker_activate.sql", false)
