@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5"
@@ -18,10 +19,12 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	var c common
 	c.register(fs, "warn", false)
 	to := fs.Int64("to", -1, "down: roll back to this version (0 undoes everything) instead of one step")
+	width := fs.Int64("partition-txids", 0, "up: the history partition width in transaction ids for the partitioning migration (1000..10^12; 0: the key retention.partition_txids or 100000000)")
 	synopsis := "iu-runner migrate up|down|status|check|version [flags]\n\n" +
 		"Applies the migrations embedded in the binary (the same files as sql/iu-core) with goose,\n" +
 		"holding goose's PostgreSQL session lock, so two deploys never migrate at once.\n" +
-		"  up       apply every pending migration\n" +
+		"  up       apply every pending migration (--partition-txids N: the history partition\n" +
+		"           width the partitioning migration installs)\n" +
 		"  down     roll back the newest migration (or to --to N)\n" +
 		"  status   list migrations and whether each is applied; exit 3 while any is pending\n" +
 		"  check    one line: up to date (exit 0) or how many are pending (exit 3); gates a deploy\n" +
@@ -65,6 +68,16 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	}
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = c.db.ConnectTimeout
+	}
+	if *width != 0 {
+		if action != "up" {
+			return usageErr(env, "migrate", "--partition-txids applies to up only")
+		}
+		if *width < 1000 || *width > 1_000_000_000_000 {
+			return usageErr(env, "migrate", "--partition-txids %d: want 1000 to 1000000000000", *width)
+		}
+		// the partitioning migration reads it (and writes it to dot_config)
+		cc.RuntimeParams[migrate.PartitionTxidsSetting] = strconv.FormatInt(*width, 10)
 	}
 	m, err := migrate.OpenConfig(cc)
 	if err != nil {

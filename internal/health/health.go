@@ -78,9 +78,11 @@ func timeText(p *time.Time) string {
 }
 
 // Problem says why a row is a problem ("" when it is not): stale (an executor silent past
-// its threshold; its severity column says warning or critical), or open_dead_letters (the
-// view lists dead letters only while they are open). A severity of critical on a row that
-// is not stale would be a problem too; the view does not produce one today.
+// its threshold; its severity column says warning or critical), open_dead_letters (the
+// view lists dead letters only while they are open), or the history row's lock_held (a
+// session has held the partition-maintenance lock for 10 s or more: maintenance and
+// retention cannot run) and default_rows (maintenance fell behind). A severity of critical
+// on a row that is not stale would be a problem too; the view does not produce one today.
 func Problem(r Row) string {
 	switch {
 	case r.StatusHint == "stale":
@@ -91,6 +93,8 @@ func Problem(r Row) string {
 		if r.DeadLettered == nil || *r.DeadLettered > 0 {
 			return "open_dead_letters"
 		}
+	case r.Source == store.SourceHistory && r.StatusHint != "ok":
+		return r.StatusHint // lock_held or default_rows
 	}
 	return ""
 }
@@ -111,6 +115,7 @@ type Counts struct {
 	Stale           int `json:"stale"`
 	Critical        int `json:"critical"`
 	OpenDeadLetters int `json:"open_dead_letter_rows"`
+	History         int `json:"history_problem_rows"`
 }
 
 // Count tallies the problems.
@@ -122,6 +127,8 @@ func Count(rows []Row) Counts {
 			c.Stale++
 		case "open_dead_letters":
 			c.OpenDeadLetters++
+		case "lock_held", "default_rows":
+			c.History++
 		}
 		if str(r.Severity) == "critical" {
 			c.Critical++

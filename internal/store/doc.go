@@ -8,6 +8,7 @@
 //	ReapLeases    SELECT fn_job_reap_expired_leases()                  -> Reap
 //	PruneJobs     SELECT fn_job_prune()                                -> raw jsonb (passed through, not read)
 //	MaintainPartitions SELECT fn_iu_partition_maintain()               -> PartitionMaintenance
+//	RunRetention  SELECT fn_iu_retention_run(false)                    -> RetentionRun
 //	QueueHealth   SELECT * FROM v_queue_health                         -> []QueueHealthRow
 //	Heartbeat     SELECT fn_queue_heartbeat_tick($id, $kind, 'ok', $m) -> raw jsonb (not read)
 //	Ping          SELECT 1
