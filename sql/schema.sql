@@ -6292,7 +6292,7 @@ CREATE VIEW public.v_iu_route_worker_status AS
     pend.pending AS backlog,
     pend.capped AS backlog_capped,
     pend.oldest_created_at AS oldest_pending_created_at,
-    GREATEST(round(EXTRACT(epoch FROM (now() - pend.oldest_created_at)), 3), (0)::numeric) AS oldest_pending_age_seconds,
+    round(EXTRACT(epoch FROM (GREATEST(now(), pend.oldest_created_at) - pend.oldest_created_at)), 3) AS oldest_pending_age_seconds,
     dl.open_count AS open_dead_letters,
     dl.oldest AS oldest_open_dead_letter_at,
     (cur.window_snapshot IS NOT NULL) AS window_open,
@@ -6357,7 +6357,7 @@ CREATE VIEW public.v_queue_health AS
         END AS status_hint,
     c.backlog,
         CASE
-            WHEN (c.backlog > 0) THEN (GREATEST(floor(EXTRACT(epoch FROM (now() - c.oldest_pending_created_at))), (0)::numeric))::bigint
+            WHEN (c.backlog > 0) THEN (floor(EXTRACT(epoch FROM (GREATEST(now(), c.oldest_pending_created_at) - c.oldest_pending_created_at))))::bigint
             ELSE NULL::bigint
         END AS oldest_pending_age_seconds,
     NULL::text AS severity,
@@ -6411,7 +6411,7 @@ UNION ALL
     count(*) AS dead_lettered,
     'open'::text AS status_hint,
     NULL::bigint AS backlog,
-    (GREATEST(floor(EXTRACT(epoch FROM (now() - min(d.last_failed_at)))), (0)::numeric))::bigint AS oldest_pending_age_seconds,
+    (floor(EXTRACT(epoch FROM (GREATEST(now(), min(d.last_failed_at)) - min(d.last_failed_at)))))::bigint AS oldest_pending_age_seconds,
     NULL::text AS severity,
     NULL::boolean AS paused,
     NULL::numeric AS gap_ratio,
@@ -6432,7 +6432,7 @@ UNION ALL
     (sum(x.n))::bigint AS dead_lettered,
     'open'::text AS status_hint,
     NULL::bigint AS backlog,
-    (GREATEST(floor(EXTRACT(epoch FROM (now() - min(x.oldest)))), (0)::numeric))::bigint AS oldest_pending_age_seconds,
+    (floor(EXTRACT(epoch FROM (GREATEST(now(), min(x.oldest)) - min(x.oldest)))))::bigint AS oldest_pending_age_seconds,
     NULL::text AS severity,
     NULL::boolean AS paused,
     NULL::numeric AS gap_ratio,
@@ -6459,7 +6459,7 @@ UNION ALL
     NULL::bigint AS dead_lettered,
     'queued'::text AS status_hint,
     count(*) AS backlog,
-    (GREATEST(floor(EXTRACT(epoch FROM (now() - min(j.enqueued_at)))), (0)::numeric))::bigint AS oldest_pending_age_seconds,
+    (floor(EXTRACT(epoch FROM (GREATEST(now(), min(j.enqueued_at)) - min(j.enqueued_at)))))::bigint AS oldest_pending_age_seconds,
     NULL::text AS severity,
     NULL::boolean AS paused,
     NULL::numeric AS gap_ratio,

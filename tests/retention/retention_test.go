@@ -417,7 +417,10 @@ func TestRetention_AgeAndAttemptsOutliveTheirEvents(t *testing.T) {
 // partition, and later events go to a regular partition.
 func TestPartitions_DefaultPartitionCatchesWhatMaintenanceMissed(t *testing.T) {
 	t.Parallel()
-	db := setup(t)
+	defaultPartitionCatchesWhatMaintenanceMissed(t, setup(t))
+}
+
+func defaultPartitionCatchesWhatMaintenanceMissed(t *testing.T, db *pgtest.DB) {
 	burn(t, db, 3*width) // no maintenance: the partitions run out
 	txid := emitWithoutMaintenance(t, db, "dry", 3)
 	if n := scalar(t, db, `SELECT count(*) FROM ONLY event_outbox_default`); n != 3 {
