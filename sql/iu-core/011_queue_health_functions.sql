@@ -2032,8 +2032,8 @@ AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_history_lock(p_wait_ms) -> boolean: takes the partition-maintenance lock, SHARE
     -- UPDATE EXCLUSIVE on iu_core.iu_history_lock, until the caller's transaction ends.
-    -- p_wait_ms 0: at once or not at all (maintenance answers busy); otherwise waits at most
-    -- that long (retention). False when another session holds it: ask
+    -- p_wait_ms 0: at once or not at all; otherwise waits at most that long (maintenance 1 s,
+    -- retention 2 s, then they answer busy). False when another session holds it: ask
     -- fn_iu_history_lock_holder who. Only the package can take this lock (nobody else may
     -- name the table), unlike the advisory lock it replaces, which any login could hold.
     -- Waiting for it holds nothing anybody else waits for: it is the first lock of the lock
@@ -2353,7 +2353,7 @@ AS $$
     -- default_stuck}. Two ways, chosen before any table lock:
     --
     -- Ahead (the steady state: the defaults are empty and the next partition's lower bound
-    -- is at least a margin, min(width, 100,000) txids, above the next txid): the partitions
+    -- is at least a margin, min(width / 2, 10,000) txids, above the next txid): the partitions
     -- fn_iu_partition_plan asks for are built apart (fn_iu_partition_build: all that takes
     -- time) and ATTACHed under SHARE UPDATE EXCLUSIVE on the parents and ACCESS EXCLUSIVE on
     -- the default partitions, which no producer waits for (nothing is written there) and a
@@ -2382,7 +2382,7 @@ AS $$
     -- Internal.
     -- ---------------------------------------------------------------------------------------
 DECLARE
-    v_margin   numeric := least(p_width, 100000);
+    v_margin   numeric := least(p_width / 2, 10000);
     v_next     numeric := pg_snapshot_xmax(pg_current_snapshot())::text::numeric;
     v_top      numeric;
     v_cut      numeric;
@@ -2558,7 +2558,8 @@ AS $$
     -- back; the next call makes them again).
     --
     -- Locks, in the lock order (sql/functions/history/README.md): first the maintenance lock
-    -- (fn_iu_history_lock, at once: a second caller answers busy and names the holder), then
+    -- (fn_iu_history_lock, waited for at most 1 s: a retention run or another maintenance
+    -- call is done by then; when not, busy, naming the holder), then
     -- the tables' locks, all at once or none within about a second, no wait longer than 20 ms
     -- (fn_iu_history_lock_tables). No producer or worker waits longer than that on it, and no
     -- reader of the tables, in whatever order it reads them, can deadlock it.
@@ -2591,7 +2592,7 @@ DECLARE
     v_msg     text;
 BEGIN
     v_width := coalesce(iu_core.fn_iu_retention_config('fn_iu_partition_maintain', 'retention.partition_txids', 1000, 1000000000000), 100000000);
-    IF NOT iu_core.fn_iu_history_lock(0) THEN
+    IF NOT iu_core.fn_iu_history_lock(1000) THEN
         RETURN jsonb_build_object('busy', true, 'holder', iu_core.fn_iu_history_lock_holder());
     END IF;
     v_closed := iu_core.fn_iu_partition_record_closes();

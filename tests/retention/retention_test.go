@@ -477,7 +477,7 @@ func defaultPartitionCatchesWhatMaintenanceMissed(t *testing.T, db *pgtest.DB) {
 }
 
 // Rule: maintenance is safe to call concurrently: while one call holds the maintenance
-// lock, a second returns busy at once and creates nothing twice.
+// lock, a second returns busy (after its 1 s bound) and creates nothing twice.
 func TestPartitions_MaintenanceIsSafeConcurrently(t *testing.T) {
 	t.Parallel()
 	db := setup(t)

@@ -63,7 +63,7 @@ func measureStalls(t *testing.T, db *pgtest.DB) time.Duration {
 		t.Errorf("%s: %v", what, err)
 		cancel()
 	}
-	var retRuns, retTimeouts, dropped, maintCalls int
+	var retRuns, retTimeouts, dropped, maintCalls, maintBehind int
 	var wg sync.WaitGroup
 	wg.Add(6)
 	go func() { defer wg.Done(); mon.run(ctx, db.URL) }()
@@ -116,10 +116,15 @@ func measureStalls(t *testing.T, db *pgtest.DB) time.Duration {
 	go func() {
 		defer wg.Done()
 		every(ctx, 500*time.Millisecond, func(ctx context.Context) {
-			if _, err := maint.callDoc(ctx, `SELECT fn_iu_partition_maintain()`); err != nil {
+			m, err := maint.callDoc(ctx, `SELECT fn_iu_partition_maintain()`)
+			if err != nil {
 				fail("maintenance", err)
+				return
 			}
 			maintCalls++
+			if m["behind"] == true {
+				maintBehind++
+			}
 		})
 	}()
 	go func() {
@@ -157,8 +162,8 @@ func measureStalls(t *testing.T, db *pgtest.DB) time.Duration {
 	t.Logf("worker runs: %s", workerLat.summary())
 	t.Logf("longest lock wait of a producer or the worker (pg_locks every 10 ms, %d samples): %v (%s, behind pids %v; retention %d, maintenance %d)",
 		mon.samples, longest.Round(time.Millisecond), what, behind, ret.pid.Load(), maint.pid.Load())
-	t.Logf("retention: %d runs, %d gave up on its locks (lock_timeout), %d partitions dropped; closed to dropped: avg %.2f s, max %.2f s; maintenance: %d calls",
-		retRuns, retTimeouts, dropped, avgWait, maxWait, maintCalls)
+	t.Logf("retention: %d runs, %d gave up on its locks (lock_timeout), %d partitions dropped; closed to dropped: avg %.2f s, max %.2f s; maintenance: %d calls (%d locked the parents: behind)",
+		retRuns, retTimeouts, dropped, avgWait, maxWait, maintCalls, maintBehind)
 	if dropped == 0 {
 		t.Errorf("retention dropped nothing in 12 s: the test's premise (partitions closing and going while producers write) is gone")
 	}

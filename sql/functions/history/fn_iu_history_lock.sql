@@ -7,8 +7,8 @@ AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_history_lock(p_wait_ms) -> boolean: takes the partition-maintenance lock, SHARE
     -- UPDATE EXCLUSIVE on iu_core.iu_history_lock, until the caller's transaction ends.
-    -- p_wait_ms 0: at once or not at all (maintenance answers busy); otherwise waits at most
-    -- that long (retention). False when another session holds it: ask
+    -- p_wait_ms 0: at once or not at all; otherwise waits at most that long (maintenance 1 s,
+    -- retention 2 s, then they answer busy). False when another session holds it: ask
     -- fn_iu_history_lock_holder who. Only the package can take this lock (nobody else may
     -- name the table), unlike the advisory lock it replaces, which any login could hold.
     -- Waiting for it holds nothing anybody else waits for: it is the first lock of the lock

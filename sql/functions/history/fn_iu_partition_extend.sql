@@ -11,7 +11,7 @@ AS $$
     -- default_stuck}. Two ways, chosen before any table lock:
     --
     -- Ahead (the steady state: the defaults are empty and the next partition's lower bound
-    -- is at least a margin, min(width, 100,000) txids, above the next txid): the partitions
+    -- is at least a margin, min(width / 2, 10,000) txids, above the next txid): the partitions
     -- fn_iu_partition_plan asks for are built apart (fn_iu_partition_build: all that takes
     -- time) and ATTACHed under SHARE UPDATE EXCLUSIVE on the parents and ACCESS EXCLUSIVE on
     -- the default partitions, which no producer waits for (nothing is written there) and a
@@ -40,7 +40,7 @@ AS $$
     -- Internal.
     -- ---------------------------------------------------------------------------------------
 DECLARE
-    v_margin   numeric := least(p_width, 100000);
+    v_margin   numeric := least(p_width / 2, 10000);
     v_next     numeric := pg_snapshot_xmax(pg_current_snapshot())::text::numeric;
     v_top      numeric;
     v_cut      numeric;

@@ -16,7 +16,8 @@ AS $$
     -- back; the next call makes them again).
     --
     -- Locks, in the lock order (sql/functions/history/README.md): first the maintenance lock
-    -- (fn_iu_history_lock, at once: a second caller answers busy and names the holder), then
+    -- (fn_iu_history_lock, waited for at most 1 s: a retention run or another maintenance
+    -- call is done by then; when not, busy, naming the holder), then
     -- the tables' locks, all at once or none within about a second, no wait longer than 20 ms
     -- (fn_iu_history_lock_tables). No producer or worker waits longer than that on it, and no
     -- reader of the tables, in whatever order it reads them, can deadlock it.
@@ -49,7 +50,7 @@ DECLARE
     v_msg     text;
 BEGIN
     v_width := coalesce(iu_core.fn_iu_retention_config('fn_iu_partition_maintain', 'retention.partition_txids', 1000, 1000000000000), 100000000);
-    IF NOT iu_core.fn_iu_history_lock(0) THEN
+    IF NOT iu_core.fn_iu_history_lock(1000) THEN
         RETURN jsonb_build_object('busy', true, 'holder', iu_core.fn_iu_history_lock_holder());
     END IF;
     v_closed := iu_core.fn_iu_partition_record_closes();
