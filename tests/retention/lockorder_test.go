@@ -175,3 +175,58 @@ func TestLockOrder_RetentionAndAReaderInTheWorkersOrder(t *testing.T) {
 		t.Fatalf("retention against a reader (events, then attempts) must answer, got an error: %v", r.err)
 	}
 }
+
+// Rule (issue 22, item 3): every failure of maintenance or retention is an answer, never a
+// raised error. An operator holds event_outbox ACCESS EXCLUSIVE (their own DDL, left open):
+// retention (which must read it to decide) and maintenance (which must lock it to catch up)
+// each answer lock_timeout within their bounds, naming the operator's session in
+// blocked_by, and change nothing.
+func TestLockOrder_EveryFailureIsAnAnswer(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	keepForDays(t, db, "0", "0")
+	var room int
+	db.QueryRow(t, `SELECT (max(upper_txid::text::numeric) - pg_snapshot_xmax(pg_current_snapshot())::text::numeric)::int
+	                  FROM iu_history_partition`, nil, &room)
+	if room > 300 {
+		burn(t, db, room-300) // maintenance must lock the parents: it is within its margin
+	}
+	op := db.Conn(t)
+	tx, err := op.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	var pid int
+	if err := tx.QueryRow(pgtest.Ctx(t), `SELECT pg_backend_pid() FROM (SELECT 1) x, LATERAL (SELECT 1) y`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(pgtest.Ctx(t), `LOCK TABLE event_outbox IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ what, sql string }{
+		{"retention", `SELECT fn_iu_retention_run(false)`},
+		{"maintenance", `SELECT fn_iu_partition_maintain()`},
+	} {
+		start := time.Now()
+		m := doc(t, db, c.sql)
+		took := time.Since(start)
+		blocked, _ := m["blocked_by"].([]any)
+		named := false
+		for _, b := range blocked {
+			if bm, _ := b.(map[string]any); bm["pid"] == float64(pid) {
+				named = true
+			}
+		}
+		if m["lock_timeout"] != true || !named || took > 5*time.Second {
+			t.Fatalf("%s behind an operator's ACCESS EXCLUSIVE on event_outbox: want lock_timeout naming pid %d within its bound, got (after %v) %v",
+				c.what, pid, took.Round(time.Millisecond), m)
+		}
+		if d, _ := m["dropped"].([]any); len(d) != 0 {
+			t.Fatalf("%s dropped something while answering lock_timeout: %v", c.what, m)
+		}
+		if cr, _ := m["created"].([]any); len(cr) != 0 {
+			t.Fatalf("%s created something while answering lock_timeout: %v", c.what, m)
+		}
+	}
+}

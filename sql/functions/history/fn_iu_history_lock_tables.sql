@@ -31,6 +31,9 @@ BEGIN
                 IF p_modes[i] NOT IN ('SHARE UPDATE EXCLUSIVE', 'ACCESS EXCLUSIVE') THEN
                     RAISE EXCEPTION 'fn_iu_history_lock_tables: lock mode % not used here', p_modes[i] USING ERRCODE = '22023';
                 END IF;
+                IF p_relations[i] IS NULL THEN   -- a table that went away meanwhile
+                    RAISE EXCEPTION 'fn_iu_history_lock_tables: relation % of the lock list does not exist', i USING ERRCODE = '42P01';
+                END IF;
                 EXECUTE format('LOCK TABLE ONLY %s IN %s MODE', p_relations[i], p_modes[i]);
             END LOOP;
             RETURN true;              -- the block's locks stay with the transaction

@@ -3,6 +3,9 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- The bound of any wait not covered below (a read behind an operator's DDL on these tables):
+-- restored when the function returns.
+SET lock_timeout = '2s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_partition_maintain() -> jsonb
@@ -33,7 +36,8 @@ AS $$
     -- Returns: busy, [holder], lock_timeout, [blocked_by], default_raced, [error], behind,
     --          created[], default_attached[], recut[], closed[], partitions,
     --          newest_upper_txid, next_txid, ahead_txids, width_txids, default_stuck,
-    --          default_rows{event_outbox, iu_route_attempt} (counted up to 1,000).
+    --          default_rows{event_outbox, iu_route_attempt} (counted up to 1,000; null when
+    --          another session holds them locked).
     -- ---------------------------------------------------------------------------------------
 DECLARE
     v_width   bigint;
@@ -48,12 +52,17 @@ DECLARE
     v_error   jsonb;
     v_state   text;
     v_msg     text;
+    v_rows    jsonb;
 BEGIN
     v_width := coalesce(iu_core.fn_iu_retention_config('fn_iu_partition_maintain', 'retention.partition_txids', 1000, 1000000000000), 100000000);
     IF NOT iu_core.fn_iu_history_lock(1000) THEN
         RETURN jsonb_build_object('busy', true, 'holder', iu_core.fn_iu_history_lock_holder());
     END IF;
-    v_closed := iu_core.fn_iu_partition_record_closes();
+    BEGIN
+        v_closed := iu_core.fn_iu_partition_record_closes();
+    EXCEPTION WHEN lock_not_available THEN
+        v_closed := '{}';   -- recorded by a later call
+    END;
 
     BEGIN
         v_done := iu_core.fn_iu_partition_extend(v_width);
@@ -78,6 +87,14 @@ BEGIN
 
     SELECT p.upper_txid INTO v_upper FROM public.iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
     v_next := pg_snapshot_xmax(pg_current_snapshot());
+    BEGIN
+        PERFORM set_config('lock_timeout', '100ms', true);
+        v_rows := jsonb_build_object(
+            'event_outbox', (SELECT count(*) FROM (SELECT 1 FROM ONLY public.event_outbox_default LIMIT 1000) d),
+            'iu_route_attempt', (SELECT count(*) FROM (SELECT 1 FROM ONLY public.iu_route_attempt_default LIMIT 1000) d));
+    EXCEPTION WHEN lock_not_available THEN
+        v_rows := NULL;     -- not readable now (someone holds them): null, not a guess
+    END;
     RETURN jsonb_strip_nulls(jsonb_build_object('blocked_by', v_blocked, 'error', v_error)) || v_done || jsonb_build_object(
         'busy', false,
         'lock_timeout', v_timeout,
@@ -88,8 +105,6 @@ BEGIN
         'next_txid', v_next::text,
         'ahead_txids', v_upper::text::numeric - v_next::text::numeric,
         'width_txids', v_width,
-        'default_rows', jsonb_build_object(
-            'event_outbox', (SELECT count(*) FROM (SELECT 1 FROM ONLY public.event_outbox_default LIMIT 1000) d),
-            'iu_route_attempt', (SELECT count(*) FROM (SELECT 1 FROM ONLY public.iu_route_attempt_default LIMIT 1000) d)));
+        'default_rows', v_rows);
 END;
 $$;

@@ -3,6 +3,9 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- The bound of any wait not covered below (a decision's read behind an operator's DDL on
+-- these tables): restored when the function returns.
+SET lock_timeout = '2s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_retention_run(p_dry_run boolean DEFAULT true) -> jsonb
@@ -77,59 +80,68 @@ BEGIN
             'lock_timeout', true, 'busy', true, 'more', false,
             'retention', jsonb_build_object('event_outbox_days', v_outbox_days, 'route_attempt_days', v_attempt_days));
     END IF;
-    -- closed_at must be current before ages are judged
-    PERFORM iu_core.fn_iu_partition_record_closes();
-    v_xmin := pg_snapshot_xmin(pg_current_snapshot());
+    -- The decisions read the tables; a read that waits 2 s (behind an operator's DDL on them)
+    -- ends the run with nothing dropped.
+    BEGIN
+        -- closed_at must be current before ages are judged
+        PERFORM iu_core.fn_iu_partition_record_closes();
+        v_xmin := pg_snapshot_xmin(pg_current_snapshot());
 
-    -- 1. Decide (no table lock beyond a reader's). event_outbox first (an attempt partition
-    --    waits for its events' partition), oldest first.
-    FOR p IN SELECT * FROM public.iu_history_partition h
-              ORDER BY h.table_name, h.upper_txid
-    LOOP
-        v_workers := NULL;
-        v_days := CASE p.table_name WHEN 'event_outbox' THEN v_outbox_days ELSE v_attempt_days END;
-        v_reason := CASE
-            WHEN v_days IS NULL THEN 'retention_not_configured'
-            WHEN p.closed_at IS NULL OR p.upper_txid > v_xmin THEN 'not_closed'
-            WHEN p.closed_at > now() - make_interval(days => v_days::integer) THEN 'younger_than_retention'
-        END;
-        IF v_reason IS NULL AND p.table_name = 'event_outbox' THEN
-            v_workers := iu_core.fn_iu_retention_partition_unrouted(p.lower_txid, p.upper_txid);
-            IF cardinality(v_workers) > 0 THEN
-                v_reason := 'cursor_not_passed';
+        -- 1. Decide (no table lock beyond a reader's). event_outbox first (an attempt partition
+        --    waits for its events' partition), oldest first.
+        FOR p IN SELECT * FROM public.iu_history_partition h
+                  ORDER BY h.table_name, h.upper_txid
+        LOOP
+            v_workers := NULL;
+            v_days := CASE p.table_name WHEN 'event_outbox' THEN v_outbox_days ELSE v_attempt_days END;
+            v_reason := CASE
+                WHEN v_days IS NULL THEN 'retention_not_configured'
+                WHEN p.closed_at IS NULL OR p.upper_txid > v_xmin THEN 'not_closed'
+                WHEN p.closed_at > now() - make_interval(days => v_days::integer) THEN 'younger_than_retention'
+            END;
+            IF v_reason IS NULL AND p.table_name = 'event_outbox' THEN
+                v_workers := iu_core.fn_iu_retention_partition_unrouted(p.lower_txid, p.upper_txid);
+                IF cardinality(v_workers) > 0 THEN
+                    v_reason := 'cursor_not_passed';
+                END IF;
+            ELSIF v_reason IS NULL THEN
+                IF EXISTS (SELECT 1 FROM public.iu_history_partition e
+                            WHERE e.table_name = 'event_outbox'
+                              AND e.lower_txid IS NOT DISTINCT FROM p.lower_txid AND e.upper_txid = p.upper_txid)
+                   AND NOT coalesce(p.lower_txid::text, 'min') = ANY (v_gone) THEN
+                    v_reason := 'events_still_kept';
+                ELSIF EXISTS (SELECT 1 FROM public.iu_route_dead_letter d
+                               WHERE d.resolved_at IS NULL
+                                 AND (d.event_snapshot->>'txid')::xid8 < p.upper_txid
+                                 AND (p.lower_txid IS NULL OR (d.event_snapshot->>'txid')::xid8 >= p.lower_txid)) THEN
+                    v_reason := 'open_dead_letter';
+                END IF;
             END IF;
-        ELSIF v_reason IS NULL THEN
-            IF EXISTS (SELECT 1 FROM public.iu_history_partition e
-                        WHERE e.table_name = 'event_outbox'
-                          AND e.lower_txid IS NOT DISTINCT FROM p.lower_txid AND e.upper_txid = p.upper_txid)
-               AND NOT coalesce(p.lower_txid::text, 'min') = ANY (v_gone) THEN
-                v_reason := 'events_still_kept';
-            ELSIF EXISTS (SELECT 1 FROM public.iu_route_dead_letter d
-                           WHERE d.resolved_at IS NULL
-                             AND (d.event_snapshot->>'txid')::xid8 < p.upper_txid
-                             AND (p.lower_txid IS NULL OR (d.event_snapshot->>'txid')::xid8 >= p.lower_txid)) THEN
-                v_reason := 'open_dead_letter';
+            IF v_reason IS NULL AND jsonb_array_length(v_plan) >= c_max_drops THEN
+                v_reason := 'next_run';
+                v_more := true;
             END IF;
-        END IF;
-        IF v_reason IS NULL AND jsonb_array_length(v_plan) >= c_max_drops THEN
-            v_reason := 'next_run';
-            v_more := true;
-        END IF;
-        IF v_reason IS NOT NULL THEN
-            v_kept := v_kept || jsonb_strip_nulls(jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
-                                                                   'reason', v_reason, 'workers', to_jsonb(v_workers)));
-            CONTINUE;
-        END IF;
-        -- Counted now, before any lock that makes others wait: a closed partition gets no
-        -- new events, and attempts only for open dead letters, which keep it.
-        EXECUTE format('SELECT count(*) FROM ONLY public.%I', p.partition_name) INTO v_rows;
-        IF p.table_name = 'event_outbox' THEN
-            v_gone := v_gone || coalesce(p.lower_txid::text, 'min');
-        END IF;
-        v_plan := v_plan || jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
-                                               'lower_txid', p.lower_txid::text, 'upper_txid', p.upper_txid::text,
-                                               'rows', v_rows, 'closed_at', p.closed_at, 'days', v_days);
-    END LOOP;
+            IF v_reason IS NOT NULL THEN
+                v_kept := v_kept || jsonb_strip_nulls(jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
+                                                                       'reason', v_reason, 'workers', to_jsonb(v_workers)));
+                CONTINUE;
+            END IF;
+            -- Counted now, before any lock that makes others wait: a closed partition gets no
+            -- new events, and attempts only for open dead letters, which keep it.
+            EXECUTE format('SELECT count(*) FROM ONLY public.%I', p.partition_name) INTO v_rows;
+            IF p.table_name = 'event_outbox' THEN
+                v_gone := v_gone || coalesce(p.lower_txid::text, 'min');
+            END IF;
+            v_plan := v_plan || jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
+                                                   'lower_txid', p.lower_txid::text, 'upper_txid', p.upper_txid::text,
+                                                   'rows', v_rows, 'closed_at', p.closed_at, 'days', v_days);
+        END LOOP;
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN jsonb_build_object('blocked_by', iu_core.fn_iu_history_blockers(ARRAY[
+                   to_regclass('public.iu_route_attempt'), to_regclass('public.event_outbox'), to_regclass('public.iu_history_partition')]),
+               'dry_run', p_dry_run, 'dropped', '[]'::jsonb, 'kept', '[]'::jsonb, 'busy', false, 'lock_timeout', true, 'more', false,
+               'retention', jsonb_build_object('event_outbox_days', v_outbox_days, 'route_attempt_days', v_attempt_days));
+    END;
 
     -- 2. Drop: every lock at once or none, then catalog work only.
     IF NOT p_dry_run AND jsonb_array_length(v_plan) > 0 THEN
@@ -159,7 +171,7 @@ BEGIN
                 VALUES (v_e->>'table', v_e->>'partition', (v_e->>'lower_txid')::xid8, (v_e->>'upper_txid')::xid8,
                         (v_e->>'rows')::bigint, (v_e->>'closed_at')::timestamptz, (v_e->>'days')::integer, v_actor);
             END LOOP;
-        EXCEPTION WHEN lock_not_available OR deadlock_detected OR object_in_use THEN
+        EXCEPTION WHEN lock_not_available OR deadlock_detected OR object_in_use OR undefined_table THEN
             -- Nothing was dropped (the block rolled back, its locks with it).
             v_timeout := true;
             v_blocked := iu_core.fn_iu_history_blockers(v_rels);
