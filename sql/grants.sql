@@ -78,3 +78,4 @@ GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds()            
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz)         TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_severity(numeric)                                    TO workflow_admin;
+GRANT EXECUTE ON FUNCTION iu_core.fn_iu_history_health()                                                TO workflow_admin;

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,7 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	var c common
 	c.register(fs, "warn", false)
 	to := fs.Int64("to", -1, "down: roll back to this version (0 undoes everything) instead of one step")
+	width := fs.Int64("partition-txids", 0, "up: the history partition width in transaction ids for the partitioning migration (1000..10^12; 0: the key retention.partition_txids or 100000000)")
 	dropHistory := fs.Bool("drop-history", false, "down: drop the package's tables even when they hold rows it did not create (events, attempts, jobs...); without it such a rollback refuses (IU005)")
 	asJSON := fs.Bool("json", false, "plan: print the plan as JSON lines")
 	synopsis := "iu-runner migrate plan|up|down|status|check|version [flags]\n\n" +
@@ -29,7 +31,8 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 		"  plan     before anything changes: one line per existing object, what up would do to it\n" +
 		"           (create, adopt, replace, keep, refuse and why); exit 3 when up would refuse\n" +
 		"  up       plan, then apply every pending migration (refuses with exit 3, changing\n" +
-		"           nothing, when the plan refuses)\n" +
+		"           nothing, when the plan refuses; --partition-txids N: the history partition\n" +
+		"           width the partitioning migration installs)\n" +
 		"  down     roll back the newest migration (or to --to N)\n" +
 		"  status   list migrations and whether each is applied; exit 3 while any is pending\n" +
 		"  check    one line: up to date (exit 0) or how many are pending (exit 3); gates a deploy\n" +
@@ -81,6 +84,16 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	if *dropHistory {
 		// read by every Down that would drop a table holding rows the package did not create
 		cc.RuntimeParams["iu.drop_history"] = "all"
+	}
+	if *width != 0 {
+		if action != "up" {
+			return usageErr(env, "migrate", "--partition-txids applies to up only")
+		}
+		if *width < 1000 || *width > 1_000_000_000_000 {
+			return usageErr(env, "migrate", "--partition-txids %d: want 1000 to 1000000000000", *width)
+		}
+		// the partitioning migration reads it (and writes it to dot_config)
+		cc.RuntimeParams[migrate.PartitionTxidsSetting] = strconv.FormatInt(*width, 10)
 	}
 	m, err := migrate.OpenConfig(cc)
 	if err != nil {

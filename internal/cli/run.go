@@ -26,6 +26,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 	poll := fs.Duration("poll-interval", 5*time.Second, "fallback poll interval (±10% jitter)")
 	stale := fs.Duration("stale-check-interval", 30*time.Second, "fn_queue_stale_check() and v_queue_health gauge cadence; keep it under half the smallest stale threshold")
 	reap := fs.Duration("reap-interval", 30*time.Second, "fn_job_reap_expired_leases() cadence")
+	retention := fs.Duration("retention-interval", 0, "fn_iu_retention_run(false) cadence (needs workflow_admin; 0: never, leave retention to cron)")
 	passBudget := fs.Duration("pass-budget", 10*time.Second, "longest drain before housekeeping gets a turn (the drain then continues at once)")
 	grace := fs.Duration("shutdown-grace", 15*time.Second, "on SIGINT/SIGTERM, how long the call in flight may run before it is cancelled and rolled back")
 	checkEvery := fs.Duration("notify-check-interval", 15*time.Second, "NOTIFY round-trip check of the LISTEN connection")
@@ -64,6 +65,9 @@ func runRun(ctx context.Context, args []string, env Env) int {
 	}
 	if *grace < 0 {
 		return usageErr(env, "run", "--shutdown-grace must not be negative")
+	}
+	if *retention < 0 {
+		return usageErr(env, "run", "--retention-interval must not be negative")
 	}
 	if *httpAddr == "" {
 		return usageErr(env, "run", "--http-addr is required")
@@ -115,7 +119,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 	}
 	svc = service.New(service.Config{
 		Mode: *mode, Workers: workers, Batch: *batch,
-		PollInterval: *poll, StaleCheckInterval: *stale, ReapInterval: *reap, PassBudget: *passBudget,
+		PollInterval: *poll, StaleCheckInterval: *stale, ReapInterval: *reap, RetentionInterval: *retention, PassBudget: *passBudget,
 		ShutdownGrace: *grace, CallTimeout: st.CallTimeout,
 		ExecutorID: *executorID, HTTPAddr: *httpAddr,
 	}, st, listener, log, m)

@@ -26,11 +26,13 @@ func runTick(ctx context.Context, args []string, env Env) int {
 	skipStale := fs.Bool("skip-stale-check", false, "do not run fn_queue_stale_check()")
 	skipReap := fs.Bool("skip-reap", false, "do not run fn_job_reap_expired_leases() nor fn_job_prune() (both need workflow_admin)")
 	skipPartitions := fs.Bool("skip-partitions", false, "do not run fn_iu_partition_maintain() (history partitions ahead)")
+	retention := fs.Bool("retention", false, "also run fn_iu_retention_run(false) after the partition maintenance (needs workflow_admin)")
 	executorID := fs.String("executor-id", "", "also beat this runner's own heartbeat row (fn_queue_runner_beat: bound to the runner's login; refused while a live runner holds it)")
 	synopsis := "iu-runner tick [flags]\n\n" +
 		"One pass for cron: for each worker, run batches until one comes back short (caught up),\n" +
 		"the worker is gated or busy, or the budget is spent; then the stale-check, the history\n" +
-		"partition maintenance and the lease reaper. Prints one JSON summary on stdout. Exit 0\n" +
+		"partition maintenance (and, with --retention, retention) and the lease reaper. Prints\n" +
+		"one JSON summary on stdout. Exit 0\n" +
 		"on success (gated and busy included),\n" +
 		"1 on failure, 2 on a usage error. No lock file needed: a concurrent run returns busy.\n" +
 		"Several --worker are served round-robin: one batch of each in turn.\n" +
@@ -81,7 +83,10 @@ func runTick(ctx context.Context, args []string, env Env) int {
 	work := context.WithoutCancel(ctx)
 	s, runErr := tick.Run(work, st, tick.Options{
 		Workers: workers, Batch: *batch, Budget: *budget, MaxBatches: *maxBatches,
-		SkipStale: *skipStale, SkipReap: *skipReap, SkipPartitions: *skipPartitions, CallTimeout: st.CallTimeout, Stop: ctx,
+		SkipStale: *skipStale, SkipReap: *skipReap, SkipPartitions: *skipPartitions, Retention: *retention,
+		CallTimeout: st.CallTimeout, Stop: ctx,
+		Maintained: func(res store.PartitionMaintenance) { service.LogMaintenance(log, res) },
+		Retained:   func(res store.RetentionRun) { service.LogRetention(log, res) },
 		Observe: func(w string, r store.WorkerRun, d time.Duration, err error) {
 			if err == nil {
 				log.Debug("worker run", "worker", w, "claimed", r.Claimed, "gated", r.Gated, "busy", r.Busy, "ms", d.Milliseconds())

@@ -94,10 +94,12 @@ var DefaultRules = Rules{GatedGrace: DefaultGatedGrace}
 
 // Problem says why a row is a problem ("" when it is not): stale (an executor silent past
 // its threshold; its severity column says warning or critical), open_dead_letters (the
-// view lists dead letters only while they are open), or gated (a closed gate has kept
+// view lists dead letters only while they are open), gated (a closed gate has kept
 // events waiting for a worker longer than the grace: before, closed gates with events
-// piling up exited 0). A severity of critical on a row that is not stale would be a problem
-// too; the view does not produce one today.
+// piling up exited 0), or the history row's lock_held (a session has held the
+// partition-maintenance lock for 10 s or more: maintenance and retention cannot run) and
+// default_rows (maintenance fell behind). A severity of critical on a row that is not
+// stale would be a problem too; the view does not produce one today.
 func (ru Rules) Problem(r Row) string {
 	switch {
 	case r.StatusHint == "stale":
@@ -113,6 +115,8 @@ func (ru Rules) Problem(r Row) string {
 			time.Duration(*d.GatedWaitingSeconds)*time.Second >= ru.GatedGrace {
 			return "gated"
 		}
+	case r.Source == store.SourceHistory && r.StatusHint != "ok":
+		return r.StatusHint // lock_held or default_rows
 	}
 	return ""
 }
@@ -135,6 +139,7 @@ type Counts struct {
 	Critical        int `json:"critical"`
 	OpenDeadLetters int `json:"open_dead_letter_rows"`
 	Gated           int `json:"gated"`
+	History         int `json:"history_problem_rows"`
 }
 
 // Count tallies the problems.
@@ -146,6 +151,8 @@ func (ru Rules) Count(rows []Row) Counts {
 			c.Stale++
 		case "open_dead_letters":
 			c.OpenDeadLetters++
+		case "lock_held", "default_rows":
+			c.History++
 		}
 		if str(r.Severity) == "critical" {
 			c.Critical++

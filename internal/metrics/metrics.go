@@ -39,6 +39,20 @@ type Metrics struct {
 	// HeartbeatStandby is 1 while another live runner holds this runner's heartbeat row
 	// (same --executor-id): this one works but beats nothing until the holder stops.
 	HeartbeatStandby prometheus.Gauge
+	// PartitionMaintenance counts fn_iu_partition_maintain calls by outcome: ok, busy (the
+	// partition-maintenance lock was held elsewhere), lock_timeout (the tables' locks were
+	// not free), raced, error (each: nothing changed; the next call tries again), failed
+	// (the call itself failed).
+	PartitionMaintenance *prometheus.CounterVec
+	// PartitionDefaultRows is the rows (up to 1,000) the last maintenance call left in each
+	// history table's default partition; PartitionAheadTxids how many txids the partitions
+	// reach past the next one.
+	PartitionDefaultRows *prometheus.GaugeVec
+	PartitionAheadTxids  prometheus.Gauge
+	// RetentionRuns counts fn_iu_retention_run(false) calls by outcome (ok, busy,
+	// lock_timeout, failed); RetentionDropped the partitions they dropped, by table.
+	RetentionRuns    *prometheus.CounterVec
+	RetentionDropped *prometheus.CounterVec
 
 	// StaleCheckTooLong is 1 when --stale-check-interval is not under half the smallest
 	// stale threshold in v_queue_health (silences would be noticed late).
@@ -240,6 +254,26 @@ func New() *Metrics {
 			Name: "iu_runner_heartbeat_standby",
 			Help: "1 while another live runner holds this runner's heartbeat row (the same --executor-id): this one is its standby and beats nothing until that one stops.",
 		}),
+		PartitionMaintenance: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "iu_runner_partition_maintenance_total",
+			Help: "fn_iu_partition_maintain calls by outcome: ok, busy (its lock held by another session), lock_timeout, raced, error (nothing changed), failed (the call failed).",
+		}, []string{"outcome"}),
+		PartitionDefaultRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "iu_runner_partition_default_rows",
+			Help: "Rows (up to 1,000) the last partition maintenance left in each history table's default partition.",
+		}, []string{"table"}),
+		PartitionAheadTxids: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "iu_runner_partition_ahead_txids",
+			Help: "Transaction ids the history partitions reach past the next one, as of the last partition maintenance.",
+		}),
+		RetentionRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "iu_runner_retention_runs_total",
+			Help: "fn_iu_retention_run(false) calls by outcome: ok, busy (the partition-maintenance lock held by another session), lock_timeout (nothing dropped), failed.",
+		}, []string{"outcome"}),
+		RetentionDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "iu_runner_retention_dropped_partitions_total",
+			Help: "History partitions fn_iu_retention_run dropped for the runner, by table.",
+		}, []string{"table"}),
 		StaleCheckTooLong: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "iu_runner_stale_check_interval_too_long",
 			Help: "1 when --stale-check-interval is not under half the smallest stale threshold of v_queue_health.",
@@ -252,12 +286,20 @@ func New() *Metrics {
 	}
 	r.MustRegister(m.EventsRouted, m.DeadLetters, m.WorkerRuns, m.RunDuration, m.Wakeups, m.Notifications, m.DBErrors,
 		m.ListenerUp, m.ListenerReconnects, m.Draining, m.LastPass, m.Mode,
-		m.StaleCheckContended, m.HeartbeatStandby, m.StaleCheckTooLong, m.BuildInfo, m.health,
+		m.StaleCheckContended, m.HeartbeatStandby,
+		m.PartitionMaintenance, m.PartitionDefaultRows, m.PartitionAheadTxids, m.RetentionRuns, m.RetentionDropped,
+		m.StaleCheckTooLong, m.BuildInfo, m.health,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bi := buildinfo.Read()
 	m.BuildInfo.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion, strconv.FormatBool(bi.Modified)).Set(1)
 	for _, s := range []string{"notify", "poll", "full_batch", "reconnect", "retry", "startup"} {
 		m.Wakeups.WithLabelValues(s) // present from the start, so rate() works at once
+	}
+	for _, o := range []string{"ok", "busy", "lock_timeout", "raced", "error", "failed"} {
+		m.PartitionMaintenance.WithLabelValues(o)
+	}
+	for _, o := range []string{"ok", "busy", "lock_timeout", "failed"} {
+		m.RetentionRuns.WithLabelValues(o)
 	}
 	return m
 }

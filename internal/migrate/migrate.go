@@ -26,6 +26,12 @@ const VersionTable = "iu_core_db_version"
 // own goose runs. (The plain goose CLI takes no lock.)
 const LockID int64 = 7431926640052176237
 
+// PartitionTxidsSetting is the session setting the partitioning migration reads for the
+// history partition width at install (a connection's runtime parameter, or
+// PGOPTIONS='-c iu.partition_txids=N' for the goose CLI and psql). It wins over a
+// retention.partition_txids already in dot_config; without either the width is 100,000,000.
+const PartitionTxidsSetting = "iu.partition_txids"
+
 // Migrator runs the embedded migrations against one database.
 type Migrator struct {
 	db       *sql.DB

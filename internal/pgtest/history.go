@@ -6,9 +6,10 @@ import "fmt"
 // database that holds no events yet, that give its history tables partitions of 1,000
 // transaction ids and move the transaction counter past n of them, so history holds n
 // closed partitions below the current one (as years of a busy cluster would at the default
-// width of 100,000,000). Subtransactions that write consume one transaction id each, so
-// the burn is one statement; maintenance then attaches one partition per 1,000 ids.
-// Tests of plan pruning and the idle bench share it.
+// width of 100,000,000). Subtransactions that write consume one transaction id each, so a
+// width is burned in one statement; maintenance runs after each width (committed one by
+// one), as the runner's would, and adds one partition each time. Tests of plan pruning and
+// the idle bench share it.
 func PastPartitionsSQL(n int) []string {
 	return []string{
 		// the first partitions the partitioning migration made are empty here: drop them so the narrow ones start low
@@ -26,14 +27,18 @@ func PastPartitionsSQL(n int) []string {
 		fmt.Sprintf(`
 		DO $$
 		BEGIN
-			FOR i IN 1 .. %d LOOP
-				BEGIN
-					INSERT INTO iu_test_burn VALUES (i);
-					RAISE EXCEPTION USING ERRCODE = 'P0001';
-				EXCEPTION WHEN raise_exception THEN NULL;
-				END;
+			FOR w IN 1 .. %d LOOP
+				FOR i IN 1 .. 1000 LOOP
+					BEGIN
+						INSERT INTO iu_test_burn VALUES (i);
+						RAISE EXCEPTION USING ERRCODE = 'P0001';
+					EXCEPTION WHEN raise_exception THEN NULL;
+					END;
+				END LOOP;
+				PERFORM fn_iu_partition_maintain();
+				COMMIT;
 			END LOOP;
-		END $$`, n*1000),
+		END $$`, n),
 		`SELECT fn_iu_partition_maintain()`,
 		`DROP TABLE iu_test_burn`,
 	}

@@ -27,8 +27,9 @@
 //	                 │ caught up / gated / busy / error (error → retry 250ms…30s ±20%)│
 //	                 ▼                                                                │
 //	          ┌──────────────┐ heartbeat fn_queue_runner_beat  (≤ every min(poll,10s))│
-//	          │ HOUSEKEEPING │ stale-check + v_queue_health gauges (--stale-check-    │
-//	          │              │ interval), lease reaper (--reap-interval)              │
+//	          │ HOUSEKEEPING │ stale-check, partition maintenance, v_queue_health     │
+//	          │              │ gauges (--stale-check-interval), retention (--retention-│
+//	          │              │ interval, off by default), lease reaper (--reap-int.)  │
 //	          └──────┬───────┘                                                        │
 //	                 ▼                                                                │
 //	          ┌──────────────┐ ───────────────────────────────────────────────────────┘
@@ -75,6 +76,19 @@
 // --stale-check-interval must be under half the smallest heartbeat stale threshold in
 // v_queue_health (exactly half is too long). When it is not, the loop warns once and
 // iu_runner_stale_check_interval_too_long is 1.
+//
+// # History partitions
+//
+// fn_iu_partition_maintain runs on the stale-check cadence and, with --retention-interval,
+// fn_iu_retention_run(false) on its own. Neither waits long for a lock: one that could not
+// take its lock answers busy (the partition-maintenance lock is held elsewhere) or
+// lock_timeout (the history tables' locks were not free) and changes nothing. These are
+// answers, not errors, so the loop says so itself: a WARN line naming the holder (pid,
+// login; for lock_timeout the first session that held a table's lock), and
+// iu_runner_partition_maintenance_total / iu_runner_retention_runs_total by outcome
+// (LogMaintenance, LogRetention; `tick` logs the same lines). Rows left in a default
+// partition are a WARN too; iu_runner_partition_default_rows and
+// iu_runner_partition_ahead_txids export the last call's figures.
 //
 // # Failures
 //

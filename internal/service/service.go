@@ -59,8 +59,11 @@ type Config struct {
 	PollInterval       time.Duration
 	StaleCheckInterval time.Duration
 	ReapInterval       time.Duration
-	PassBudget         time.Duration
-	ShutdownGrace      time.Duration
+	// RetentionInterval is the cadence of fn_iu_retention_run(false) (0: never; the
+	// runner then leaves retention to cron).
+	RetentionInterval time.Duration
+	PassBudget        time.Duration
+	ShutdownGrace     time.Duration
 	// CallTimeout is one database call's client-side deadline (the store applies it);
 	// the loop uses it to judge whether it has stalled.
 	CallTimeout time.Duration
@@ -241,6 +244,7 @@ func (s *Service) Run(ctx context.Context) error {
 func (s *Service) loop(stop, work context.Context) {
 	now := time.Now()
 	nextPoll, nextStale, nextReap := now, now, now
+	nextRetention := now.Add(s.cfg.RetentionInterval) // the first run one interval after the start
 	var retryAt time.Time
 	retry := time.Duration(0)
 	source := SourceStartup
@@ -273,14 +277,14 @@ func (s *Service) loop(stop, work context.Context) {
 			nextPoll = time.Now().Add(s.jitter(s.cfg.PollInterval))
 			if more && err == nil && stop.Err() == nil {
 				source = SourceFullBatch // pass budget spent with work left: go on at once
-				s.housekeeping(work, true, &nextStale, &nextReap)
+				s.housekeeping(work, true, &nextStale, &nextReap, &nextRetention)
 				continue
 			}
 		}
 		if stop.Err() != nil {
 			return
 		}
-		s.housekeeping(work, afterPass, &nextStale, &nextReap)
+		s.housekeeping(work, afterPass, &nextStale, &nextReap, &nextRetention)
 
 		// While the database is unreachable, only the retry timer (and a wake-up, such as
 		// the listener's reconnection) starts database work: the poll and the housekeeping
@@ -291,14 +295,18 @@ func (s *Service) loop(stop, work context.Context) {
 			retryAt = time.Now().Add(Jitter(retry, 5))
 		}
 		pollActive := retryAt.IsZero() && (s.cfg.Mode != ModeNotify || s.listener == nil || !s.listener.Up())
+		housekeep := minTime(nextStale, nextReap)
+		if s.cfg.RetentionInterval > 0 {
+			housekeep = minTime(housekeep, nextRetention)
+		}
 		var deadline time.Time
 		switch {
 		case outage:
 			deadline = retryAt
 		case !retryAt.IsZero(): // a pass failed, but the database answers: housekeeping keeps its cadence
-			deadline = minTime(retryAt, minTime(nextStale, nextReap))
+			deadline = minTime(retryAt, housekeep)
 		default:
-			deadline = minTime(nextStale, nextReap)
+			deadline = housekeep
 			if pollActive {
 				deadline = minTime(deadline, nextPoll)
 			}
@@ -434,7 +442,7 @@ const maxErrLen = 200
 // the health gauges and the lease reaper when they are due. During an outage only the
 // heartbeat is tried, and only right after a pass (so on the retry backoff): it reports the
 // failing passes if the database lets it; the rest waits until the database answers.
-func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, nextReap *time.Time) {
+func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, nextReap, nextRetention *time.Time) {
 	if s.out.active() && !afterPass {
 		return
 	}
@@ -475,15 +483,17 @@ func (s *Service) housekeeping(ctx context.Context, afterPass bool, nextStale, n
 			LogContended(s.log, res)
 		}
 		if p, ok := s.db.(tick.Partitioner); ok && !s.out.active() {
-			if res, err := p.MaintainPartitions(ctx); err != nil {
-				s.dbError("partitions", err)
-			} else {
-				s.logMaintenance(res)
-			}
+			res, err := p.MaintainPartitions(ctx)
+			s.observeMaintenance(res, err)
 		}
 		if !s.out.active() {
 			s.refreshHealth(ctx)
 		}
+	}
+	if r, ok := s.db.(tick.Retainer); ok && s.cfg.RetentionInterval > 0 && !now.Before(*nextRetention) && !s.out.active() {
+		*nextRetention = now.Add(s.cfg.RetentionInterval)
+		res, err := r.RunRetention(ctx)
+		s.observeRetention(res, err)
 	}
 	if !now.Before(*nextReap) && !s.out.active() {
 		*nextReap = now.Add(s.cfg.ReapInterval)
@@ -766,23 +776,4 @@ func (s *Service) aliveErr() error {
 		return fmt.Errorf("loop stalled: no progress for %s (limit %s)", age.Round(time.Second), window)
 	}
 	return nil
-}
-
-// logMaintenance reports a partition maintenance result at the level it deserves: rows in a
-// default partition mean maintenance fell behind (they are routed, but retention never drops
-// them), so that is a warning an operator must see; a lock wait that gave up or a race with a
-// producer only postpones the work to the next call; created partitions are worth a line.
-func (s *Service) logMaintenance(res store.PartitionMaintenance) {
-	switch {
-	case res.Behind():
-		s.log.Warn("partition maintenance: rows in the default partitions (maintenance fell behind; retention never drops them)",
-			"event_outbox", res.DefaultRows.EventOutbox, "iu_route_attempt", res.DefaultRows.IuRouteAttempt,
-			"ahead_txids", res.AheadTxids, "runbook", "runbooks/retention.md")
-	case res.LockTimeout || res.DefaultRaced:
-		s.log.Info("partition maintenance postponed to the next call", "lock_timeout", res.LockTimeout, "default_raced", res.DefaultRaced)
-	case len(res.Created) > 0:
-		s.log.Info("partition maintenance: partitions created", "created", res.Created, "ahead_txids", res.AheadTxids)
-	default:
-		s.log.Debug("partition maintenance", "result", string(res.Raw))
-	}
 }

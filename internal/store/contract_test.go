@@ -257,7 +257,7 @@ func TestContract_SQLRenameIsCaught(t *testing.T) {
 
 // Contract: fn_iu_partition_maintain decodes strictly into PartitionMaintenance in both
 // shapes: done (partitions reach past the next txid, nothing in the default partitions) and
-// busy (another session holds the maintenance lock).
+// busy (another session holds the maintenance lock, and the answer names it).
 func TestContract_PartitionMaintenance(t *testing.T) {
 	t.Parallel()
 	db := contractDB(t)
@@ -265,7 +265,7 @@ func TestContract_PartitionMaintenance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Busy || p.DefaultRows == nil || p.Behind() || p.AheadTxids <= 0 || p.Partitions < 2 {
+	if p.Busy || p.DefaultRows == nil || p.DefaultRowsLeft() || p.AheadTxids <= 0 || p.Partitions < 2 {
 		t.Fatalf("done shape: decoded %+v from %s", p, p.Raw)
 	}
 	tx, err := db.Pool.Begin(context.Background())
@@ -273,14 +273,71 @@ func TestContract_PartitionMaintenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(context.Background(), `SELECT pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'))`); err != nil {
+	if _, err := tx.Exec(context.Background(), `SELECT fn_iu_partition_maintain()`); err != nil { // holds the maintenance lock
 		t.Fatal(err)
 	}
 	busy, err := parsePartitionMaintenance(callJSON(t, db.Pool, `SELECT fn_iu_partition_maintain()::text`), strict)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !busy.Busy {
+	if !busy.Busy || busy.Holder == nil || busy.Holder.Pid == nil || busy.Holder.Login == nil || busy.Outcome() != "busy" {
+		t.Fatalf("busy shape (with the holder named): decoded %+v from %s", busy, busy.Raw)
+	}
+}
+
+// Contract: a maintenance call that could not have the tables' locks decodes strictly,
+// with blocked_by naming who held them (here a session holding event_outbox while the
+// width change makes maintenance re-cut the partitions ahead, which needs the parents).
+func TestContract_PartitionMaintenanceLockTimeout(t *testing.T) {
+	t.Parallel()
+	db := contractDB(t)
+	db.Exec(t, `UPDATE dot_config SET value = '1000' WHERE key = 'retention.partition_txids'`)
+	tx, err := db.Pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(context.Background(), `LOCK TABLE event_outbox IN ACCESS SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := parsePartitionMaintenance(callJSON(t, db.Pool, `SELECT fn_iu_partition_maintain()::text`), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.LockTimeout || len(p.BlockedBy) == 0 || p.BlockedBy[0].Pid == nil || p.Outcome() != "lock_timeout" {
+		t.Fatalf("lock_timeout shape: decoded %+v from %s", p, p.Raw)
+	}
+}
+
+// Contract: fn_iu_retention_run(false) decodes strictly into RetentionRun in both shapes:
+// done (nothing configured: everything kept with its reason) and busy (another session
+// holds the maintenance lock, named in holder).
+func TestContract_RetentionRun(t *testing.T) {
+	t.Parallel()
+	db := contractDB(t)
+	r, err := parseRetentionRun(callJSON(t, db.Pool, `SELECT fn_iu_retention_run(false)::text`), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Busy || r.DryRun || len(r.Dropped) != 0 || len(r.Kept) == 0 || r.Kept[0].Reason != "retention_not_configured" || r.Outcome() != "ok" {
+		t.Fatalf("done shape: decoded %+v from %s", r, r.Raw)
+	}
+	tx, err := db.Pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	// (maintenance first with autocommit: a call that changes nothing holds only its lock,
+	// and its session is not ended when it then sits idle in the transaction)
+	callJSON(t, db.Pool, `SELECT fn_iu_partition_maintain()::text`)
+	if _, err := tx.Exec(context.Background(), `SELECT fn_iu_partition_maintain()`); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := parseRetentionRun(callJSON(t, db.Pool, `SELECT fn_iu_retention_run(false)::text`), strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !busy.Busy || busy.Holder == nil || busy.Holder.Pid == nil || busy.Outcome() != "busy" {
 		t.Fatalf("busy shape: decoded %+v from %s", busy, busy.Raw)
 	}
 }

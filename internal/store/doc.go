@@ -8,6 +8,7 @@
 //	ReapLeases    SELECT fn_job_reap_expired_leases()                  -> Reap
 //	PruneJobs     SELECT fn_job_prune()                                -> raw jsonb (passed through, not read)
 //	MaintainPartitions SELECT fn_iu_partition_maintain()               -> PartitionMaintenance
+//	RunRetention  SELECT fn_iu_retention_run(false)                    -> RetentionRun
 //	QueueHealth   SELECT * FROM v_queue_health                         -> []QueueHealthRow
 //	RunnerBeat    SELECT fn_queue_runner_beat($id, $instance, $status, $m, $release) -> RunnerBeat
 //	Ping          SELECT 1

@@ -21,6 +21,11 @@ import (
 //	dead_letter_event  open route dead letters of one event domain: count in dead_lettered; status_hint open
 //	dead_letter_job    open job dead letters of one job kind: count in dead_lettered; status_hint open
 //	backlog_job_queue  queued jobs of one (kind, domain): count in events_seen and backlog; status_hint queued
+//	job_kind_paused    a paused job kind: its queued jobs in backlog; status_hint paused
+//	history            the history partitions (one row): status_hint ok | lock_held (a session holds the
+//	                   partition-maintenance lock; age_seconds is how long its transaction has run and
+//	                   detail.maintenance_lock_holder names it) | default_rows (rows in a default
+//	                   partition, counted in backlog)
 //
 // Detail is a JSON object whose keys depend on the source; the runner passes it through
 // to `health --json` and reads nothing from it.
@@ -51,6 +56,8 @@ const (
 	SourceDeadLetterEvent = "dead_letter_event"
 	SourceDeadLetterJob   = "dead_letter_job"
 	SourceBacklogJobQueue = "backlog_job_queue"
+	SourceJobKindPaused   = "job_kind_paused"
+	SourceHistory         = "history"
 )
 
 // Querier is what LoadQueueHealth needs (a pool, a connection or a transaction).

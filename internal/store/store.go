@@ -76,14 +76,27 @@ func (s *Store) PruneJobs(ctx context.Context) (json.RawMessage, error) {
 }
 
 // MaintainPartitions runs fn_iu_partition_maintain(): history partitions of event_outbox
-// and iu_route_attempt created ahead of the txids in use, closes recorded. Idempotent; a
-// concurrent call returns {"busy": true}.
+// and iu_route_attempt created ahead of the txids in use, rows in the default partitions
+// made a partition of their own, closes recorded. Idempotent; a concurrent call returns
+// {"busy": true} naming the holder, and a call that could not have its locks says so
+// (lock_timeout): neither is an error.
 func (s *Store) MaintainPartitions(ctx context.Context) (PartitionMaintenance, error) {
 	raw, err := s.jsonCall(ctx, "running fn_iu_partition_maintain()", "SELECT public.fn_iu_partition_maintain()::pg_catalog.text")
 	if err != nil {
 		return PartitionMaintenance{}, err
 	}
 	return ParsePartitionMaintenance(raw)
+}
+
+// RunRetention runs fn_iu_retention_run(false): history partitions past their retention
+// that every route worker has passed are dropped (workflow_admin). A run that cannot have
+// its locks answers busy or lock_timeout and drops nothing.
+func (s *Store) RunRetention(ctx context.Context) (RetentionRun, error) {
+	raw, err := s.jsonCall(ctx, "running fn_iu_retention_run(false)", "SELECT public.fn_iu_retention_run(false)::pg_catalog.text")
+	if err != nil {
+		return RetentionRun{}, err
+	}
+	return ParseRetentionRun(raw)
 }
 
 // RunnerBeat writes the runner's own heartbeat through fn_queue_runner_beat: the row of

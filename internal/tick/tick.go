@@ -31,6 +31,13 @@ type Partitioner interface {
 	MaintainPartitions(ctx context.Context) (store.PartitionMaintenance, error)
 }
 
+// Retainer is a DB that also drops history partitions past their retention
+// (fn_iu_retention_run(false), workflow_admin); store.Store is one. Opt-in: `tick
+// --retention`, `run --retention-interval`.
+type Retainer interface {
+	RunRetention(ctx context.Context) (store.RetentionRun, error)
+}
+
 // Why a worker's drain stopped.
 const (
 	StopCaughtUp = "caught_up"
@@ -180,6 +187,12 @@ type Options struct {
 	SkipReap   bool          // do not run fn_job_reap_expired_leases (nor fn_job_prune)
 	// SkipPartitions: do not run fn_iu_partition_maintain
 	SkipPartitions bool
+	// Retention: also run fn_iu_retention_run(false), after the partition maintenance.
+	Retention bool
+	// Maintained and Retained see each maintenance and retention answer (for logs): a busy
+	// or lock_timeout answer is not an error, so the caller must look.
+	Maintained func(store.PartitionMaintenance)
+	Retained   func(store.RetentionRun)
 	// CallTimeout is one call's client-side deadline; with a Budget, the worker runs as a
 	// whole are bounded by Budget + CallTimeout (the last batch may start just before the
 	// budget ends and then runs at most one call timeout).
@@ -201,6 +214,7 @@ type Summary struct {
 	Reaper      json.RawMessage `json:"reaper,omitempty"`
 	Pruned      json.RawMessage `json:"pruned,omitempty"`
 	Partitions  json.RawMessage `json:"partitions,omitempty"`
+	Retention   json.RawMessage `json:"retention,omitempty"`
 	DurationMS  int64           `json:"duration_ms"`
 	Errors      []string        `json:"errors,omitempty"`
 }
@@ -250,8 +264,19 @@ func Run(ctx context.Context, db DB, o Options) (Summary, error) {
 		res, err := p.MaintainPartitions(ctx)
 		if err != nil {
 			errs = append(errs, err)
+		} else if o.Maintained != nil {
+			o.Maintained(res)
 		}
 		s.Partitions = res.Raw
+	}
+	if r, ok := db.(Retainer); ok && o.Retention && live() {
+		res, err := r.RunRetention(ctx)
+		if err != nil {
+			errs = append(errs, err)
+		} else if o.Retained != nil {
+			o.Retained(res)
+		}
+		s.Retention = res.Raw
 	}
 	if !o.SkipReap && live() {
 		res, err := db.ReapLeases(ctx)

@@ -134,7 +134,8 @@ CREATE TABLE public.job_queue (
     max_attempts     integer     NOT NULL DEFAULT 5 CHECK (max_attempts > 0),
     lease_owner      text,
     lease_expires_at timestamptz,
-    -- The fencing token of the current (or, once succeeded, the last) claim.
+    -- The fencing token of the current claim, or of the last one once it succeeded or failed
+    -- (a retried complete or fail is answered already) until the next claim replaces it.
     lease_token      uuid,
     -- When that claim took the lease and the login that took it: a lease lives at most
     -- iu_core.fn_job_max_lease_seconds() from its claim however often it is extended, and

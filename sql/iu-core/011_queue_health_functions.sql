@@ -1708,7 +1708,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 -- The body of both fn_job_fail forms (p_lease_token NULL: the name-only legacy form).
 -- With attempts left the job is queued again after the backoff; at max_attempts it is
--- dead and copied to job_dead_letter.
+-- dead and copied to job_dead_letter. The failed claim's token stays on the row until the
+-- next claim replaces it, so a repeat with that token (a retry after a lost answer) is
+-- answered {"failed": true, "already": true}, as a repeated complete is; a lease that ran
+-- out is reaped with its token cleared, so a fail after that is still lease_lost.
 DECLARE
     v_job     public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker);
     v_error   text := iu_core.fn_job_error_text(p_error);
@@ -1717,12 +1720,15 @@ DECLARE
     v_dl      uuid;
 BEGIN
     IF NOT coalesce(iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
+        IF p_lease_token IS NOT NULL AND v_job.status IN ('queued', 'dead') AND v_job.lease_token = p_lease_token THEN
+            RETURN jsonb_build_object('failed', true, 'already', true, 'job_id', p_job_id, 'status', v_job.status);
+        END IF;
         RETURN jsonb_build_object('refused', true, 'reason', iu_core.fn_job_refusal_reason(v_job, p_worker, p_lease_token));
     END IF;
 
     IF v_job.attempt >= v_job.max_attempts THEN
         UPDATE public.job_queue
-           SET status = 'dead', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
+           SET status = 'dead', lease_owner = NULL, lease_expires_at = NULL,
                last_error = v_error, finished_at = now(), updated_at = now()
          WHERE job_id = p_job_id;
         v_dl := iu_core.fn_job_dead_letter_insert(p_job_id);
@@ -1734,7 +1740,7 @@ BEGIN
     v_backoff := iu_core.fn_job_retry_delay(v_job.attempt);
     v_retry   := now() + make_interval(secs => v_backoff);
     UPDATE public.job_queue
-       SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL,
+       SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
            last_error = v_error, process_after = v_retry, updated_at = now()
      WHERE job_id = p_job_id;
     RETURN jsonb_build_object('failed', true, 'dead', false, 'job_id', p_job_id, 'status', 'queued',
@@ -1923,7 +1929,9 @@ AS $$
 -- with token p_lease_tokens[i] and error p_errors[i] (p_errors NULL, or of one element,
 -- applies to all). Each job the caller holds is queued again after its backoff, or, out of
 -- attempts, is dead and copied to job_dead_letter; every other element is refused.
--- Returns {"failed": n, "retrying": n, "dead": n, "refused": n,
+-- A job already failed under that same token (a retried batch) counts as already: the
+-- failed claim's token stays on the row until the next claim (fn_job_fail_one).
+-- Returns {"failed": n, "retrying": n, "dead": n, "already": n, "refused": n,
 -- "refused_jobs": [{"job_id", "reason": "lease_lost" | "not_found"}]}.
 DECLARE
     v_n   integer;
@@ -1936,7 +1944,7 @@ BEGIN
             USING ERRCODE = '22023', HINT = 'Pass one error per job, one error for all, or NULL.';
     END IF;
     IF v_n = 0 THEN
-        RETURN jsonb_build_object('failed', 0, 'retrying', 0, 'dead', 0, 'refused', 0, 'refused_jobs', '[]'::jsonb);
+        RETURN jsonb_build_object('failed', 0, 'retrying', 0, 'dead', 0, 'already', 0, 'refused', 0, 'refused_jobs', '[]'::jsonb);
     END IF;
     WITH input AS (
         SELECT i.job_id, i.token,
@@ -1947,7 +1955,6 @@ BEGIN
            SET status           = CASE WHEN j.attempt >= j.max_attempts THEN 'dead' ELSE 'queued' END,
                lease_owner      = NULL,
                lease_expires_at = NULL,
-               lease_token      = NULL,
                last_error       = i.error,
                process_after    = CASE WHEN j.attempt >= j.max_attempts THEN j.process_after
                                        ELSE now() + make_interval(secs => iu_core.fn_job_retry_delay(j.attempt)) END,
@@ -1967,6 +1974,7 @@ BEGIN
                CASE WHEN m.status = 'dead' THEN 'dead'
                     WHEN m.status = 'queued' THEN 'retrying'
                     WHEN o.job_id IS NULL THEN 'not_found'
+                    WHEN o.status IN ('queued', 'dead') AND o.lease_token = i.token THEN 'already'
                     ELSE 'lease_lost' END AS v
           FROM input i
           LEFT JOIN moved m ON m.job_id = i.job_id
@@ -1976,6 +1984,7 @@ BEGIN
                'failed',   count(*) FILTER (WHERE v IN ('dead', 'retrying')),
                'retrying', count(*) FILTER (WHERE v = 'retrying'),
                'dead',     (SELECT count(*) FROM dl),
+               'already',  count(*) FILTER (WHERE v = 'already'),
                'refused',  count(*) FILTER (WHERE v IN ('lease_lost', 'not_found')),
                'refused_jobs', coalesce(jsonb_agg(jsonb_build_object('job_id', job_id, 'reason', v))
                                         FILTER (WHERE v IN ('lease_lost', 'not_found')), '[]'::jsonb))
@@ -2449,47 +2458,6 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_guard(regclass, regclass) FROM PUBLIC;
 
--- functions/history/fn_iu_partition_create.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_partition_create(p_table text, p_lower xid8, p_upper xid8)
-RETURNS text
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_partition_create(p_table, p_lower, p_upper): one partition of a history table for
-    -- txids [p_lower, p_upper), named <table>_p<lower, 20 digits> so names sort by range, with
-    -- its local keys (event_outbox: PRIMARY KEY (id); iu_route_attempt: PRIMARY KEY (id)), its
-    -- claim index named <partition>_domain_txid_idx, the TRUNCATE guard, and its row in
-    -- iu_history_partition. Internal (fn_iu_partition_maintain and the conversion call it).
-    -- ---------------------------------------------------------------------------------------
-DECLARE
-    v_name text := p_table || '_p' || lpad(p_lower::text, 20, '0');
-BEGIN
-    -- Built as a table of its own, then ATTACHed: CREATE TABLE ... PARTITION OF would take
-    -- an ACCESS EXCLUSIVE lock on the parent until the caller's transaction ends (an
-    -- executor may call this inside a transaction it keeps open: every producer would
-    -- wait), ATTACH takes SHARE UPDATE EXCLUSIVE, which no INSERT or SELECT conflicts with
-    -- (only the default partition, scanned for rows of the new range, is locked).
-    EXECUTE format('CREATE TABLE public.%I (LIKE public.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', v_name, p_table);
-    EXECUTE format('ALTER TABLE public.%I ADD CONSTRAINT %I PRIMARY KEY (id)', v_name, v_name || '_pkey');
-    EXECUTE format('ALTER TABLE public.%I ATTACH PARTITION public.%I FOR VALUES FROM (%L) TO (%L)', p_table, v_name, p_lower, p_upper);
-    IF p_table = 'event_outbox' THEN
-        -- PostgreSQL names the child of the claim index itself; give it a name that says what it is.
-        EXECUTE format('ALTER INDEX %s RENAME TO %I',
-                       (SELECT i.inhrelid::regclass FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid
-                         WHERE i.inhparent = 'public.event_outbox_domain_txid_idx'::regclass AND x.indrelid = to_regclass('public.' || quote_ident(v_name))),
-                       v_name || '_domain_txid_idx');
-    END IF;
-    PERFORM iu_core.fn_iu_partition_guard(to_regclass('public.' || quote_ident(p_table)), to_regclass('public.' || quote_ident(v_name)));
-    INSERT INTO public.iu_history_partition (partition_name, table_name, lower_txid, upper_txid)
-    VALUES (v_name, p_table, p_lower, p_upper);
-    RETURN v_name;
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_create(text, xid8, xid8) FROM PUBLIC;
-
 -- functions/history/fn_iu_retention_config.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_retention_config(p_caller text, p_key text, p_min bigint, p_max bigint)
@@ -2545,6 +2513,526 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_record_closes() FROM PUBLIC;
 
+-- functions/history/fn_iu_history_lock.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_history_lock(p_wait_ms integer)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = 0
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_history_lock(p_wait_ms) -> boolean: takes the partition-maintenance lock, SHARE
+    -- UPDATE EXCLUSIVE on iu_core.iu_history_lock, until the caller's transaction ends.
+    -- p_wait_ms 0: at once or not at all; otherwise waits at most that long (maintenance 1 s,
+    -- retention 2 s, then they answer busy). False when another session holds it: ask
+    -- fn_iu_history_lock_holder who. Only the package can take this lock (nobody else may
+    -- name the table), unlike the advisory lock it replaces, which any login could hold.
+    -- Waiting for it holds nothing anybody else waits for: it is the first lock of the lock
+    -- order (sql/functions/history/README.md). Internal.
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    IF p_wait_ms > 0 THEN
+        PERFORM set_config('lock_timeout', p_wait_ms || 'ms', true);   -- reset when this function returns
+        LOCK TABLE iu_core.iu_history_lock IN SHARE UPDATE EXCLUSIVE MODE;
+    ELSE
+        LOCK TABLE iu_core.iu_history_lock IN SHARE UPDATE EXCLUSIVE MODE NOWAIT;
+    END IF;
+    RETURN true;
+EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+    RETURN false;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_history_lock(integer) FROM PUBLIC;
+
+-- functions/history/fn_iu_history_lock_holder.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_history_lock_holder()
+RETURNS jsonb
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_history_lock_holder() -> jsonb: the session that holds the partition-maintenance
+    -- lock (fn_iu_history_lock), NULL when nobody (else) does: {pid, login, application_name,
+    -- state, xact_start, xact_age_seconds, prepared_gid}. pid, login and application_name are
+    -- visible to any role; state and the transaction's start need the function owner to be
+    -- superuser or a member of pg_read_all_stats (else null). A prepared (two-phase)
+    -- transaction has no pid: its gid says which. The busy answers of maintenance and
+    -- retention and v_queue_health's history row name it. Internal.
+    -- ---------------------------------------------------------------------------------------
+    SELECT jsonb_build_object(
+               'pid', l.pid,
+               'login', coalesce(a.usename, px.owner::text),
+               'application_name', a.application_name,
+               'state', a.state,
+               'xact_start', coalesce(a.xact_start, px.prepared),
+               'xact_age_seconds', floor(extract(epoch FROM clock_timestamp() - coalesce(a.xact_start, px.prepared)))::bigint,
+               'prepared_gid', px.gid)
+      FROM pg_locks l
+      LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+      LEFT JOIN pg_prepared_xacts px ON l.pid IS NULL AND px.transaction::text = split_part(l.virtualtransaction, '/', 2)
+     WHERE l.locktype = 'relation'
+       AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+       AND l.relation = to_regclass('iu_core.iu_history_lock')
+       AND l.granted
+       AND l.mode <> 'AccessShareLock'          -- a size probe, not a holder
+       AND l.pid IS DISTINCT FROM pg_backend_pid()
+     ORDER BY coalesce(a.xact_start, px.prepared) NULLS LAST
+     LIMIT 1
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_history_lock_holder() FROM PUBLIC;
+
+-- functions/history/fn_iu_history_lock_tables.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_history_lock_tables(p_relations regclass[], p_modes text[])
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '20ms'
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_history_lock_tables(p_relations, p_modes) -> boolean: every lock a partition change
+    -- needs, all at once or none. Relation i is locked in mode p_modes[i] (ONLY: never its
+    -- partitions), in the order given. Each lock waits at most 20 ms; when one is not had in
+    -- that time every lock this attempt took is released with it, and the attempt is repeated
+    -- after a pause, at most 25 times (about a second). False when no attempt had them all.
+    --
+    -- Why this shape (the lock order, sql/functions/history/README.md): a producer or worker
+    -- queued behind a lock request waits only while the request waits, so no insert waits
+    -- more than 20 ms on a request of ours, plus the short time the caller then holds what it
+    -- got (its DDL, then its commit). And a request that gives up after 20 ms can never close
+    -- a deadlock with a reader that holds one of these tables and wants another: the reader's
+    -- deadlock check runs after deadlock_timeout (1 s), long after ours has let go.
+    -- Callers list the tables in the lock order: iu_route_attempt's before event_outbox's,
+    -- each parent before its partitions, so that producers (who only write event_outbox)
+    -- wait behind the last and shortest request only. Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_attempt integer;
+    i         integer;
+BEGIN
+    FOR v_attempt IN 1 .. 25 LOOP
+        BEGIN
+            FOR i IN 1 .. coalesce(cardinality(p_relations), 0) LOOP
+                IF p_modes[i] NOT IN ('SHARE UPDATE EXCLUSIVE', 'ACCESS EXCLUSIVE') THEN
+                    RAISE EXCEPTION 'fn_iu_history_lock_tables: lock mode % not used here', p_modes[i] USING ERRCODE = '22023';
+                END IF;
+                IF p_relations[i] IS NULL THEN   -- a table that went away meanwhile
+                    RAISE EXCEPTION 'fn_iu_history_lock_tables: relation % of the lock list does not exist', i USING ERRCODE = '42P01';
+                END IF;
+                EXECUTE format('LOCK TABLE ONLY %s IN %s MODE', p_relations[i], p_modes[i]);
+            END LOOP;
+            RETURN true;              -- the block's locks stay with the transaction
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+            NULL;                     -- rolled back: this attempt's locks are released
+        END;
+        PERFORM pg_sleep(0.01 + random() * 0.03);
+    END LOOP;
+    RETURN false;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_history_lock_tables(regclass[], text[]) FROM PUBLIC;
+
+-- functions/history/fn_iu_history_blockers.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_history_blockers(p_relations regclass[])
+RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_history_blockers(p_relations) -> jsonb: the sessions (at most 5, oldest
+    -- transaction first) that hold a lock on one of p_relations now: [{pid, login,
+    -- application_name, relation, mode, xact_age_seconds}]. What a lock_timeout answer of
+    -- maintenance or retention names: who kept it from its locks (best effort, read right
+    -- after it gave up). Internal.
+    -- ---------------------------------------------------------------------------------------
+    SELECT coalesce(jsonb_agg(b.doc ORDER BY b.xact_start NULLS LAST, b.pid), '[]'::jsonb)
+      FROM (SELECT DISTINCT ON (l.pid) l.pid, a.xact_start,
+                   jsonb_build_object('pid', l.pid, 'login', a.usename, 'application_name', a.application_name,
+                                      'relation', l.relation::regclass::text, 'mode', l.mode,
+                                      'xact_age_seconds', floor(extract(epoch FROM clock_timestamp() - a.xact_start))::bigint) AS doc
+              FROM pg_locks l
+              LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+             WHERE l.locktype = 'relation'
+               AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+               AND l.relation = ANY (p_relations)
+               AND l.granted
+               AND l.pid IS DISTINCT FROM pg_backend_pid()
+             ORDER BY l.pid, l.relation
+             LIMIT 5) b
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_history_blockers(regclass[]) FROM PUBLIC;
+
+-- functions/history/fn_iu_partition_plan.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_partition_plan(p_top numeric, p_next numeric, p_width bigint)
+RETURNS TABLE (lower_txid numeric, upper_txid numeric)
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_partition_plan(p_top, p_next, p_width): THE "how far ahead" rule. The partitions
+    -- to add above p_top (the highest upper bound) so that at least two widths of txids are
+    -- ready above p_next (the next txid to be assigned): none while p_top - p_next >= 2 *
+    -- p_width; else [p_top, greatest(p_top, p_next) + p_width) (wider than a width only when
+    -- txids already passed p_top: it covers them), then [u, u + p_width) until the room
+    -- reaches two widths. So between two and three widths are ready after every call, and a
+    -- partition is added once per width of txids used. Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_lo numeric := p_top;
+    v_up numeric;
+BEGIN
+    WHILE v_lo - p_next < 2 * p_width LOOP
+        v_up := greatest(v_lo, p_next) + p_width;
+        lower_txid := v_lo;
+        upper_txid := v_up;
+        RETURN NEXT;
+        v_lo := v_up;
+    END LOOP;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_plan(numeric, numeric, bigint) FROM PUBLIC;
+
+-- functions/history/fn_iu_partition_build.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_partition_build(p_table text, p_lower xid8)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_partition_build(p_table, p_lower) -> text: a table of its own, shaped to become
+    -- the partition of p_table ('event_outbox' or 'iu_route_attempt') that starts at p_lower,
+    -- named <table>_p<lower, 20 digits> so names sort by range: the parent's columns,
+    -- defaults and CHECKs, its local key PRIMARY KEY (id), the indexes the parent's
+    -- partitioned indexes need (event_outbox: the claim index <name>_domain_txid_idx;
+    -- iu_route_attempt: the re-scan guard UNIQUE (idempotency_key, attempt_no, event_txid),
+    -- <name>_key_attempt_uq), and the TRUNCATE guard. ATTACH then adopts these indexes
+    -- instead of building new ones: everything that takes time is done here, before any lock
+    -- a producer or a reader could wait for (fn_iu_partition_attach is catalog work only).
+    -- Nobody else can see the table until the caller commits. Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_name text := p_table || '_p' || lpad(p_lower::text, 20, '0');
+BEGIN
+    EXECUTE format('CREATE TABLE public.%I (LIKE public.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', v_name, p_table);
+    EXECUTE format('ALTER TABLE public.%I ADD CONSTRAINT %I PRIMARY KEY (id)', v_name, v_name || '_pkey');
+    IF p_table = 'event_outbox' THEN
+        EXECUTE format('CREATE INDEX %I ON public.%I (event_domain, txid, id)', v_name || '_domain_txid_idx', v_name);
+    ELSE
+        EXECUTE format('ALTER TABLE public.%I ADD CONSTRAINT %I UNIQUE (idempotency_key, attempt_no, event_txid)',
+                       v_name, v_name || '_key_attempt_uq');
+    END IF;
+    PERFORM iu_core.fn_iu_partition_guard(to_regclass('public.' || quote_ident(p_table)), to_regclass('public.' || quote_ident(v_name)));
+    RETURN v_name;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_build(text, xid8) FROM PUBLIC;
+
+-- functions/history/fn_iu_partition_attach.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_partition_attach(p_table text, p_built text, p_lower xid8, p_upper xid8)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_partition_attach(p_table, p_built, p_lower, p_upper) -> text: attaches p_built, a
+    -- table fn_iu_partition_build made, as the partition of p_table for txids [p_lower,
+    -- p_upper), and records it in iu_history_partition. When the range starts elsewhere
+    -- than the table was built for (maintenance that caught up from behind learns its lower
+    -- bound only under its locks), the table and its keys are renamed first, so the name
+    -- always says the lower bound. The caller holds the locks (fn_iu_history_lock_tables):
+    -- at least SHARE UPDATE EXCLUSIVE on the parent and ACCESS EXCLUSIVE on its default
+    -- partition, which ATTACH scans for rows of the new range (a row there fails it with
+    -- check_violation: nothing is attached). Catalog work only. Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_name text := p_table || '_p' || lpad(p_lower::text, 20, '0');
+BEGIN
+    IF p_built <> v_name THEN
+        EXECUTE format('ALTER TABLE public.%I RENAME TO %I', p_built, v_name);
+        EXECUTE format('ALTER TABLE public.%I RENAME CONSTRAINT %I TO %I', v_name, p_built || '_pkey', v_name || '_pkey');
+        IF p_table = 'event_outbox' THEN
+            EXECUTE format('ALTER INDEX public.%I RENAME TO %I', p_built || '_domain_txid_idx', v_name || '_domain_txid_idx');
+        ELSE
+            EXECUTE format('ALTER TABLE public.%I RENAME CONSTRAINT %I TO %I', v_name, p_built || '_key_attempt_uq', v_name || '_key_attempt_uq');
+        END IF;
+    END IF;
+    EXECUTE format('ALTER TABLE public.%I ATTACH PARTITION public.%I FOR VALUES FROM (%L) TO (%L)', p_table, v_name, p_lower, p_upper);
+    INSERT INTO public.iu_history_partition (partition_name, table_name, lower_txid, upper_txid)
+    VALUES (v_name, p_table, p_lower, p_upper);
+    RETURN v_name;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_attach(text, text, xid8, xid8) FROM PUBLIC;
+
+-- functions/history/fn_iu_partition_default_attach.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_partition_default_attach(p_table text, p_lower xid8, p_upper xid8)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_partition_default_attach(p_table, p_lower, p_upper) -> text: empties the default
+    -- partition of p_table without moving a row: the default table itself becomes the range
+    -- partition [p_lower, p_upper) (renamed <table>_p<lower>, its keys with it), and a new,
+    -- empty default partition takes its place (with its local PRIMARY KEY (id), the claim
+    -- index's name and the TRUNCATE guard, as the conversion made the first one). The rows
+    -- stay where they are, so a reader holding an older snapshot sees exactly what it saw
+    -- before; the caller chose [p_lower, p_upper) as the gap between partitions that holds
+    -- every row of the default partition (ATTACH checks it: a row outside fails it with
+    -- check_violation, and nothing changes). The one cost that grows with the rows is that
+    -- check, a scan of the old default partition. The caller holds ACCESS EXCLUSIVE on the
+    -- parent and its default partition (fn_iu_history_lock_tables). Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_default text := p_table || '_default';
+    v_name    text := p_table || '_p' || lpad(p_lower::text, 20, '0');
+    v_con     text;
+BEGIN
+    EXECUTE format('ALTER TABLE public.%I DETACH PARTITION public.%I', p_table, v_default);
+    EXECUTE format('ALTER TABLE public.%I RENAME TO %I', v_default, v_name);
+    EXECUTE format('ALTER TABLE public.%I RENAME CONSTRAINT %I TO %I', v_name, v_default || '_pkey', v_name || '_pkey');
+    IF p_table = 'event_outbox' THEN
+        EXECUTE format('ALTER INDEX public.%I RENAME TO %I', v_default || '_domain_txid_idx', v_name || '_domain_txid_idx');
+    ELSE
+        SELECT c.conname INTO v_con FROM pg_constraint c
+         WHERE c.conrelid = to_regclass('public.' || quote_ident(v_name)) AND c.contype = 'u';
+        EXECUTE format('ALTER TABLE public.%I RENAME CONSTRAINT %I TO %I', v_name, v_con, v_name || '_key_attempt_uq');
+    END IF;
+    -- No default partition now: the ATTACH scans only the rows it brings.
+    EXECUTE format('ALTER TABLE public.%I ATTACH PARTITION public.%I FOR VALUES FROM (%L) TO (%L)', p_table, v_name, p_lower, p_upper);
+    EXECUTE format('CREATE TABLE public.%I PARTITION OF public.%I DEFAULT', v_default, p_table);
+    EXECUTE format('ALTER TABLE public.%I ADD CONSTRAINT %I PRIMARY KEY (id)', v_default, v_default || '_pkey');
+    IF p_table = 'event_outbox' THEN
+        EXECUTE format('ALTER INDEX %s RENAME TO %I',
+                       (SELECT i.inhrelid::regclass FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid
+                         WHERE i.inhparent = to_regclass('public.event_outbox_domain_txid_idx')
+                           AND x.indrelid = to_regclass('public.event_outbox_default')),
+                       v_default || '_domain_txid_idx');
+    END IF;
+    PERFORM iu_core.fn_iu_partition_guard(to_regclass('public.' || quote_ident(p_table)), to_regclass('public.' || quote_ident(v_default)));
+    INSERT INTO public.iu_history_partition (partition_name, table_name, lower_txid, upper_txid)
+    VALUES (v_name, p_table, p_lower, p_upper);
+    RETURN v_name;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_default_attach(text, xid8, xid8) FROM PUBLIC;
+
+-- functions/history/fn_iu_partition_extend.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_partition_extend(p_width bigint)
+RETURNS jsonb
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_partition_extend(p_width) -> jsonb: the partition changes of one maintenance call;
+    -- fn_iu_partition_maintain calls it holding the maintenance lock, inside a block that
+    -- turns a failure into an answer (a failure raised here rolls back everything it did and
+    -- releases every lock it took). Returns {created[], default_attached[], recut[], behind,
+    -- default_stuck}. Two ways, chosen before any table lock:
+    --
+    -- Ahead (the steady state: the defaults are empty and the next partition's lower bound
+    -- is at least a margin, min(width / 2, 10,000) txids, above the next txid): the partitions
+    -- fn_iu_partition_plan asks for are built apart (fn_iu_partition_build: all that takes
+    -- time) and ATTACHed under SHARE UPDATE EXCLUSIVE on the parents and ACCESS EXCLUSIVE on
+    -- the default partitions, which no producer waits for (nothing is written there) and a
+    -- reader waits for at most 20 ms (fn_iu_history_lock_tables). The margin is what makes
+    -- this safe while producers write: no txid reaches the new range while its ATTACH
+    -- commits, so no insert in flight was routed to a default partition the new range takes
+    -- from (PostgreSQL fails such an insert), and no reader planned before the ATTACH misses
+    -- a row of the new partition; the call checks it at the end and otherwise rolls back
+    -- (check_violation: the answer says default_raced, the next call goes the other way).
+    --
+    -- Behind (rows in a default partition, txids within the margin of the last partition or
+    -- past it, or empty partitions ahead of another width than the setting): ACCESS
+    -- EXCLUSIVE on both parents and their default partitions (and the partitions to re-cut),
+    -- had at once or not at all, so every producer and reader that comes meanwhile waits at
+    -- the parent and plans again with the new partitions: nothing races. Then, in order:
+    --   1. the defaults' rows: each default partition itself becomes the range partition of
+    --      the gap between partitions that holds its rows (fn_iu_partition_default_attach:
+    --      no row moves; a new empty default takes its place), when they all lie in one gap
+    --      (otherwise default_stuck: they stay, counted in default_rows, see the runbook);
+    --   2. a width change: the partitions wholly ahead of the next txid (none of their txids
+    --      assigned, so empty) from the first one of another width up are dropped (recut);
+    --   3. the partitions fn_iu_partition_plan asks for above the highest upper bound, the
+    --      first covering every txid already past it. One call catches up however far behind
+    --      maintenance was; what it costs under the lock is catalog work plus one scan of the
+    --      rows the default partitions hold (their ATTACH check).
+    -- Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_margin   numeric := least(p_width / 2, 10000);
+    v_next     numeric := pg_snapshot_xmax(pg_current_snapshot())::text::numeric;
+    v_top      numeric;
+    v_cut      numeric;
+    v_dmin     numeric;
+    v_dmax     numeric;
+    v_glo      numeric;
+    v_ghi      numeric;
+    v_swap     boolean := false;
+    v_stuck    boolean := false;
+    v_behind   boolean;
+    v_plan     numeric[];
+    v_planup   numeric[];
+    v_built    text[] := '{}';     -- event_outbox tables built (the attempt twins share the suffix)
+    v_created  text[] := '{}';
+    v_attached text[] := '{}';
+    v_recut    text[] := '{}';
+    v_rels     regclass[];
+    v_modes    text[];
+    v_name     text;
+    v_t        text;
+    i          integer;
+BEGIN
+    SELECT coalesce(max(p.upper_txid::text::numeric), v_next) INTO v_top
+      FROM public.iu_history_partition p WHERE p.table_name = 'event_outbox';
+
+    -- Rows in the default partitions (none in the steady state: one cheap probe each).
+    IF EXISTS (SELECT 1 FROM ONLY public.event_outbox_default) OR EXISTS (SELECT 1 FROM ONLY public.iu_route_attempt_default) THEN
+        SELECT min(d.t), max(d.t) INTO v_dmin, v_dmax
+          FROM (SELECT o.txid::text::numeric AS t FROM ONLY public.event_outbox_default o
+                UNION ALL
+                SELECT a.event_txid::text::numeric FROM ONLY public.iu_route_attempt_default a) d;
+        -- the gap that holds the lowest of them: from the highest upper bound below it (none
+        -- below, every partition there dropped by retention: the lowest row itself) to the
+        -- lowest lower bound above it (none above: the txids in use)
+        SELECT coalesce(max(p.upper_txid::text::numeric), v_dmin) INTO v_glo FROM public.iu_history_partition p
+         WHERE p.table_name = 'event_outbox' AND p.upper_txid::text::numeric <= v_dmin;
+        SELECT min(p.lower_txid::text::numeric) INTO v_ghi FROM public.iu_history_partition p
+         WHERE p.table_name = 'event_outbox' AND p.lower_txid::text::numeric > v_dmin;
+        v_swap := v_ghi IS NULL OR v_dmax < v_ghi;
+        v_stuck := NOT v_swap;
+    END IF;
+    -- Partitions wholly ahead of another width than the setting (re-cut from the first up),
+    -- when no default rows are being dealt with in this call.
+    IF NOT v_swap THEN
+        SELECT min(p.lower_txid::text::numeric) INTO v_cut FROM public.iu_history_partition p
+         WHERE p.table_name = 'event_outbox' AND p.lower_txid::text::numeric >= v_next + v_margin
+           AND p.upper_txid::text::numeric - p.lower_txid::text::numeric <> p_width;
+    END IF;
+    v_behind := v_swap OR v_cut IS NOT NULL OR v_top - v_next < v_margin;
+
+    -- The plan as far as it is known now; built before any lock is asked for.
+    SELECT coalesce(array_agg(x.lower_txid ORDER BY x.lower_txid), '{}'), coalesce(array_agg(x.upper_txid ORDER BY x.lower_txid), '{}')
+      INTO v_plan, v_planup
+      FROM iu_core.fn_iu_partition_plan(
+               CASE WHEN v_swap AND v_ghi IS NULL THEN greatest(v_top, v_next) ELSE coalesce(v_cut, v_top) END,
+               v_next, p_width) x;
+    IF NOT v_behind AND cardinality(v_plan) = 0 THEN
+        RETURN jsonb_build_object('created', '[]'::jsonb, 'default_attached', '[]'::jsonb, 'recut', '[]'::jsonb,
+                                  'behind', false, 'default_stuck', v_stuck);
+    END IF;
+    FOR i IN 1 .. cardinality(v_plan) LOOP
+        v_built := v_built || iu_core.fn_iu_partition_build('event_outbox', v_plan[i]::text::xid8);
+        PERFORM iu_core.fn_iu_partition_build('iu_route_attempt', v_plan[i]::text::xid8);
+    END LOOP;
+
+    IF NOT v_behind THEN
+        v_rels  := ARRAY[to_regclass('public.iu_route_attempt'), to_regclass('public.iu_route_attempt_default'),
+                         to_regclass('public.event_outbox'), to_regclass('public.event_outbox_default')];
+        v_modes := ARRAY['SHARE UPDATE EXCLUSIVE', 'ACCESS EXCLUSIVE', 'SHARE UPDATE EXCLUSIVE', 'ACCESS EXCLUSIVE'];
+        IF NOT iu_core.fn_iu_history_lock_tables(v_rels, v_modes) THEN
+            RAISE EXCEPTION 'fn_iu_partition_maintain: the default partitions'' locks were not free' USING ERRCODE = '55P03';
+        END IF;
+        PERFORM set_config('lock_timeout', '50ms', true);
+        FOR i IN 1 .. cardinality(v_plan) LOOP
+            FOREACH v_t IN ARRAY ARRAY['event_outbox', 'iu_route_attempt'] LOOP
+                v_created := v_created || iu_core.fn_iu_partition_attach(v_t, v_t || substr(v_built[i], length('event_outbox') + 1),
+                                                                         v_plan[i]::text::xid8, v_planup[i]::text::xid8);
+            END LOOP;
+        END LOOP;
+        -- The margin held: no txid of the new ranges was assigned before this commits.
+        IF pg_snapshot_xmax(pg_current_snapshot())::text::numeric >= v_plan[1] THEN
+            RAISE EXCEPTION 'fn_iu_partition_maintain: txids reached % while the partition starting there was attached', v_plan[1]
+                USING ERRCODE = '23514';
+        END IF;
+        RETURN jsonb_build_object('created', to_jsonb(v_created), 'default_attached', '[]'::jsonb, 'recut', '[]'::jsonb,
+                                  'behind', false, 'default_stuck', v_stuck);
+    END IF;
+
+    -- Behind: both parents, their defaults and what is re-cut, ACCESS EXCLUSIVE, in the lock
+    -- order (iu_route_attempt's first, each parent before its partitions).
+    v_rels := ARRAY[to_regclass('public.iu_route_attempt'), to_regclass('public.iu_route_attempt_default')];
+    IF v_cut IS NOT NULL THEN
+        v_rels := v_rels || ARRAY(SELECT to_regclass('public.' || quote_ident(p.partition_name)) FROM public.iu_history_partition p
+                                   WHERE p.table_name = 'iu_route_attempt' AND p.lower_txid::text::numeric >= v_cut ORDER BY p.lower_txid);
+    END IF;
+    v_rels := v_rels || ARRAY[to_regclass('public.event_outbox'), to_regclass('public.event_outbox_default')];
+    IF v_cut IS NOT NULL THEN
+        v_rels := v_rels || ARRAY(SELECT to_regclass('public.' || quote_ident(p.partition_name)) FROM public.iu_history_partition p
+                                   WHERE p.table_name = 'event_outbox' AND p.lower_txid::text::numeric >= v_cut ORDER BY p.lower_txid);
+    END IF;
+    v_modes := array_fill('ACCESS EXCLUSIVE'::text, ARRAY[cardinality(v_rels)]);
+    IF NOT iu_core.fn_iu_history_lock_tables(v_rels, v_modes) THEN
+        RAISE EXCEPTION 'fn_iu_partition_maintain: the history tables'' locks were not free' USING ERRCODE = '55P03';
+    END IF;
+    PERFORM set_config('lock_timeout', '50ms', true);
+    -- Under these locks no transaction that wrote either table is open: every row of either
+    -- has a txid below the next one.
+    v_next := pg_snapshot_xmax(pg_current_snapshot())::text::numeric;
+
+    IF v_swap THEN
+        v_ghi := coalesce(v_ghi, v_next);
+        FOREACH v_t IN ARRAY ARRAY['event_outbox', 'iu_route_attempt'] LOOP
+            v_attached := v_attached || iu_core.fn_iu_partition_default_attach(v_t, v_glo::text::xid8, v_ghi::text::xid8);
+        END LOOP;
+    END IF;
+    IF v_cut IS NOT NULL THEN
+        FOR v_name IN SELECT p.partition_name FROM public.iu_history_partition p
+                       WHERE p.lower_txid::text::numeric >= v_cut ORDER BY p.table_name, p.lower_txid LOOP
+            EXECUTE format('DROP TABLE public.%I', v_name);
+            v_recut := v_recut || v_name;
+        END LOOP;
+        DELETE FROM public.iu_history_partition p WHERE p.lower_txid::text::numeric >= v_cut;
+    END IF;
+
+    -- The plan again, with what is known now; tables built for it are renamed to their
+    -- final lower bounds, one more is built if it needs more, the unused ones are dropped.
+    SELECT coalesce(max(p.upper_txid::text::numeric), v_next) INTO v_top
+      FROM public.iu_history_partition p WHERE p.table_name = 'event_outbox';
+    SELECT coalesce(array_agg(x.lower_txid ORDER BY x.lower_txid), '{}'), coalesce(array_agg(x.upper_txid ORDER BY x.lower_txid), '{}')
+      INTO v_plan, v_planup
+      FROM iu_core.fn_iu_partition_plan(v_top, v_next, p_width) x;
+    FOR i IN cardinality(v_plan) + 1 .. cardinality(v_built) LOOP
+        FOREACH v_t IN ARRAY ARRAY['event_outbox', 'iu_route_attempt'] LOOP
+            EXECUTE format('DROP TABLE public.%I', v_t || substr(v_built[i], length('event_outbox') + 1));
+        END LOOP;
+    END LOOP;
+    FOR i IN cardinality(v_built) + 1 .. cardinality(v_plan) LOOP
+        v_built := v_built || iu_core.fn_iu_partition_build('event_outbox', v_plan[i]::text::xid8);
+        PERFORM iu_core.fn_iu_partition_build('iu_route_attempt', v_plan[i]::text::xid8);
+    END LOOP;
+    -- Highest first: a final bound is never below the planned one, so a table renamed up
+    -- never takes the name of one not renamed yet.
+    FOR i IN REVERSE cardinality(v_plan) .. 1 LOOP
+        FOREACH v_t IN ARRAY ARRAY['iu_route_attempt', 'event_outbox'] LOOP
+            v_created := iu_core.fn_iu_partition_attach(v_t, v_t || substr(v_built[i], length('event_outbox') + 1),
+                                                         v_plan[i]::text::xid8, v_planup[i]::text::xid8) || v_created;
+        END LOOP;
+    END LOOP;
+    RETURN jsonb_build_object('created', to_jsonb(v_created), 'default_attached', to_jsonb(v_attached), 'recut', to_jsonb(v_recut),
+                              'behind', true, 'default_stuck', v_stuck);
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_extend(bigint) FROM PUBLIC;
+
 -- functions/history/fn_iu_partition_maintain.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION public.fn_iu_partition_maintain()
@@ -2552,94 +3040,109 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- The bound of any wait not covered below (a read behind an operator's DDL on these tables):
+-- restored when the function returns.
+SET lock_timeout = '2s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_partition_maintain() -> jsonb
-    -- Keeps both history tables partitioned ahead of the transaction ids in use, and records
-    -- when a partition closed. Called by the runner (tick, and the run loop on the stale-check
-    -- cadence); idempotent and safe to call concurrently (a transaction-scoped advisory lock:
-    -- a second caller returns {"busy": true} at once).
-    -- Algorithm: the next partition starts at the highest existing upper bound, or above the
-    -- highest txid already in a default partition (so no row ever has to move); partitions of
-    -- retention.partition_txids txids are added, to both tables with the same bounds, while
-    -- the room left above the next txid is under half a width (so between half and one and a
-    -- half widths of txids are always ready). Every partition whose upper
-    -- bound is <= xmin of the current snapshot (no transaction can still write into it) gets
-    -- closed_at = now() once. Adding a partition (built apart, then ATTACHed) takes SHARE
-    -- UPDATE EXCLUSIVE on the parent, which no INSERT or SELECT waits for, and ACCESS
-    -- EXCLUSIVE on the default partition (scanned for rows of the new range); it waits at most
-    -- 2 s for those (DDL or VACUUM on the table, a writer into the default partition): on a
-    -- timeout it returns {"lock_timeout": true} and the next call tries again.
-    -- Returns: busy, created[], closed[], partitions, newest_upper_txid, next_txid,
-    --          ahead_txids, width_txids, default_rows{event_outbox, iu_route_attempt}, lock_timeout,
-    --          default_raced (a producer's row reached the default partition above what this call
-    --          saw, while it waited: nothing created, the next call starts above it).
+    -- Keeps both history tables partitioned two to three widths (retention.partition_txids)
+    -- ahead of the transaction ids in use, empties the default partitions when rows reached
+    -- them, re-cuts the partitions ahead when the width setting changed, and records when a
+    -- partition closed. Called by the runner (tick, and the run loop on the stale-check
+    -- cadence); idempotent and safe to call concurrently. Call it with autocommit: what it
+    -- changes holds its locks until the caller's transaction ends, so a session that
+    -- changed something ends itself after 2 s idle in that transaction (its changes roll
+    -- back; the next call makes them again).
+    --
+    -- Locks, in the lock order (sql/functions/history/README.md): first the maintenance lock
+    -- (fn_iu_history_lock, waited for at most 1 s: a retention run or another maintenance
+    -- call is done by then; when not, busy, naming the holder), then
+    -- the tables' locks, all at once or none within about a second, no wait longer than 20 ms
+    -- (fn_iu_history_lock_tables). No producer or worker waits longer than that on it, and no
+    -- reader of the tables, in whatever order it reads them, can deadlock it.
+    -- What it changes and how: fn_iu_partition_extend (ahead, or caught up from behind in one
+    -- call). Every failure is an answer, never an error (a bad width setting excepted: 22023):
+    --   busy            another session holds the maintenance lock: holder {pid, login, ...}
+    --   lock_timeout    the tables' locks were not free: nothing changed; blocked_by names
+    --                   who held them; the next call tries again
+    --   default_raced   a txid reached a range while it was being attached: nothing
+    --                   changed; the next call takes the other way
+    --   error           any other failure of a lock or a race ({sqlstate, message}):
+    --                   nothing changed
+    -- Returns: busy, [holder], lock_timeout, [blocked_by], default_raced, [error], behind,
+    --          created[], default_attached[], recut[], closed[], partitions,
+    --          newest_upper_txid, next_txid, ahead_txids, width_txids, default_stuck,
+    --          default_rows{event_outbox, iu_route_attempt} (counted up to 1,000; null when
+    --          another session holds them locked).
     -- ---------------------------------------------------------------------------------------
 DECLARE
     v_width   bigint;
-    v_next    xid8;
     v_upper   xid8;
-    v_lo      xid8;
-    v_top     xid8;
-    v_old_lt  text;
-    v_created text[] := '{}';
+    v_next    xid8;
     v_closed  text[];
+    v_done    jsonb := jsonb_build_object('created', '[]'::jsonb, 'default_attached', '[]'::jsonb, 'recut', '[]'::jsonb,
+                                         'behind', false, 'default_stuck', false);
     v_timeout boolean := false;
     v_raced   boolean := false;
+    v_blocked jsonb;
+    v_error   jsonb;
+    v_state   text;
+    v_msg     text;
+    v_rows    jsonb;
 BEGIN
     v_width := coalesce(iu_core.fn_iu_retention_config('fn_iu_partition_maintain', 'retention.partition_txids', 1000, 1000000000000), 100000000);
-    IF NOT pg_try_advisory_xact_lock(hashtext('iu_core.partition_maintain')) THEN
-        RETURN jsonb_build_object('busy', true);
+    IF NOT iu_core.fn_iu_history_lock(1000) THEN
+        RETURN jsonb_build_object('busy', true, 'holder', iu_core.fn_iu_history_lock_holder());
     END IF;
-    v_next := pg_snapshot_xmax(pg_current_snapshot());
-
-    v_old_lt := current_setting('lock_timeout');
-    PERFORM set_config('lock_timeout', '2s', true);
     BEGIN
-        SELECT p.upper_txid INTO v_upper FROM public.iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
-        v_lo := v_upper;
-        -- above the highest row already in a default partition (min/max of xid8 need PostgreSQL 14)
-        SELECT o.txid INTO v_top FROM ONLY public.event_outbox_default o ORDER BY o.txid DESC LIMIT 1;
-        IF v_top >= v_lo THEN v_lo := (v_top::text::numeric + 1)::text::xid8; END IF;
-        SELECT a.event_txid INTO v_top FROM ONLY public.iu_route_attempt_default a ORDER BY a.event_txid DESC LIMIT 1;
-        IF v_top >= v_lo THEN v_lo := (v_top::text::numeric + 1)::text::xid8; END IF;
-        WHILE v_lo::text::numeric - v_next::text::numeric < v_width / 2 LOOP
-            v_upper := (v_lo::text::numeric + v_width)::text::xid8;
-            v_created := v_created || iu_core.fn_iu_partition_create('event_outbox', v_lo, v_upper);
-            v_created := v_created || iu_core.fn_iu_partition_create('iu_route_attempt', v_lo, v_upper);
-            v_lo := v_upper;
-        END LOOP;
+        v_closed := iu_core.fn_iu_partition_record_closes();
+    EXCEPTION WHEN lock_not_available THEN
+        v_closed := '{}';   -- recorded by a later call
+    END;
+
+    BEGIN
+        v_done := iu_core.fn_iu_partition_extend(v_width);
     EXCEPTION
         WHEN lock_not_available THEN
             v_timeout := true;
-            v_created := '{}';
+            v_blocked := iu_core.fn_iu_history_blockers(ARRAY[
+                to_regclass('public.iu_route_attempt'), to_regclass('public.iu_route_attempt_default'),
+                to_regclass('public.event_outbox'), to_regclass('public.event_outbox_default')]);
         WHEN check_violation THEN
-            -- A producer's row reached the default partition above the highest one this
-            -- call could see (its transaction committed while the new partition waited for
-            -- the default partition's lock): nothing is created now; the next call starts
-            -- above that row.
             v_raced := true;
-            v_created := '{}';
+        WHEN deadlock_detected OR serialization_failure OR object_in_use OR undefined_table OR duplicate_table THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+            v_error := jsonb_build_object('sqlstate', v_state, 'message', v_msg);
     END;
-    PERFORM set_config('lock_timeout', v_old_lt, true);
+    IF jsonb_array_length(v_done->'created') > 0 OR jsonb_array_length(v_done->'default_attached') > 0
+       OR jsonb_array_length(v_done->'recut') > 0 THEN
+        -- Changes hold ACCESS EXCLUSIVE or SHARE UPDATE EXCLUSIVE locks until the caller's
+        -- transaction ends: a caller that leaves it open must not hold producers or readers.
+        PERFORM set_config('idle_in_transaction_session_timeout', '2s', true);
+    END IF;
+
     SELECT p.upper_txid INTO v_upper FROM public.iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
-
-    v_closed := iu_core.fn_iu_partition_record_closes();
-
-    RETURN jsonb_build_object(
+    v_next := pg_snapshot_xmax(pg_current_snapshot());
+    BEGIN
+        PERFORM set_config('lock_timeout', '100ms', true);
+        v_rows := jsonb_build_object(
+            'event_outbox', (SELECT count(*) FROM (SELECT 1 FROM ONLY public.event_outbox_default LIMIT 1000) d),
+            'iu_route_attempt', (SELECT count(*) FROM (SELECT 1 FROM ONLY public.iu_route_attempt_default LIMIT 1000) d));
+    EXCEPTION WHEN lock_not_available THEN
+        v_rows := NULL;     -- not readable now (someone holds them): null, not a guess
+    END;
+    RETURN jsonb_strip_nulls(jsonb_build_object('blocked_by', v_blocked, 'error', v_error)) || v_done || jsonb_build_object(
         'busy', false,
         'lock_timeout', v_timeout,
         'default_raced', v_raced,
-        'created', to_jsonb(v_created),
         'closed', to_jsonb(v_closed),
         'partitions', (SELECT count(*) FROM public.iu_history_partition),
         'newest_upper_txid', v_upper::text,
         'next_txid', v_next::text,
         'ahead_txids', v_upper::text::numeric - v_next::text::numeric,
         'width_txids', v_width,
-        'default_rows', jsonb_build_object(
-            'event_outbox', (SELECT count(*) FROM (SELECT 1 FROM ONLY public.event_outbox_default LIMIT 1000) d),
-            'iu_route_attempt', (SELECT count(*) FROM (SELECT 1 FROM ONLY public.iu_route_attempt_default LIMIT 1000) d)));
+        'default_rows', v_rows);
 END;
 $$;
 -- +goose StatementEnd
@@ -2700,6 +3203,9 @@ RETURNS jsonb
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+-- The bound of any wait not covered below (a decision's read behind an operator's DDL on
+-- these tables): restored when the function returns.
+SET lock_timeout = '2s'
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_retention_run(p_dry_run boolean DEFAULT true) -> jsonb
@@ -2722,10 +3228,20 @@ AS $$
     -- p_dry_run true (the default): nothing is dropped; the answer says what would be.
     -- Returns: dry_run, dropped[{table, partition, lower_txid, upper_txid, rows, closed_at}],
     --          kept[{table, partition, reason, [workers]}], retention{event_outbox_days,
-    --          route_attempt_days}, lock_timeout.
-    -- Takes the maintenance lock (waits at most 2 s for a running maintenance, else answers
-    -- busy and lock_timeout, dropping nothing); each DROP waits at most 2 s for its lock
-    -- (lock_timeout: the run stops there and says so).
+    --          route_attempt_days}, busy, [holder], lock_timeout, [blocked_by], more.
+    --
+    -- Never stalls producers or workers, never deadlocks with a reader (the lock order,
+    -- sql/functions/history/README.md): it first decides what goes, counting each
+    -- partition's rows, under the maintenance lock only (waited for at most 2 s; held by
+    -- another session: busy, and holder names it). Then it takes every lock the drops need,
+    -- ACCESS EXCLUSIVE on the parents, their default partitions and the partitions that go,
+    -- all at once or none (fn_iu_history_lock_tables: no wait longer than 20 ms, about a
+    -- second of attempts), drops and records them, and returns: the parents stay locked only
+    -- for that catalog work and the caller's commit. When the locks were not free nothing
+    -- is dropped: lock_timeout, blocked_by names who held them, and what would have gone is
+    -- kept with reason lock_timeout until the next run. At most 16 partitions go per run
+    -- (the rest: reason next_run, more: true), so the time the locks are held stays short.
+    -- Every failure is an answer, never an error (a bad retention setting excepted: 22023).
     -- ---------------------------------------------------------------------------------------
 DECLARE
     v_outbox_days  bigint;
@@ -2737,11 +3253,16 @@ DECLARE
     v_workers      text[];
     v_reason       text;
     v_rows         bigint;
-    v_dropped      jsonb := '[]';
+    v_plan         jsonb := '[]';     -- what goes: [{table, partition, lower_txid, upper_txid, rows, closed_at, days}]
     v_kept         jsonb := '[]';
     v_gone         text[] := '{}';    -- event_outbox ranges (lower::text) gone in this run
+    v_more         boolean := false;
     v_timeout      boolean := false;
-    v_old_lt       text;
+    v_blocked      jsonb;
+    v_rels         regclass[] := '{}';
+    v_e            jsonb;
+    v_t            text;
+    c_max_drops    constant integer := 16;
 BEGIN
     IF p_dry_run IS NULL THEN
         RAISE EXCEPTION 'fn_iu_retention_run: p_dry_run required' USING ERRCODE = '22023',
@@ -2750,95 +3271,175 @@ BEGIN
     v_outbox_days  := iu_core.fn_iu_retention_config('fn_iu_retention_run', 'retention.event_outbox_days', 0, 36500);
     v_attempt_days := iu_core.fn_iu_retention_config('fn_iu_retention_run', 'retention.route_attempt_days', 0, 36500);
     v_actor := iu_core.fn_queue_actor(NULL, 'fn_iu_retention_run');
-    v_old_lt := current_setting('lock_timeout');
-    PERFORM set_config('lock_timeout', '2s', true);
-    -- The maintenance lock, waited for at most 2 s like every lock here: a session that
-    -- holds it in an open transaction (maintenance is granted to executors) must not hang
-    -- the run for as long as that transaction lives.
+    -- The maintenance lock, waited for at most 2 s: a session that holds it in an open
+    -- transaction (maintenance is granted to executors) must not hang the run for as long
+    -- as that transaction lives. Waiting for it holds nothing anyone else waits for.
+    IF NOT iu_core.fn_iu_history_lock(2000) THEN
+        RETURN jsonb_strip_nulls(jsonb_build_object('holder', iu_core.fn_iu_history_lock_holder())) || jsonb_build_object(
+            'dry_run', p_dry_run, 'dropped', '[]'::jsonb, 'kept', '[]'::jsonb,
+            'lock_timeout', true, 'busy', true, 'more', false,
+            'retention', jsonb_build_object('event_outbox_days', v_outbox_days, 'route_attempt_days', v_attempt_days));
+    END IF;
+    -- The decisions read the tables; a read that waits 2 s (behind an operator's DDL on them)
+    -- ends the run with nothing dropped.
     BEGIN
-        PERFORM pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'));
+        -- closed_at must be current before ages are judged
+        PERFORM iu_core.fn_iu_partition_record_closes();
+        v_xmin := pg_snapshot_xmin(pg_current_snapshot());
+
+        -- 1. Decide (no table lock beyond a reader's). event_outbox first (an attempt partition
+        --    waits for its events' partition), oldest first.
+        FOR p IN SELECT * FROM public.iu_history_partition h
+                  ORDER BY h.table_name, h.upper_txid
+        LOOP
+            v_workers := NULL;
+            v_days := CASE p.table_name WHEN 'event_outbox' THEN v_outbox_days ELSE v_attempt_days END;
+            v_reason := CASE
+                WHEN v_days IS NULL THEN 'retention_not_configured'
+                WHEN p.closed_at IS NULL OR p.upper_txid > v_xmin THEN 'not_closed'
+                WHEN p.closed_at > now() - make_interval(days => v_days::integer) THEN 'younger_than_retention'
+            END;
+            IF v_reason IS NULL AND p.table_name = 'event_outbox' THEN
+                v_workers := iu_core.fn_iu_retention_partition_unrouted(p.lower_txid, p.upper_txid);
+                IF cardinality(v_workers) > 0 THEN
+                    v_reason := 'cursor_not_passed';
+                END IF;
+            ELSIF v_reason IS NULL THEN
+                IF EXISTS (SELECT 1 FROM public.iu_history_partition e
+                            WHERE e.table_name = 'event_outbox'
+                              AND e.lower_txid IS NOT DISTINCT FROM p.lower_txid AND e.upper_txid = p.upper_txid)
+                   AND NOT coalesce(p.lower_txid::text, 'min') = ANY (v_gone) THEN
+                    v_reason := 'events_still_kept';
+                ELSIF EXISTS (SELECT 1 FROM public.iu_route_dead_letter d
+                               WHERE d.resolved_at IS NULL
+                                 AND (d.event_snapshot->>'txid')::xid8 < p.upper_txid
+                                 AND (p.lower_txid IS NULL OR (d.event_snapshot->>'txid')::xid8 >= p.lower_txid)) THEN
+                    v_reason := 'open_dead_letter';
+                END IF;
+            END IF;
+            IF v_reason IS NULL AND jsonb_array_length(v_plan) >= c_max_drops THEN
+                v_reason := 'next_run';
+                v_more := true;
+            END IF;
+            IF v_reason IS NOT NULL THEN
+                v_kept := v_kept || jsonb_strip_nulls(jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
+                                                                       'reason', v_reason, 'workers', to_jsonb(v_workers)));
+                CONTINUE;
+            END IF;
+            -- Counted now, before any lock that makes others wait: a closed partition gets no
+            -- new events, and attempts only for open dead letters, which keep it.
+            EXECUTE format('SELECT count(*) FROM ONLY public.%I', p.partition_name) INTO v_rows;
+            IF p.table_name = 'event_outbox' THEN
+                v_gone := v_gone || coalesce(p.lower_txid::text, 'min');
+            END IF;
+            v_plan := v_plan || jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
+                                                   'lower_txid', p.lower_txid::text, 'upper_txid', p.upper_txid::text,
+                                                   'rows', v_rows, 'closed_at', p.closed_at, 'days', v_days);
+        END LOOP;
     EXCEPTION WHEN lock_not_available THEN
-        PERFORM set_config('lock_timeout', v_old_lt, true);
-        RETURN jsonb_build_object('dry_run', p_dry_run, 'dropped', v_dropped, 'kept', v_kept,
-                                  'lock_timeout', true, 'busy', true,
-                                  'retention', jsonb_build_object('event_outbox_days', v_outbox_days,
-                                                                  'route_attempt_days', v_attempt_days));
+        RETURN jsonb_build_object('blocked_by', iu_core.fn_iu_history_blockers(ARRAY[
+                   to_regclass('public.iu_route_attempt'), to_regclass('public.event_outbox'), to_regclass('public.iu_history_partition')]),
+               'dry_run', p_dry_run, 'dropped', '[]'::jsonb, 'kept', '[]'::jsonb, 'busy', false, 'lock_timeout', true, 'more', false,
+               'retention', jsonb_build_object('event_outbox_days', v_outbox_days, 'route_attempt_days', v_attempt_days));
     END;
-    -- closed_at must be current before ages are judged
-    PERFORM iu_core.fn_iu_partition_record_closes();
-    v_xmin := pg_snapshot_xmin(pg_current_snapshot());
 
-    -- event_outbox first (an attempt partition waits for its events' partition), oldest first.
-    FOR p IN SELECT * FROM public.iu_history_partition h
-              ORDER BY h.table_name, h.upper_txid
-    LOOP
-        v_workers := NULL;
-        v_days := CASE p.table_name WHEN 'event_outbox' THEN v_outbox_days ELSE v_attempt_days END;
-        v_reason := CASE
-            WHEN v_days IS NULL THEN 'retention_not_configured'
-            WHEN p.closed_at IS NULL OR p.upper_txid > v_xmin THEN 'not_closed'
-            WHEN p.closed_at > now() - make_interval(days => v_days::integer) THEN 'younger_than_retention'
-        END;
-        IF v_reason IS NULL AND p.table_name = 'event_outbox' THEN
-            v_workers := iu_core.fn_iu_retention_partition_unrouted(p.lower_txid, p.upper_txid);
-            IF cardinality(v_workers) > 0 THEN
-                v_reason := 'cursor_not_passed';
+    -- 2. Drop: every lock at once or none, then catalog work only.
+    IF NOT p_dry_run AND jsonb_array_length(v_plan) > 0 THEN
+        FOREACH v_t IN ARRAY ARRAY['iu_route_attempt', 'event_outbox'] LOOP
+            IF EXISTS (SELECT 1 FROM jsonb_array_elements(v_plan) e WHERE e->>'table' = v_t) THEN
+                v_rels := v_rels || to_regclass('public.' || v_t) || to_regclass('public.' || v_t || '_default')
+                          || ARRAY(SELECT to_regclass('public.' || quote_ident(e->>'partition'))
+                                     FROM jsonb_array_elements(v_plan) e WHERE e->>'table' = v_t);
             END IF;
-        ELSIF v_reason IS NULL THEN
-            IF EXISTS (SELECT 1 FROM public.iu_history_partition e
-                        WHERE e.table_name = 'event_outbox'
-                          AND e.lower_txid IS NOT DISTINCT FROM p.lower_txid AND e.upper_txid = p.upper_txid)
-               AND NOT coalesce(p.lower_txid::text, 'min') = ANY (v_gone) THEN
-                v_reason := 'events_still_kept';
-            ELSIF EXISTS (SELECT 1 FROM public.iu_route_dead_letter d
-                           WHERE d.resolved_at IS NULL
-                             AND (d.event_snapshot->>'txid')::xid8 < p.upper_txid
-                             AND (p.lower_txid IS NULL OR (d.event_snapshot->>'txid')::xid8 >= p.lower_txid)) THEN
-                v_reason := 'open_dead_letter';
+        END LOOP;
+        BEGIN
+            IF NOT iu_core.fn_iu_history_lock_tables(v_rels, array_fill('ACCESS EXCLUSIVE'::text, ARRAY[cardinality(v_rels)])) THEN
+                RAISE EXCEPTION 'fn_iu_retention_run: the history tables'' locks were not free' USING ERRCODE = '55P03';
             END IF;
-        END IF;
-        IF v_reason IS NOT NULL THEN
-            v_kept := v_kept || jsonb_strip_nulls(jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
-                                                                   'reason', v_reason, 'workers', to_jsonb(v_workers)));
-            CONTINUE;
-        END IF;
-
-        EXECUTE format('SELECT count(*) FROM ONLY public.%I', p.partition_name) INTO v_rows;
-        IF NOT p_dry_run THEN
-            -- A DROP holds the parent ACCESS EXCLUSIVE until this transaction ends, which
-            -- holds every producer. A caller that leaves the transaction open (psql
-            -- without autocommit, a script) must not hold them for long: idle in this
-            -- transaction for more than 2 s, the session is ended and the drops roll back
+            PERFORM set_config('lock_timeout', '50ms', true);
+            -- The parents stay locked until the caller's transaction ends. A caller that
+            -- leaves it open (psql without autocommit, a script) must not hold producers:
+            -- idle in it for more than 2 s, the session is ended and the drops roll back
             -- (nothing is lost; the next run drops them again).
             PERFORM set_config('idle_in_transaction_session_timeout', '2s', true);
-            BEGIN
-                EXECUTE format('DROP TABLE public.%I', p.partition_name);
-            EXCEPTION WHEN lock_not_available THEN
-                v_timeout := true;
-                EXIT;
-            END;
-            DELETE FROM public.iu_history_partition h WHERE h.partition_name = p.partition_name;
-            INSERT INTO public.iu_retention_ledger (table_name, partition_name, lower_txid, upper_txid, row_count,
-                                             closed_at, retention_days, dropped_by)
-            VALUES (p.table_name, p.partition_name, p.lower_txid, p.upper_txid, v_rows, p.closed_at, v_days, v_actor);
-        END IF;
-        IF p.table_name = 'event_outbox' THEN
-            v_gone := v_gone || coalesce(p.lower_txid::text, 'min');
-        END IF;
-        v_dropped := v_dropped || jsonb_build_object('table', p.table_name, 'partition', p.partition_name,
-                                                     'lower_txid', p.lower_txid::text, 'upper_txid', p.upper_txid::text,
-                                                     'rows', v_rows, 'closed_at', p.closed_at);
-    END LOOP;
+            -- event_outbox's first: an attempt partition goes only after its events'.
+            FOR v_e IN SELECT e FROM jsonb_array_elements(v_plan) e ORDER BY e->>'table', (e->>'upper_txid')::numeric LOOP
+                EXECUTE format('DROP TABLE public.%I', v_e->>'partition');
+                DELETE FROM public.iu_history_partition h WHERE h.partition_name = v_e->>'partition';
+                INSERT INTO public.iu_retention_ledger (table_name, partition_name, lower_txid, upper_txid, row_count,
+                                                        closed_at, retention_days, dropped_by)
+                VALUES (v_e->>'table', v_e->>'partition', (v_e->>'lower_txid')::xid8, (v_e->>'upper_txid')::xid8,
+                        (v_e->>'rows')::bigint, (v_e->>'closed_at')::timestamptz, (v_e->>'days')::integer, v_actor);
+            END LOOP;
+        EXCEPTION WHEN lock_not_available OR deadlock_detected OR object_in_use OR undefined_table THEN
+            -- Nothing was dropped (the block rolled back, its locks with it).
+            v_timeout := true;
+            v_blocked := iu_core.fn_iu_history_blockers(v_rels);
+            v_kept := v_kept || coalesce((SELECT jsonb_agg(jsonb_build_object('table', e->>'table', 'partition', e->>'partition',
+                                                                            'reason', 'lock_timeout'))
+                                            FROM jsonb_array_elements(v_plan) e), '[]'::jsonb);
+            v_plan := '[]';
+        END;
+    END IF;
 
-    PERFORM set_config('lock_timeout', v_old_lt, true);
-    RETURN jsonb_build_object('dry_run', p_dry_run, 'dropped', v_dropped, 'kept', v_kept,
-                              'lock_timeout', v_timeout,
-                              'retention', jsonb_build_object('event_outbox_days', v_outbox_days,
-                                                              'route_attempt_days', v_attempt_days));
+    RETURN jsonb_strip_nulls(jsonb_build_object('blocked_by', v_blocked)) || jsonb_build_object(
+        'dry_run', p_dry_run,
+        'dropped', coalesce((SELECT jsonb_agg(e - 'days') FROM jsonb_array_elements(v_plan) e), '[]'::jsonb),
+        'kept', v_kept, 'busy', false, 'lock_timeout', v_timeout, 'more', v_more,
+        'retention', jsonb_build_object('event_outbox_days', v_outbox_days, 'route_attempt_days', v_attempt_days));
 END;
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION public.fn_iu_retention_run(boolean) FROM PUBLIC;
+
+-- functions/history/fn_iu_history_health.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_history_health()
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_history_health() -> jsonb: what v_queue_health's history row says about the
+    -- partitions: {status_hint, default_rows, holder_age_seconds, detail}. status_hint:
+    --   lock_held     a session holds the partition-maintenance lock without working under
+    --                 it (idle in its transaction), or its transaction is 10 s old or more
+    --                 (or of an age the owner may not read): maintenance and retention
+    --                 answer busy until it lets go; detail.maintenance_lock_holder names it
+    --   default_rows  rows sit in a default partition (maintenance fell behind; its next
+    --                 call turns them into a partition of their own)
+    --   ok            neither
+    -- detail: maintenance_lock_holder (fn_iu_history_lock_holder, also when held briefly),
+    -- default_rows{event_outbox, iu_route_attempt} (counted up to 1,000), partitions,
+    -- newest_upper_txid, next_txid, ahead_txids. Reads, never raises on a setting. Internal.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_holder  jsonb := iu_core.fn_iu_history_lock_holder();
+    v_outbox  bigint := (SELECT count(*) FROM (SELECT 1 FROM ONLY public.event_outbox_default LIMIT 1000) d);
+    v_attempt bigint := (SELECT count(*) FROM (SELECT 1 FROM ONLY public.iu_route_attempt_default LIMIT 1000) d);
+    v_upper   xid8 := (SELECT p.upper_txid FROM public.iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1);
+    v_next    xid8 := pg_snapshot_xmax(pg_current_snapshot());
+    v_age     bigint := (v_holder->>'xact_age_seconds')::bigint;
+BEGIN
+    RETURN jsonb_build_object(
+        'status_hint', CASE WHEN v_holder IS NOT NULL
+                             AND (coalesce(v_age >= 10, true) OR coalesce(v_holder->>'state', 'active') <> 'active') THEN 'lock_held'
+                            WHEN v_outbox + v_attempt > 0 THEN 'default_rows'
+                            ELSE 'ok' END,
+        'default_rows', v_outbox + v_attempt,
+        'holder_age_seconds', v_age,
+        'detail', jsonb_build_object(
+            'maintenance_lock_holder', v_holder,
+            'default_rows', jsonb_build_object('event_outbox', v_outbox, 'iu_route_attempt', v_attempt),
+            'partitions', (SELECT count(*) FROM public.iu_history_partition),
+            'newest_upper_txid', v_upper::text,
+            'next_txid', v_next::text,
+            'ahead_txids', v_upper::text::numeric - v_next::text::numeric));
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_history_health() FROM PUBLIC;
 
 -- functions/health/v_queue_health.sql
 -- +goose StatementBegin
@@ -2862,7 +3463,9 @@ SELECT 'cursor'::text                                            AS source,
             WHEN c.backlog > 0 THEN 'backlog'
             ELSE 'caught_up' END                                 AS status_hint,
        c.backlog                                                 AS backlog,
-       CASE WHEN c.backlog > 0 THEN floor(extract(epoch FROM (now() - c.oldest_pending_created_at)))::bigint END
+       -- never negative: an event committed after this statement's now() (a reader in an
+       -- open transaction, or one that commits between now() and the snapshot) is age 0
+       CASE WHEN c.backlog > 0 THEN floor(extract(epoch FROM (greatest(now(), c.oldest_pending_created_at) - c.oldest_pending_created_at)))::bigint END
                                                                  AS oldest_pending_age_seconds,
        NULL::text                                                AS severity,
        NULL::boolean                                             AS paused,
@@ -2925,7 +3528,7 @@ SELECT 'dead_letter_event'::text,
        count(*),
        'open',
        NULL::bigint,
-       floor(extract(epoch FROM (now() - min(d.last_failed_at))))::bigint,
+       floor(extract(epoch FROM (greatest(now(), min(d.last_failed_at)) - min(d.last_failed_at))))::bigint,
        NULL::text,
        NULL::boolean,
        NULL::numeric,
@@ -2950,7 +3553,7 @@ SELECT 'dead_letter_job'::text,
        sum(x.n)::bigint,
        'open',
        NULL::bigint,
-       floor(extract(epoch FROM (now() - min(x.oldest))))::bigint,
+       floor(extract(epoch FROM (greatest(now(), min(x.oldest)) - min(x.oldest))))::bigint,
        NULL::text,
        NULL::boolean,
        NULL::numeric,
@@ -2974,7 +3577,7 @@ SELECT 'backlog_job_queue'::text,
        NULL::bigint,
        'queued',
        count(*),
-       floor(extract(epoch FROM (now() - min(j.enqueued_at))))::bigint,
+       floor(extract(epoch FROM (greatest(now(), min(j.enqueued_at)) - min(j.enqueued_at))))::bigint,
        NULL::text,
        NULL::boolean,
        NULL::numeric,
@@ -3002,19 +3605,51 @@ SELECT 'job_kind_paused'::text,
        NULL::integer,
        NULL::text,
        jsonb_build_object('paused_reason', p.reason, 'paused_by', p.paused_by)
-  FROM public.job_kind_pause p;
+  FROM public.job_kind_pause p
+UNION ALL
+-- The history partitions (iu_core.fn_iu_history_health): one row, status_hint ok, lock_held
+-- (a session holds the partition-maintenance lock: detail.maintenance_lock_holder names it,
+-- age_seconds is how long its transaction has run) or default_rows (backlog: rows in the
+-- default partitions, up to 1,000 each).
+SELECT 'history'::text,
+       'partitions'::text,
+       NULL::text,
+       NULL::timestamptz,
+       (hh.h->>'holder_age_seconds')::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       hh.h->>'status_hint',
+       (hh.h->>'default_rows')::bigint,
+       NULL::bigint,
+       NULL::text,
+       NULL::boolean,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       hh.h->'detail'
+  FROM (SELECT iu_core.fn_iu_history_health() AS h) hh;
 -- +goose StatementEnd
 COMMENT ON VIEW public.v_queue_health IS
-    'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue and job_kind_paused rows. Watch status_hint stale / open and severity.';
+    'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue, job_kind_paused and history rows. Watch status_hint stale / open / lock_held / default_rows and severity.';
 
 -- +goose Down
 DROP VIEW public.v_queue_health;
+DROP FUNCTION iu_core.fn_iu_history_health();
 DROP FUNCTION public.fn_iu_retention_run(boolean);
 DROP FUNCTION iu_core.fn_iu_retention_partition_unrouted(xid8, xid8);
 DROP FUNCTION public.fn_iu_partition_maintain();
+DROP FUNCTION iu_core.fn_iu_partition_extend(bigint);
+DROP FUNCTION iu_core.fn_iu_partition_default_attach(text, xid8, xid8);
+DROP FUNCTION iu_core.fn_iu_partition_attach(text, text, xid8, xid8);
+DROP FUNCTION iu_core.fn_iu_partition_build(text, xid8);
+DROP FUNCTION iu_core.fn_iu_partition_plan(numeric, numeric, bigint);
+DROP FUNCTION iu_core.fn_iu_history_blockers(regclass[]);
+DROP FUNCTION iu_core.fn_iu_history_lock_tables(regclass[], text[]);
+DROP FUNCTION iu_core.fn_iu_history_lock_holder();
+DROP FUNCTION iu_core.fn_iu_history_lock(integer);
 DROP FUNCTION iu_core.fn_iu_partition_record_closes();
 DROP FUNCTION iu_core.fn_iu_retention_config(text, text, bigint, bigint);
-DROP FUNCTION iu_core.fn_iu_partition_create(text, xid8, xid8);
 DROP FUNCTION iu_core.fn_iu_partition_guard(regclass, regclass);
 DROP FUNCTION public.fn_iu_route_dead_letter_replay_many(jsonb, integer);
 DROP FUNCTION public.fn_job_dead_letter_replay_many(jsonb, integer);

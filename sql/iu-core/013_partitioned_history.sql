@@ -19,8 +19,10 @@
 -- detached, renamed back, and the rows of every later partition are copied into them.
 
 -- +goose Up
--- The retention keys. A width set before this migration runs (retention.partition_txids) is
--- kept: the conversion's first partitions use it.
+-- The retention keys. The partition width is chosen at install: the session setting
+-- iu.partition_txids (PGOPTIONS='-c iu.partition_txids=N', or iu-runner migrate up
+-- --partition-txids N) wins; without it a retention.partition_txids set before this
+-- migration runs is kept; else 100,000,000. The conversion's first partitions use it.
 INSERT INTO public.dot_config (key, value, description) VALUES
     ('retention.event_outbox_days', '',
      'Days an event_outbox partition is kept after it closed (every txid in it finished). Empty or missing: keep forever.'),
@@ -29,6 +31,36 @@ INSERT INTO public.dot_config (key, value, description) VALUES
     ('retention.partition_txids', '100000000',
      'Width of a history partition in transaction ids (event_outbox and iu_route_attempt share the bounds). Keep retention / width under ~100 partitions.')
 ON CONFLICT (key) DO NOTHING;
+
+-- +goose StatementBegin
+DO $$
+DECLARE
+    v_raw text := btrim(coalesce(current_setting('iu.partition_txids', true), ''));
+BEGIN
+    IF v_raw = '' THEN
+        RETURN;
+    END IF;
+    IF v_raw !~ '^[0-9]{1,15}$' OR v_raw::bigint NOT BETWEEN 1000 AND 1000000000000 THEN
+        RAISE EXCEPTION '013_partitioned_history: iu.partition_txids = % is not a whole number from 1000 to 1000000000000', quote_literal(v_raw)
+            USING ERRCODE = '22023',
+                  HINT = 'The partition width in transaction ids: PGOPTIONS=''-c iu.partition_txids=<number>'' or iu-runner migrate up --partition-txids <number>.';
+    END IF;
+    UPDATE public.dot_config SET value = v_raw WHERE key = 'retention.partition_txids';
+END;
+$$;
+-- +goose StatementEnd
+
+-- The partition-maintenance lock: fn_iu_partition_maintain and fn_iu_retention_run take it
+-- (SHARE UPDATE EXCLUSIVE, which conflicts with itself and not with a plain read), so one of
+-- them changes the partitions at a time. A table lock on a table of the package's own
+-- schema, not an advisory lock: any login can take any advisory lock, and one that held this
+-- key stalled maintenance and retention for as long as it liked; this table nobody else may
+-- name, and it is never written, so autovacuum has nothing to do on it. Its holder is named
+-- in the busy answer and in v_queue_health (iu_core.fn_iu_history_lock_holder).
+CREATE TABLE iu_core.iu_history_lock ();
+REVOKE ALL ON iu_core.iu_history_lock FROM PUBLIC;
+COMMENT ON TABLE iu_core.iu_history_lock IS
+    'The partition-maintenance lock (LOCK TABLE ... IN SHARE UPDATE EXCLUSIVE MODE by fn_iu_partition_maintain and fn_iu_retention_run). Never written.';
 
 -- The partitions of both history tables, with the moment each was first seen closed.
 -- Bookkeeping, not history: a dropped partition's row is removed here and recorded in
@@ -278,3 +310,4 @@ $$;
 SELECT iu_core.fn_iu_forget_config(ARRAY['retention.event_outbox_days', 'retention.route_attempt_days', 'retention.partition_txids']);
 DROP TABLE public.iu_retention_ledger;
 DROP TABLE public.iu_history_partition;
+DROP TABLE iu_core.iu_history_lock;

@@ -77,6 +77,7 @@ GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds()            
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz) TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz)         TO workflow_admin;
 GRANT EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_severity(numeric)                                    TO workflow_admin;
+GRANT EXECUTE ON FUNCTION iu_core.fn_iu_history_health()                                                TO workflow_admin;
 
 -- generated: every function the sources create (W10 reports any other)
 -- +goose StatementBegin
@@ -116,14 +117,23 @@ AS $$
         'iu_core.fn_iu_event_outbox_package_only(text)',
         'iu_core.fn_iu_event_outbox_refuse_payload(jsonb)',
         'iu_core.fn_iu_forget_config(text[])',
+        'iu_core.fn_iu_history_blockers(regclass[])',
+        'iu_core.fn_iu_history_health()',
+        'iu_core.fn_iu_history_lock(integer)',
+        'iu_core.fn_iu_history_lock_holder()',
+        'iu_core.fn_iu_history_lock_tables(regclass[], text[])',
         'iu_core.fn_iu_history_tables()',
         'iu_core.fn_iu_is_blank(text)',
         'iu_core.fn_iu_is_whitespace(text)',
         'iu_core.fn_iu_package_config_keys()',
         'iu_core.fn_iu_package_functions()',
         'iu_core.fn_iu_package_owner()',
-        'iu_core.fn_iu_partition_create(text, xid8, xid8)',
+        'iu_core.fn_iu_partition_attach(text, text, xid8, xid8)',
+        'iu_core.fn_iu_partition_build(text, xid8)',
+        'iu_core.fn_iu_partition_default_attach(text, xid8, xid8)',
+        'iu_core.fn_iu_partition_extend(bigint)',
         'iu_core.fn_iu_partition_guard(regclass, regclass)',
+        'iu_core.fn_iu_partition_plan(numeric, numeric, bigint)',
         'iu_core.fn_iu_partition_record_closes()',
         'iu_core.fn_iu_payload_denied_paths(jsonb)',
         'iu_core.fn_iu_payload_is_clean(jsonb)',
@@ -271,6 +281,7 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_package_functions() FROM PUBLIC;
 
 -- +goose Down
 DROP FUNCTION iu_core.fn_iu_package_functions();
+REVOKE EXECUTE ON FUNCTION iu_core.fn_iu_history_health() FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_severity(numeric) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION iu_core.fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz) FROM workflow_admin;

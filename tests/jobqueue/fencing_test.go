@@ -344,3 +344,57 @@ func TestJobBatches_ConcurrentClaimCompleteEachJobOnce(t *testing.T) {
 		t.Fatalf("succeeded at attempt 1: %d", n)
 	}
 }
+
+// Idempotency (issue 22, item 5): a fail retried with the token of the attempt that failed
+// (its first answer lost) is told {"failed": true, "already": true, ...}, single or batch
+// (counted as already), and changes nothing more: the attempt stays, the backoff stays, a
+// dead job gets no second dead letter. It is lease_lost once the job was claimed again (the
+// token is another claim's now) and when the lease ran out and was reaped before the fail
+// (the fail never happened then).
+func TestJobFencing_RepeatedFailIsIdempotent(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	retry, dead := enqueue(t, db.Pool, "f", "dk-r", 3), enqueue(t, db.Pool, "f", "dk-d", 1)
+	c := claimTokens(t, db.Pool, "w", []string{"f"}, 2, 60)
+	if len(c) != 2 {
+		t.Fatalf("claimed %v", c)
+	}
+	tok := map[string]string{c[0].ID: c[0].Token, c[1].ID: c[1].Token}
+	if out := callJSON(t, db.Pool, `SELECT fn_job_fail($1, 'w', 'boom', $2::uuid)`, retry, tok[retry]); out["failed"] != true || out["dead"] != false {
+		t.Fatalf("first fail: %v", out)
+	}
+	if out := callJSON(t, db.Pool, `SELECT fn_job_fail($1, 'w', 'boom', $2::uuid)`, dead, tok[dead]); out["dead"] != true {
+		t.Fatalf("first fail of the one-attempt job: %v", out)
+	}
+	var after string
+	db.QueryRow(t, `SELECT process_after::text FROM job_queue WHERE job_id = $1`, []any{retry}, &after)
+	requireJSONEqual(t, callJSON(t, db.Pool, `SELECT fn_job_fail($1, 'w', 'boom', $2::uuid)`, retry, tok[retry]),
+		`{"failed": true, "already": true, "job_id": "`+retry+`", "status": "queued"}`)
+	requireJSONEqual(t, callJSON(t, db.Pool, `SELECT fn_job_fail($1, 'w', 'boom', $2::uuid)`, dead, tok[dead]),
+		`{"failed": true, "already": true, "job_id": "`+dead+`", "status": "dead"}`)
+	out := callJSON(t, db.Pool, `SELECT fn_job_fail_many('w', ARRAY[$1, $2]::uuid[], ARRAY[$3, $4]::uuid[], ARRAY['boom'])`,
+		retry, dead, tok[retry], tok[dead])
+	requireJSONEqual(t, out, `{"failed": 0, "retrying": 0, "dead": 0, "already": 2, "refused": 0, "refused_jobs": []}`)
+	var again string
+	db.QueryRow(t, `SELECT process_after::text FROM job_queue WHERE job_id = $1`, []any{retry}, &again)
+	if st, attempt := jobStatus(t, db, retry); st != "queued" || attempt != 1 || again != after {
+		t.Fatalf("a retried fail changed the job: %s attempt %d, due %s (was %s)", st, attempt, again, after)
+	}
+	if n := count(t, db, `SELECT count(*) FROM job_dead_letter WHERE job_id = $1`, dead); n != 1 {
+		t.Fatalf("dead letters of the dead job after the retried fails: %d, want 1", n)
+	}
+	// Another token is not the same fail.
+	requireJSONEqual(t, callJSON(t, db.Pool, `SELECT fn_job_fail($1, 'w', 'boom', gen_random_uuid())`, retry), lost)
+	// Claimed again: the old token's fail is lease_lost (the job is another claim's).
+	db.Exec(t, `UPDATE job_queue SET process_after = now() WHERE job_id = $1`, retry)
+	if c2 := claimTokens(t, db.Pool, "w2", []string{"f"}, 1, 60); len(c2) != 1 || c2[0].ID != retry {
+		t.Fatalf("re-claim: %v", c2)
+	}
+	requireJSONEqual(t, callJSON(t, db.Pool, `SELECT fn_job_fail($1, 'w', 'boom', $2::uuid)`, retry, tok[retry]), lost)
+	// Reaped before the fail: the fail never happened, so it is lease_lost, not already.
+	late := enqueue(t, db.Pool, "g")
+	lc := claimTokens(t, db.Pool, "w", []string{"g"}, 1, 60)
+	expire(t, db, late)
+	callJSON(t, db.Pool, `SELECT fn_job_reap_expired_leases()`)
+	requireJSONEqual(t, callJSON(t, db.Pool, `SELECT fn_job_fail($1, 'w', 'late', $2::uuid)`, late, lc[0].Token), lost)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
@@ -134,8 +135,11 @@ func TestHealthView_RowsPerSource(t *testing.T) {
 	check("dead_letter_job", "status_hint", str(jd.StatusHint), "open")
 	check("backlog_job_queue/k", "backlog", i64(rows["backlog_job_queue/k/iu"].Backlog), "3")
 	check("backlog_job_queue/j", "backlog", i64(rows["backlog_job_queue/j/kb"].Backlog), "1")
-	if len(rows) != 10 { // 1 cursor + 5 heartbeats + 2 dead-letter aggregates + 2 backlogs
-		t.Errorf("rows = %d, want 10", len(rows))
+	hist := rows["history/partitions"]
+	check("history", "status_hint", str(hist.StatusHint), "ok")
+	check("history", "backlog", i64(hist.Backlog), "0")
+	if len(rows) != 11 { // 1 cursor + 5 heartbeats + 2 dead-letter aggregates + 2 backlogs + the history row
+		t.Errorf("rows = %d, want 11", len(rows))
 	}
 
 	// The route worker runs (gates open): its backlog drains and its counters move.
@@ -150,7 +154,7 @@ func TestHealthView_RowsPerSource(t *testing.T) {
 	// workflow_admin reads the view (and only the view: the tables stay closed).
 	admin := asRole(t, db, "workflow_admin")
 	var n int
-	if err := admin.QueryRow(ctx(t), `SELECT count(*) FROM v_queue_health`).Scan(&n); err != nil || n != 10 {
+	if err := admin.QueryRow(ctx(t), `SELECT count(*) FROM v_queue_health`).Scan(&n); err != nil || n != 11 {
 		t.Fatalf("workflow_admin: %d rows, %v", n, err)
 	}
 	pgtest.RequireSQLState(t, callErr(t, admin, `SELECT 1 FROM job_queue`), "42501")
@@ -179,5 +183,65 @@ func TestHealthView_DeadLetterJobOneRowPerKind(t *testing.T) {
 	db.QueryRow(t, `SELECT dead_lettered, domain FROM v_queue_health WHERE source = 'dead_letter_job' AND subject = 'j'`, nil, &total, &domain)
 	if total != 1 || domain != "iu" {
 		t.Fatalf("dead_letter_job j: %d, %q", total, domain)
+	}
+}
+
+// Rule (issue 22, item 5): an age in v_queue_health is never negative. A reader whose
+// transaction started before an event, a job and a dead letter were committed (its now()
+// is older than their timestamps: a reader in an open transaction, or one whose snapshot
+// is taken just after a commit that began after its now()) sees oldest_pending_age_seconds
+// 0 for them, never below; so do v_iu_route_worker_status and fn_iu_route_worker_health.
+func TestHealthView_OldestPendingAgeNeverNegative(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	db.Exec(t, `SELECT fn_iu_route_worker_register('w_age', 'iu')`)
+	reader := db.Conn(t)
+	tx, err := reader.Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx(t))
+	if _, err := tx.Exec(ctx(t), `SELECT now()`); err != nil { // the reader's now() is fixed from here
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 't', 's')`)
+	enqueue(t, db.Pool, "k_age")
+	db.Exec(t, `INSERT INTO iu_route_dead_letter (worker_name, event_id, event_domain, event_type, event_stream, idempotency_key, event_snapshot)
+	            VALUES ('w_age', gen_random_uuid(), 'iu', 't', 's', 'k-age', '{}')`)
+	db.Exec(t, `INSERT INTO job_dead_letter (job_id, job_kind, event_domain, job_snapshot, attempts) VALUES (gen_random_uuid(), 'k_age', 'iu', '{}', 5)`)
+	rows, err := tx.Query(ctx(t), `SELECT source, subject, oldest_pending_age_seconds FROM v_queue_health WHERE oldest_pending_age_seconds IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int64{}
+	for rows.Next() {
+		var src, subj string
+		var age int64
+		if err := rows.Scan(&src, &subj, &age); err != nil {
+			t.Fatal(err)
+		}
+		seen[src] = age
+		if age < 0 {
+			t.Errorf("v_queue_health %s/%s: oldest_pending_age_seconds %d", src, subj, age)
+		}
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	for _, src := range []string{"cursor", "backlog_job_queue", "dead_letter_event", "dead_letter_job"} {
+		if _, ok := seen[src]; !ok {
+			t.Errorf("premise: no %s row with an age (rows %v)", src, seen)
+		}
+	}
+	var viewAge, fnAge float64
+	if err := tx.QueryRow(ctx(t), `SELECT oldest_pending_age_seconds FROM v_iu_route_worker_status WHERE worker_name = 'w_age'`).Scan(&viewAge); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx(t), `SELECT (fn_iu_route_worker_health('w_age')->'workers'->0->>'oldest_pending_age_seconds')::numeric`).Scan(&fnAge); err != nil {
+		t.Fatal(err)
+	}
+	if viewAge < 0 || fnAge < 0 {
+		t.Errorf("v_iu_route_worker_status %v, fn_iu_route_worker_health %v: want never negative", viewAge, fnAge)
 	}
 }

@@ -48,13 +48,15 @@ func loginIn(t *testing.T, db *pgtest.DB, prefix, group string) (*pgx.Conn, stri
 func TestAttack_ExecutorHoldingMaintenanceOpenStallsProducers(t *testing.T) {
 	db := setup(t)
 	exe, _ := loginIn(t, db, "exe", "dot_executor")
-	// Burn until the room ahead is under half a width (a partition is due) while the
-	// current txids still fall in an existing partition (not in the one maintenance adds).
+	// Burn until the room ahead is under two widths (a partition is due) but more than one
+	// (maintenance stays ahead: it attaches above the txids in use without locking the
+	// parents; far behind it locks them, and then a caller that keeps its transaction open
+	// is ended after 2 s idle, which TestAttack_ExecutorHoldingBehindMaintenanceOpen holds).
 	var room int
 	db.QueryRow(t, `SELECT (max(upper_txid::text::numeric) - pg_snapshot_xmax(pg_current_snapshot())::text::numeric)::int
 	                  FROM iu_history_partition`, nil, &room)
-	if room > 150 {
-		burn(t, db, room-150)
+	if room > 2*width-300 {
+		burn(t, db, room-(2*width-300))
 	}
 
 	tx, err := exe.Begin(pgtest.Ctx(t))
@@ -309,5 +311,144 @@ func TestPartitions_AddedWhileTheNotifyBridgeIsOpen(t *testing.T) {
 	defer cancel()
 	if _, err := l.WaitForNotification(ctx); err != nil {
 		t.Fatalf("no wake-up for an insert into a partition added while the bridge was open: %v", err)
+	}
+}
+
+// Rule (issue 21, owned here): the partition-maintenance lock is the package's own. A
+// login that takes the advisory lock maintenance used to take (hashtext of
+// 'iu_core.partition_maintain': any login can take any advisory lock) no longer stalls
+// maintenance or retention, and the lock maintenance takes now cannot be taken by a login
+// of no role (it cannot even name the table).
+func TestAttack_AnyLoginHoldingTheMaintenanceLock(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	nobody, _ := loginIn(t, db, "nobody", "")
+	tx, err := nobody.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(pgtest.Ctx(t), `SELECT pg_advisory_xact_lock(hashtext('iu_core.partition_maintain'))`); err != nil {
+		t.Fatal(err)
+	}
+	if m := maintain(t, db); m["busy"] != false {
+		t.Fatalf("a login holding the old advisory key stalls maintenance: %v", m)
+	}
+	if r := retention(t, db, true); r["busy"] != false {
+		t.Fatalf("a login holding the old advisory key stalls retention: %v", r)
+	}
+	if _, err := tx.Exec(pgtest.Ctx(t), `SAVEPOINT s`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Exec(pgtest.Ctx(t), `LOCK TABLE iu_core.iu_history_lock IN SHARE UPDATE EXCLUSIVE MODE NOWAIT`)
+	pgtest.RequireSQLState(t, err, "42501")
+}
+
+// Rule (issue 21, owned here): whoever holds the partition-maintenance lock is named. An
+// executor that called maintenance in a transaction it keeps open (the only way left to
+// hold it) makes maintenance answer busy and retention busy after its 2 s bound, both with
+// holder {pid, login}, and v_queue_health's history row says lock_held with the holder in
+// its detail, at once (the holder sits idle in its transaction: nobody is working under
+// that lock).
+func TestAttack_ExecutorHoldingTheMaintenanceLockIsNamed(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	exe, role := loginIn(t, db, "exe", "dot_executor")
+	maintain(t, db) // nothing left to do: the executor's call below only takes the lock
+	tx, err := exe.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	var pid int
+	if err := tx.QueryRow(pgtest.Ctx(t), `SELECT pg_backend_pid() FROM (SELECT fn_iu_partition_maintain()) m`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	named := func(what string, h any) {
+		t.Helper()
+		hm, _ := h.(map[string]any)
+		if hm == nil || hm["pid"] != float64(pid) || hm["login"] != role {
+			t.Fatalf("%s must name the holder (pid %d, login %s): %v", what, pid, role, h)
+		}
+	}
+	m := maintain(t, db)
+	if m["busy"] != true {
+		t.Fatalf("maintenance while an executor holds its lock: %v", m)
+	}
+	named("maintenance's busy answer", m["holder"])
+	start := time.Now()
+	r := retention(t, db, false)
+	if r["busy"] != true || time.Since(start) > 4*time.Second {
+		t.Fatalf("retention must answer busy within its 2 s bound (took %v): %v", time.Since(start), r)
+	}
+	named("retention's busy answer", r["holder"])
+	var hint string
+	var detail []byte
+	db.QueryRow(t, `SELECT status_hint, detail::text FROM v_queue_health WHERE source = 'history'`, nil, &hint, &detail)
+	var d map[string]any
+	if err := json.Unmarshal(detail, &d); err != nil {
+		t.Fatal(err)
+	}
+	if hint != "lock_held" {
+		t.Fatalf("v_queue_health's history row: status_hint %q, want lock_held: %s", hint, detail)
+	}
+	named("v_queue_health's history row", d["maintenance_lock_holder"])
+	if err := tx.Commit(pgtest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	db.QueryRow(t, `SELECT status_hint FROM v_queue_health WHERE source = 'history'`, nil, &hint)
+	if hint != "ok" {
+		t.Fatalf("the holder is gone: status_hint %q, want ok", hint)
+	}
+}
+
+// Rule: far behind (the partitions about to run out), maintenance locks the parents; an
+// executor that keeps such a call's transaction open holds producers only until its
+// session is ended, 2 s idle in that transaction, and its changes roll back (the next call
+// makes them again): a producer's INSERT waits about that long, and goes through.
+func TestAttack_ExecutorHoldingBehindMaintenanceOpen(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	exe, _ := loginIn(t, db, "exe", "dot_executor")
+	var room int
+	db.QueryRow(t, `SELECT (max(upper_txid::text::numeric) - pg_snapshot_xmax(pg_current_snapshot())::text::numeric)::int
+	                  FROM iu_history_partition`, nil, &room)
+	if room > 300 {
+		burn(t, db, room-300) // within maintenance's margin: it locks the parents
+	}
+	tx, err := exe.Begin(pgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	var raw []byte
+	if err := tx.QueryRow(pgtest.Ctx(t), `SELECT fn_iu_partition_maintain()`).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m["behind"] != true || len(m["created"].([]any)) == 0 {
+		t.Fatalf("premise: the executor's call locked the parents and created partitions: %s", raw)
+	}
+	prod := db.Conn(t)
+	if _, err := prod.Exec(pgtest.Ctx(t), `SET lock_timeout = '6s'`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := prod.Exec(pgtest.Ctx(t), `INSERT INTO event_outbox (event_domain, event_type, event_stream) VALUES ('iu', 'dry', 's')`); err != nil {
+		t.Fatalf("producer insert behind an executor's open maintenance: %v", err)
+	}
+	waited := time.Since(start)
+	t.Logf("the producer waited %v", waited.Round(time.Millisecond))
+	if waited > 4*time.Second {
+		t.Fatalf("the producer waited %v: the executor's idle session must be ended after 2 s", waited)
+	}
+	if err := tx.Commit(context.Background()); err == nil {
+		t.Fatal("the executor's session should have been ended (idle in transaction)")
+	}
+	if created := m["created"].([]any); exists(t, db, created[0].(string)) {
+		t.Fatalf("the ended session's partitions must have rolled back: %s exists", created[0])
+	}
+	if c := maintain(t, db)["created"].([]any); len(c) == 0 {
+		t.Fatal("the next call must make them again")
 	}
 }

@@ -36,13 +36,19 @@ func setup(t *testing.T) *pgtest.DB {
 // setupOn is setup on a migrated database of any harness (the PostgreSQL 13 test's).
 func setupOn(t *testing.T, db *pgtest.DB) *pgtest.DB {
 	t.Helper()
+	return setupOnWidth(t, db, width)
+}
+
+// setupOnWidth is setupOn with partitions w txids wide.
+func setupOnWidth(t *testing.T, db *pgtest.DB, w int) *pgtest.DB {
+	t.Helper()
 	m, err := migrate.Open(db.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	downBeforeConversion(t, m)
-	db.Exec(t, fmt.Sprintf(`INSERT INTO dot_config (key, value) VALUES ('retention.partition_txids', '%d')`, width))
+	db.Exec(t, fmt.Sprintf(`INSERT INTO dot_config (key, value) VALUES ('retention.partition_txids', '%d')`, w))
 	if _, err := m.Up(pgtest.Ctx(t)); err != nil {
 		t.Fatalf("partitioning up: %v", err)
 	}
@@ -231,20 +237,6 @@ func waitClosed(t *testing.T, db *pgtest.DB, partition string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// waitFor polls a count query until it answers at least 1 (another session reached the
-// state it describes, e.g. a lock wait), for at most 10 s.
-func waitFor(t *testing.T, db *pgtest.DB, countSQL string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if scalar(t, db, countSQL) > 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("waited 10 s for: %s", countSQL)
 }
 
 // downBeforeConversion rolls the migrations back to just before the partitioning

@@ -12,7 +12,9 @@ import (
 
 // Rule: partitioning, the conversion and retention work on PostgreSQL 13, the oldest
 // supported version (its run-time partition pruning refuses some query shapes that 15
-// accepts: this found one). The two core scenarios run on a PostgreSQL 13 cluster.
+// accepts: this found one). The core scenarios run on a PostgreSQL 13 cluster: retention,
+// the conversion, and maintenance catching up from behind (a default partition detached and
+// attached as a range partition).
 func TestRetention_PostgreSQL13(t *testing.T) {
 	t.Parallel()
 	bindir := pgtest.PG13BinDir(t)
@@ -48,4 +50,5 @@ func TestRetention_PostgreSQL13(t *testing.T) {
 
 	t.Run("retention", func(t *testing.T) { dropsOnlyWhatEveryCursorPassed(t, setupOn(t, h.NewDBOn(t, true))) })
 	t.Run("conversion", func(t *testing.T) { conversionKeepsEveryRowAndCursor(t, h.NewDBOn(t, true)) })
+	t.Run("default_caught_up", func(t *testing.T) { defaultPartitionCatchesWhatMaintenanceMissed(t, setupOn(t, h.NewDBOn(t, true))) })
 }

@@ -2,10 +2,10 @@ package retention
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -408,14 +408,19 @@ func TestRetention_AgeAndAttemptsOutliveTheirEvents(t *testing.T) {
 	}
 }
 
-// Rule: nothing is lost when maintenance has not run: inserts beyond the last partition
-// land in the default partition and are routed as usual (their attempts in the attempt
-// default partition, where a re-scan after a cursor reset still writes nothing twice);
-// maintenance then creates partitions only above them, reports them, and later events go
-// to a regular partition again.
+// Rule: nothing is lost when maintenance has not run, and the default partition holds
+// rows only until maintenance runs again: inserts beyond the last partition land in the
+// default partition and are routed as usual (their attempts in the attempt default
+// partition, where a re-scan after a cursor reset still writes nothing twice); the next
+// maintenance call makes the default partitions' rows a partition of their own without
+// moving a row (the table is the same relation, renamed), leaves an empty default
+// partition, and later events go to a regular partition.
 func TestPartitions_DefaultPartitionCatchesWhatMaintenanceMissed(t *testing.T) {
 	t.Parallel()
-	db := setup(t)
+	defaultPartitionCatchesWhatMaintenanceMissed(t, setup(t))
+}
+
+func defaultPartitionCatchesWhatMaintenanceMissed(t *testing.T, db *pgtest.DB) {
 	burn(t, db, 3*width) // no maintenance: the partitions run out
 	txid := emitWithoutMaintenance(t, db, "dry", 3)
 	if n := scalar(t, db, `SELECT count(*) FROM ONLY event_outbox_default`); n != 3 {
@@ -430,29 +435,49 @@ func TestPartitions_DefaultPartitionCatchesWhatMaintenanceMissed(t *testing.T) {
 	db.Exec(t, `SELECT fn_iu_route_worker_reset_cursor('w')`)
 	runUntilCaughtUp(t, db, "w")
 	requireExactlyOnce(t, db, "w")
+	var oid, ctids string
+	db.QueryRow(t, `SELECT 'event_outbox_default'::regclass::oid::text, string_agg(ctid::text, ',' ORDER BY id) FROM ONLY event_outbox_default`, nil, &oid, &ctids)
 
 	m := maintain(t, db)
-	if rows, _ := m["default_rows"].(map[string]any); rows == nil || rows["event_outbox"] != float64(3) {
-		t.Fatalf("maintenance must report the rows in the default partition: %v", m)
+	attached, _ := m["default_attached"].([]any)
+	if len(attached) != 2 || m["behind"] != true {
+		t.Fatalf("maintenance must make both default partitions' rows a partition of their own: %v", m)
 	}
-	if len(m["created"].([]any)) == 0 {
-		t.Fatalf("maintenance created no partition above the default rows: %v", m)
+	if rows, _ := m["default_rows"].(map[string]any); rows == nil || rows["event_outbox"] != float64(0) || rows["iu_route_attempt"] != float64(0) {
+		t.Fatalf("the default partitions must be empty after the call: %v", m)
+	}
+	p := partitionOf(t, db, "event_outbox", txid)
+	var pOID, pCtids string
+	db.QueryRow(t, `SELECT $1::regclass::oid::text, string_agg(ctid::text, ',' ORDER BY id) FROM event_outbox WHERE tableoid = $1::regclass`,
+		[]any{p}, &pOID, &pCtids)
+	if p != attached[0] || pOID != oid || pCtids != ctids {
+		t.Fatalf("the rows must stay where they were (same relation %s, same ctids %s), now in %s (relation %s, ctids %s)", oid, ctids, p, pOID, pCtids)
+	}
+	if !strings.HasPrefix(partitionOf(t, db, "iu_route_attempt", txid), "iu_route_attempt_p") {
+		t.Fatalf("the attempts' range must be a partition of iu_route_attempt too")
 	}
 	later := emit(t, db, "dry", 1)
 	if p := partitionOf(t, db, "event_outbox", later); !strings.HasPrefix(p, "event_outbox_p") {
 		t.Fatalf("after maintenance new events belong in a regular partition, got %q", p)
 	}
-	if n := scalar(t, db, `SELECT count(*) FROM ONLY event_outbox_default`); n != 3 {
-		t.Fatalf("the default partition must keep its 3 rows (nothing moves), has %d", n)
+	if n := scalar(t, db, `SELECT count(*) FROM ONLY event_outbox_default`) + scalar(t, db, `SELECT count(*) FROM ONLY iu_route_attempt_default`); n != 0 {
+		t.Fatalf("the default partitions must stay empty, hold %d rows", n)
 	}
 	if n := runUntilCaughtUp(t, db, "w"); n != 1 {
 		t.Fatalf("claimed %d, want 1", n)
 	}
+	db.Exec(t, `SELECT fn_iu_route_worker_reset_cursor('w')`) // a re-scan across the new partition writes nothing twice
+	runUntilCaughtUp(t, db, "w")
 	requireExactlyOnce(t, db, "w")
+	// The new default partition is guarded like the first one.
+	for _, d := range []string{"event_outbox_default", "iu_route_attempt_default"} {
+		_, err := db.Pool.Exec(pgtest.Ctx(t), `TRUNCATE `+d)
+		pgtest.RequireSQLState(t, err, "IU001")
+	}
 }
 
 // Rule: maintenance is safe to call concurrently: while one call holds the maintenance
-// lock, a second returns busy at once and creates nothing twice.
+// lock, a second returns busy (after its 1 s bound) and creates nothing twice.
 func TestPartitions_MaintenanceIsSafeConcurrently(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
@@ -488,10 +513,11 @@ func TestPartitions_MaintenanceIsSafeConcurrently(t *testing.T) {
 }
 
 // Rule: maintenance racing a producer into the default partition never fails and never
-// strands a row. With the partitions run out, a producer's transaction inserts into
-// event_outbox_default and commits while maintenance waits for that partition's lock to
-// attach a range covering the row's txid: the attach would orphan the row, so maintenance
-// creates nothing, says default_raced, and its next call starts above the row.
+// strands a row. With the partitions run out, a producer's open transaction has inserted
+// into event_outbox_default: maintenance, which then needs the parents' locks, gives up
+// within its bound instead of queueing producers behind it, answers lock_timeout naming the
+// producer (blocked_by), and changes nothing; the producer commits; the next call makes the
+// default's rows a partition and the row is routed once.
 func TestPartitions_MaintenanceRacingAProducerIntoTheDefaultPartition(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
@@ -503,47 +529,36 @@ func TestPartitions_MaintenanceRacingAProducerIntoTheDefaultPartition(t *testing
 	}
 	defer tx.Rollback(context.Background())
 	var txid string
+	var pid int
 	if err := tx.QueryRow(pgtest.Ctx(t), `INSERT INTO event_outbox (event_domain, event_type, event_stream)
-	                                      VALUES ('iu', 'dry', 's') RETURNING txid::text`).Scan(&txid); err != nil {
+	                                      VALUES ('iu', 'dry', 's') RETURNING txid::text, pg_backend_pid()`).Scan(&txid, &pid); err != nil {
 		t.Fatal(err)
 	}
-	type answer struct {
-		m   map[string]any
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		var raw []byte
-		err := db.Pool.QueryRow(pgtest.Ctx(t), `SELECT fn_iu_partition_maintain()`).Scan(&raw)
-		var m map[string]any
-		if err == nil {
-			err = json.Unmarshal(raw, &m)
-		}
-		done <- answer{m, err}
-	}()
-	// Commit once maintenance waits for the default partition's lock.
-	waitFor(t, db, `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
-	                 WHERE NOT l.granted AND c.relname = 'event_outbox_default'`)
-	if err := tx.Commit(pgtest.Ctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	a := <-done
-	if a.err != nil {
-		t.Fatalf("maintenance racing a producer into the default partition failed: %v", a.err)
-	}
-	if a.m["default_raced"] != true || len(a.m["created"].([]any)) != 0 {
-		t.Fatalf("maintenance must report the race and create nothing: %v", a.m)
-	}
+	start := time.Now()
 	m := maintain(t, db)
-	if len(m["created"].([]any)) == 0 {
-		t.Fatalf("the next call must create partitions above the row: %v", m)
+	took := time.Since(start)
+	blocked, _ := m["blocked_by"].([]any)
+	if m["lock_timeout"] != true || len(m["created"].([]any)) != 0 || len(blocked) == 0 {
+		t.Fatalf("maintenance must give up, change nothing and say who held the lock: %v", m)
 	}
-	var where string
-	db.QueryRow(t, `SELECT tableoid::regclass::text FROM event_outbox WHERE txid = $1::xid8`, []any{txid}, &where)
-	if where != "event_outbox_default" {
-		t.Fatalf("the raced row must stay in the default partition, is in %q", where)
+	if b, _ := blocked[0].(map[string]any); b["pid"] != float64(pid) {
+		t.Fatalf("blocked_by must name the producer (pid %d): %v", pid, blocked)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("maintenance took %v to give up", took)
+	}
+	if err := tx.Commit(pgtest.Ctx(t)); err != nil {
+		t.Fatalf("the producer's commit after maintenance gave up: %v", err)
+	}
+	m = maintain(t, db)
+	if len(m["default_attached"].([]any)) != 2 || len(m["created"].([]any)) == 0 {
+		t.Fatalf("the next call must make the default's rows a partition and add partitions above: %v", m)
+	}
+	if where := partitionOf(t, db, "event_outbox", txid); !strings.HasPrefix(where, "event_outbox_p") {
+		t.Fatalf("the raced row must be in a regular partition now, is in %q", where)
 	}
 	if n := runUntilCaughtUp(t, db, "w"); n != 1 {
 		t.Fatalf("claimed %d, want the raced row", n)
 	}
+	requireExactlyOnce(t, db, "w")
 }

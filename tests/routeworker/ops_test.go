@@ -221,7 +221,16 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_retention_run(boolean)":                            {"workflow_admin"},                 // drops history: operators only
 	"iu_core.fn_iu_partition_guard(regclass,regclass)":        nil,
 	"iu_core.fn_iu_partition_record_closes()":                 nil, // the closed rule
-	"iu_core.fn_iu_partition_create(text,xid8,xid8)":          nil,
+	"iu_core.fn_iu_partition_plan(numeric,numeric,bigint)":    nil, // how far ahead
+	"iu_core.fn_iu_partition_build(text,xid8)":                nil,
+	"iu_core.fn_iu_partition_attach(text,text,xid8,xid8)":     nil,
+	"iu_core.fn_iu_partition_default_attach(text,xid8,xid8)":  nil,
+	"iu_core.fn_iu_partition_extend(bigint)":                  nil,
+	"iu_core.fn_iu_history_lock(integer)":                     nil, // the partition-maintenance lock
+	"iu_core.fn_iu_history_lock_holder()":                     nil,
+	"iu_core.fn_iu_history_lock_tables(regclass[],text[])":    nil,
+	"iu_core.fn_iu_history_blockers(regclass[])":              nil,
+	"iu_core.fn_iu_history_health()":                          {"workflow_admin"}, // v_queue_health's history row calls it
 	"iu_core.fn_iu_retention_config(text,text,bigint,bigint)": nil,
 	"iu_core.fn_iu_retention_partition_unrouted(xid8,xid8)":   nil,
 	"iu_core.fn_iu_retention_ledger_immutable()":              nil, // trigger
@@ -233,7 +242,7 @@ var routeFunctions = pgtest.GrantMatrix{
 func TestGrants_RouteWorkerMatrixAndPinnedSearchPath(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
-	pgtest.RequireGrants(t, db, routeFunctions, `fn\_iu\_route\_%`, `fn\_iu\_partition\_%`, `fn\_iu\_retention\_%`)
+	pgtest.RequireGrants(t, db, routeFunctions, `fn\_iu\_route\_%`, `fn\_iu\_partition\_%`, `fn\_iu\_retention\_%`, `fn\_iu\_history\_%`)
 	// Views: SELECT to workflow_admin only.
 	for _, v := range []string{"v_iu_route_worker_status", "v_iu_route_dead_letter_open", "v_iu_route_attempt_summary"} {
 		var admin, exec, public bool

@@ -180,6 +180,45 @@ func TestMigrateSubcommand(t *testing.T) {
 	}
 }
 
+// Rule (issue 22, item 4): the history partition width is chosen at install, by the
+// runner's flag (migrate up --partition-txids N) or, for any client, the session setting
+// (PGOPTIONS='-c iu.partition_txids=N'): the partitions the install makes are that wide and
+// the width is kept for later ones. A width out of range is a usage error (exit 2), and
+// --partition-txids is refused for anything but up.
+func TestMigrateUp_PartitionWidthAtInstall(t *testing.T) {
+	t.Parallel()
+	width := func(db *pgtest.DB) (kept string, widest, narrowest int64) {
+		t.Helper()
+		db.QueryRow(t, `SELECT value FROM dot_config WHERE key = 'retention.partition_txids'`, nil, &kept)
+		db.QueryRow(t, `SELECT max(upper_txid::text::numeric - lower_txid::text::numeric)::bigint,
+		                       min(upper_txid::text::numeric - lower_txid::text::numeric)::bigint
+		                  FROM iu_history_partition WHERE lower_txid IS NOT NULL`, nil, &widest, &narrowest)
+		return
+	}
+	byFlag := pgtest.NewEmptyDB(t)
+	if r := runCLI(t, cleanEnv(), "migrate", "up", "--partition-txids", "3000", "--database-url", byFlag.URL); r.code != 0 {
+		t.Fatalf("migrate up --partition-txids 3000: exit %d\n%s", r.code, r.stderr)
+	}
+	if kept, widest, narrowest := width(byFlag); kept != "3000" || narrowest != 3000 || widest > 3000+200 {
+		t.Fatalf("--partition-txids 3000: kept %q, partitions %d..%d txids wide", kept, narrowest, widest)
+	}
+	byEnv := pgtest.NewEmptyDB(t)
+	if r := runCLI(t, cleanEnv("PGOPTIONS=-c iu.partition_txids=4000"), "migrate", "up", "--database-url", byEnv.URL); r.code != 0 {
+		t.Fatalf("PGOPTIONS migrate up: exit %d\n%s", r.code, r.stderr)
+	}
+	if kept, widest, narrowest := width(byEnv); kept != "4000" || narrowest != 4000 || widest > 4000+200 {
+		t.Fatalf("PGOPTIONS iu.partition_txids=4000: kept %q, partitions %d..%d txids wide", kept, narrowest, widest)
+	}
+	for _, args := range [][]string{
+		{"migrate", "up", "--partition-txids", "999"},
+		{"migrate", "down", "--partition-txids", "5000"},
+	} {
+		if r := runCLI(t, cleanEnv(), append(args, "--database-url", byFlag.URL)...); r.code != 2 {
+			t.Errorf("%v: exit %d, want 2 (usage)\n%s", args, r.code, r.stderr)
+		}
+	}
+}
+
 // Rule: with the NOTIFY bridge on, `run` routes a new event within 2 s even though its
 // fallback poll is 60 s away: the wake-up came from NOTIFY.
 func TestRunNotifyPathRoutesWithinTwoSeconds(t *testing.T) {

@@ -18,7 +18,9 @@ SELECT 'cursor'::text                                            AS source,
             WHEN c.backlog > 0 THEN 'backlog'
             ELSE 'caught_up' END                                 AS status_hint,
        c.backlog                                                 AS backlog,
-       CASE WHEN c.backlog > 0 THEN floor(extract(epoch FROM (now() - c.oldest_pending_created_at)))::bigint END
+       -- never negative: an event committed after this statement's now() (a reader in an
+       -- open transaction, or one that commits between now() and the snapshot) is age 0
+       CASE WHEN c.backlog > 0 THEN floor(extract(epoch FROM (greatest(now(), c.oldest_pending_created_at) - c.oldest_pending_created_at)))::bigint END
                                                                  AS oldest_pending_age_seconds,
        NULL::text                                                AS severity,
        NULL::boolean                                             AS paused,
@@ -81,7 +83,7 @@ SELECT 'dead_letter_event'::text,
        count(*),
        'open',
        NULL::bigint,
-       floor(extract(epoch FROM (now() - min(d.last_failed_at))))::bigint,
+       floor(extract(epoch FROM (greatest(now(), min(d.last_failed_at)) - min(d.last_failed_at))))::bigint,
        NULL::text,
        NULL::boolean,
        NULL::numeric,
@@ -106,7 +108,7 @@ SELECT 'dead_letter_job'::text,
        sum(x.n)::bigint,
        'open',
        NULL::bigint,
-       floor(extract(epoch FROM (now() - min(x.oldest))))::bigint,
+       floor(extract(epoch FROM (greatest(now(), min(x.oldest)) - min(x.oldest))))::bigint,
        NULL::text,
        NULL::boolean,
        NULL::numeric,
@@ -130,7 +132,7 @@ SELECT 'backlog_job_queue'::text,
        NULL::bigint,
        'queued',
        count(*),
-       floor(extract(epoch FROM (now() - min(j.enqueued_at))))::bigint,
+       floor(extract(epoch FROM (greatest(now(), min(j.enqueued_at)) - min(j.enqueued_at))))::bigint,
        NULL::text,
        NULL::boolean,
        NULL::numeric,
@@ -158,7 +160,30 @@ SELECT 'job_kind_paused'::text,
        NULL::integer,
        NULL::text,
        jsonb_build_object('paused_reason', p.reason, 'paused_by', p.paused_by)
-  FROM public.job_kind_pause p;
+  FROM public.job_kind_pause p
+UNION ALL
+-- The history partitions (iu_core.fn_iu_history_health): one row, status_hint ok, lock_held
+-- (a session holds the partition-maintenance lock: detail.maintenance_lock_holder names it,
+-- age_seconds is how long its transaction has run) or default_rows (backlog: rows in the
+-- default partitions, up to 1,000 each).
+SELECT 'history'::text,
+       'partitions'::text,
+       NULL::text,
+       NULL::timestamptz,
+       (hh.h->>'holder_age_seconds')::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       NULL::bigint,
+       hh.h->>'status_hint',
+       (hh.h->>'default_rows')::bigint,
+       NULL::bigint,
+       NULL::text,
+       NULL::boolean,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       hh.h->'detail'
+  FROM (SELECT iu_core.fn_iu_history_health() AS h) hh;
 
 COMMENT ON VIEW public.v_queue_health IS
-    'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue and job_kind_paused rows. Watch status_hint stale / open and severity.';
+    'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue, job_kind_paused and history rows. Watch status_hint stale / open / lock_held / default_rows and severity.';

@@ -9,7 +9,9 @@ AS $$
 -- with token p_lease_tokens[i] and error p_errors[i] (p_errors NULL, or of one element,
 -- applies to all). Each job the caller holds is queued again after its backoff, or, out of
 -- attempts, is dead and copied to job_dead_letter; every other element is refused.
--- Returns {"failed": n, "retrying": n, "dead": n, "refused": n,
+-- A job already failed under that same token (a retried batch) counts as already: the
+-- failed claim's token stays on the row until the next claim (fn_job_fail_one).
+-- Returns {"failed": n, "retrying": n, "dead": n, "already": n, "refused": n,
 -- "refused_jobs": [{"job_id", "reason": "lease_lost" | "not_found"}]}.
 DECLARE
     v_n   integer;
@@ -22,7 +24,7 @@ BEGIN
             USING ERRCODE = '22023', HINT = 'Pass one error per job, one error for all, or NULL.';
     END IF;
     IF v_n = 0 THEN
-        RETURN jsonb_build_object('failed', 0, 'retrying', 0, 'dead', 0, 'refused', 0, 'refused_jobs', '[]'::jsonb);
+        RETURN jsonb_build_object('failed', 0, 'retrying', 0, 'dead', 0, 'already', 0, 'refused', 0, 'refused_jobs', '[]'::jsonb);
     END IF;
     WITH input AS (
         SELECT i.job_id, i.token,
@@ -33,7 +35,6 @@ BEGIN
            SET status           = CASE WHEN j.attempt >= j.max_attempts THEN 'dead' ELSE 'queued' END,
                lease_owner      = NULL,
                lease_expires_at = NULL,
-               lease_token      = NULL,
                last_error       = i.error,
                process_after    = CASE WHEN j.attempt >= j.max_attempts THEN j.process_after
                                        ELSE now() + make_interval(secs => iu_core.fn_job_retry_delay(j.attempt)) END,
@@ -53,6 +54,7 @@ BEGIN
                CASE WHEN m.status = 'dead' THEN 'dead'
                     WHEN m.status = 'queued' THEN 'retrying'
                     WHEN o.job_id IS NULL THEN 'not_found'
+                    WHEN o.status IN ('queued', 'dead') AND o.lease_token = i.token THEN 'already'
                     ELSE 'lease_lost' END AS v
           FROM input i
           LEFT JOIN moved m ON m.job_id = i.job_id
@@ -62,6 +64,7 @@ BEGIN
                'failed',   count(*) FILTER (WHERE v IN ('dead', 'retrying')),
                'retrying', count(*) FILTER (WHERE v = 'retrying'),
                'dead',     (SELECT count(*) FROM dl),
+               'already',  count(*) FILTER (WHERE v = 'already'),
                'refused',  count(*) FILTER (WHERE v IN ('lease_lost', 'not_found')),
                'refused_jobs', coalesce(jsonb_agg(jsonb_build_object('job_id', job_id, 'reason', v))
                                         FILTER (WHERE v IN ('lease_lost', 'not_found')), '[]'::jsonb))

@@ -24,7 +24,7 @@ SELECT cur.worker_name,
        pend.pending AS backlog,
        pend.capped AS backlog_capped,
        pend.oldest_created_at AS oldest_pending_created_at,
-       round(extract(epoch FROM now() - pend.oldest_created_at)::numeric, 3) AS oldest_pending_age_seconds,
+       round(extract(epoch FROM greatest(now(), pend.oldest_created_at) - pend.oldest_created_at)::numeric, 3) AS oldest_pending_age_seconds,   -- never negative (an event committed after now() is age 0); NULL without a backlog
        dl.open_count AS open_dead_letters,
        dl.oldest AS oldest_open_dead_letter_at,
        cur.window_snapshot IS NOT NULL AS window_open,
