@@ -968,6 +968,7 @@ BEGIN
             ('fn_queue_heartbeat_tick', 'p_executor_name text, p_executor_kind text, p_status text DEFAULT ''ok''::text, p_metadata jsonb DEFAULT ''{}''::jsonb', 'jsonb'),
             ('fn_queue_heartbeat_write', 'p_executor_id text, p_payload jsonb DEFAULT ''{}''::jsonb, p_actor text DEFAULT NULL::text', 'jsonb'),
             ('fn_queue_notify_enabled', '', 'boolean'),
+            ('fn_queue_runner_beat', 'p_executor_id text, p_instance uuid, p_status text DEFAULT ''ok''::text, p_metadata jsonb DEFAULT ''{}''::jsonb, p_release boolean DEFAULT false', 'jsonb'),
             ('fn_queue_stale_check', '', 'jsonb'),
             (NULL, NULL, NULL))
         SELECT p.oid::regprocedure AS sig, p.proname::text AS name,
@@ -1707,41 +1708,6 @@ END;
 $$;
 
 --
--- Name: fn_iu_history_tables(); Type: FUNCTION; Schema: iu_core; Owner: -
---
-
-CREATE FUNCTION iu_core.fn_iu_history_tables() RETURNS TABLE(version integer, table_name text, user_rows text)
-    LANGUAGE sql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-    -- fn_iu_history_tables() -> (version, table, user_rows): every table a Down would drop
-    -- that can hold rows the package did not create: the migration whose Down drops it, and
-    -- the predicate of the rows that are not the package's own seed rows. The one list the
-    -- rollback rule reads, both in each Down (fn_iu_require_empty_history_at) and before
-    -- any Down runs (fn_iu_rollback_check, which iu-runner migrate down calls first, so a
-    -- refused rollback changes nothing). A table adopted from the first generation is never
-    -- dropped (its Down gives it back), so it is not checked. Not listed: tables whose rows
-    -- the package derives from others (queue_stale_alert: one state row per executor, kept
-    -- by a trigger; iu_route_attempt_tally: counts of the attempts), and its own bookkeeping.
-    -- Internal.
-    SELECT v.version, v.table_name, v.user_rows
-      FROM (VALUES
-        (3,  'public.event_outbox',          'true'),
-        (4,  'public.iu_route_attempt',      'true'),
-        (5,  'public.event_type_registry',
-             $w$NOT ((event_domain, event_type) IN (('system', 'queue_worker_silent'), ('system', 'queue_worker_recovered')))$w$),
-        (6,  'public.dot_config',
-             'key <> ALL (iu_core.fn_iu_package_config_keys())'),
-        (7,  'public.iu_outbound_route',     'true'),
-        (8,  'public.iu_route_dead_letter',  'true'),
-        (8,  'public.iu_route_worker_cursor', 'true'),
-        (8,  'public.queue_heartbeat',       'true'),
-        (10, 'public.job_queue',             'true'),
-        (10, 'public.job_dead_letter',       'true'),
-        (10, 'public.job_kind_pause',        'true')) v(version, table_name, user_rows)
-$_$;
-
---
 -- Name: fn_iu_is_blank(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
@@ -1779,7 +1745,7 @@ CREATE FUNCTION iu_core.fn_iu_package_config_keys() RETURNS text[]
     AS $$
     -- fn_iu_package_config_keys() -> the dot_config keys the package's migrations insert
     -- (their own seed rows). The rollback rule reads it: a dot_config holding any other key
-    -- holds configuration the package did not create (fn_iu_history_tables). A test holds
+    -- holds configuration the package did not create (fn_iu_rollback_tables). A test holds
     -- it equal to the keys of a fresh install. Internal.
     SELECT ARRAY['iu_core.routes_enabled', 'iu_core.route_worker_enabled',
                  'queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',
@@ -1832,7 +1798,6 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_history_lock(integer)',
         'iu_core.fn_iu_history_lock_holder()',
         'iu_core.fn_iu_history_lock_tables(regclass[], text[])',
-        'iu_core.fn_iu_history_tables()',
         'iu_core.fn_iu_is_blank(text)',
         'iu_core.fn_iu_is_whitespace(text)',
         'iu_core.fn_iu_package_config_keys()',
@@ -1858,6 +1823,7 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_retention_ledger_immutable()',
         'iu_core.fn_iu_retention_partition_unrouted(xid8, xid8)',
         'iu_core.fn_iu_rollback_check(integer, integer)',
+        'iu_core.fn_iu_rollback_tables()',
         'iu_core.fn_iu_route_attempt_immutable()',
         'iu_core.fn_iu_route_attempt_tally_add(text, text, integer, integer)',
         'iu_core.fn_iu_route_dead_letter_immutable()',
@@ -2532,14 +2498,14 @@ CREATE FUNCTION iu_core.fn_iu_require_empty_history_at(p_version integer) RETURN
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- fn_iu_require_empty_history_at(version): the rollback rule for the tables the Down of
-    -- migration <version> drops (fn_iu_history_tables): each one the package created must
+    -- migration <version> drops (fn_iu_rollback_tables): each one the package created must
     -- hold no row it did not create, or the rollback refuses with IU005
     -- (fn_iu_require_empty_history). Adopted tables are skipped: their Down keeps them.
     -- Called by those Downs. Internal.
 DECLARE
     r record;
 BEGIN
-    FOR r IN SELECT h.table_name, h.user_rows FROM iu_core.fn_iu_history_tables() h
+    FOR r IN SELECT h.table_name, h.user_rows FROM iu_core.fn_iu_rollback_tables() h
               WHERE h.version = p_version
                 AND to_regclass(h.table_name) IS NOT NULL
                 AND NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption a WHERE a.object = h.table_name AND a.kind = 'table')
@@ -2764,6 +2730,41 @@ BEGIN
     END IF;
 END;
 $$;
+
+--
+-- Name: fn_iu_rollback_tables(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_rollback_tables() RETURNS TABLE(version integer, table_name text, user_rows text)
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    -- fn_iu_rollback_tables() -> (version, table, user_rows): every table a Down would drop
+    -- that can hold rows the package did not create: the migration whose Down drops it, and
+    -- the predicate of the rows that are not the package's own seed rows. The one list the
+    -- rollback rule reads, both in each Down (fn_iu_require_empty_history_at) and before
+    -- any Down runs (fn_iu_rollback_check, which iu-runner migrate down calls first, so a
+    -- refused rollback changes nothing). A table adopted from the first generation is never
+    -- dropped (its Down gives it back), so it is not checked. Not listed: tables whose rows
+    -- the package derives from others (queue_stale_alert: one state row per executor, kept
+    -- by a trigger; iu_route_attempt_tally: counts of the attempts), and its own bookkeeping.
+    -- Internal.
+    SELECT v.version, v.table_name, v.user_rows
+      FROM (VALUES
+        (3,  'public.event_outbox',          'true'),
+        (4,  'public.iu_route_attempt',      'true'),
+        (5,  'public.event_type_registry',
+             $w$NOT ((event_domain, event_type) IN (('system', 'queue_worker_silent'), ('system', 'queue_worker_recovered')))$w$),
+        (6,  'public.dot_config',
+             'key <> ALL (iu_core.fn_iu_package_config_keys())'),
+        (7,  'public.iu_outbound_route',     'true'),
+        (8,  'public.iu_route_dead_letter',  'true'),
+        (8,  'public.iu_route_worker_cursor', 'true'),
+        (8,  'public.queue_heartbeat',       'true'),
+        (10, 'public.job_queue',             'true'),
+        (10, 'public.job_dead_letter',       'true'),
+        (10, 'public.job_kind_pause',        'true')) v(version, table_name, user_rows)
+$_$;
 
 --
 -- Name: fn_iu_route_attempt_immutable(); Type: FUNCTION; Schema: iu_core; Owner: -
@@ -9763,12 +9764,6 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_history_lock_holder() FROM PUBLIC;
 REVOKE ALL ON FUNCTION iu_core.fn_iu_history_lock_tables(p_relations regclass[], p_modes text[]) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_history_tables(); Type: ACL; Schema: iu_core; Owner: -
---
-
-REVOKE ALL ON FUNCTION iu_core.fn_iu_history_tables() FROM PUBLIC;
-
---
 -- Name: FUNCTION fn_iu_is_blank(p_value text); Type: ACL; Schema: iu_core; Owner: -
 --
 
@@ -9911,6 +9906,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_retention_partition_unrouted(p_lower xid8, 
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_iu_rollback_check(p_from integer, p_to integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_rollback_tables(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_rollback_tables() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_attempt_immutable(); Type: ACL; Schema: iu_core; Owner: -

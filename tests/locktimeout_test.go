@@ -14,10 +14,6 @@ var lockTimeoutExempt = map[string]string{
 	// retention drop's ACCESS EXCLUSIVE, which retention bounds itself (it ends its own
 	// session after 2 s idle); a timeout here would fail producers' transactions instead.
 	"fn_iu_emit_event(text,text,text,text,text,text,text,jsonb)": "producers",
-	// Partition maintenance and retention set their own lock timeout (2 s) in the body and
-	// answer lock_timeout instead of failing.
-	"fn_iu_partition_maintain()":          "own timeout",
-	"fn_iu_retention_run(boolean)":        "own timeout",
 	"fn_iu_route_deliver(uuid,text,text)": "fails closed at once",
 }
 

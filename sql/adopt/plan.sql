@@ -272,7 +272,7 @@ BEGIN
                              'fn_job_reap_expired_leases', 'fn_queue_heartbeat_pause',
                              'fn_queue_heartbeat_register', 'fn_queue_heartbeat_resume',
                              'fn_queue_heartbeat_tick', 'fn_queue_heartbeat_write',
-                             'fn_queue_notify_enabled', 'fn_queue_stale_check',
+                             'fn_queue_notify_enabled', 'fn_queue_runner_beat', 'fn_queue_stale_check',
                              'fn_iu_route_dead_letter_no_delete')
          ORDER BY 2, 1
     LOOP

@@ -2082,6 +2082,7 @@ BEGIN
             ('fn_queue_heartbeat_tick', 'p_executor_name text, p_executor_kind text, p_status text DEFAULT ''ok''::text, p_metadata jsonb DEFAULT ''{}''::jsonb', 'jsonb'),
             ('fn_queue_heartbeat_write', 'p_executor_id text, p_payload jsonb DEFAULT ''{}''::jsonb, p_actor text DEFAULT NULL::text', 'jsonb'),
             ('fn_queue_notify_enabled', '', 'boolean'),
+            ('fn_queue_runner_beat', 'p_executor_id text, p_instance uuid, p_status text DEFAULT ''ok''::text, p_metadata jsonb DEFAULT ''{}''::jsonb, p_release boolean DEFAULT false', 'jsonb'),
             ('fn_queue_stale_check', '', 'jsonb'),
             (NULL, NULL, NULL))
         SELECT p.oid::regprocedure AS sig, p.proname::text AS name,
@@ -2198,7 +2199,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     -- fn_iu_package_config_keys() -> the dot_config keys the package's migrations insert
     -- (their own seed rows). The rollback rule reads it: a dot_config holding any other key
-    -- holds configuration the package did not create (fn_iu_history_tables). A test holds
+    -- holds configuration the package did not create (fn_iu_rollback_tables). A test holds
     -- it equal to the keys of a fresh install. Internal.
     SELECT ARRAY['iu_core.routes_enabled', 'iu_core.route_worker_enabled',
                  'queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',
@@ -2209,15 +2210,15 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_package_config_keys() FROM PUBLIC;
 
--- functions/adopt/fn_iu_history_tables.sql
+-- functions/adopt/fn_iu_rollback_tables.sql
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_history_tables()
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_rollback_tables()
 RETURNS TABLE (version integer, table_name text, user_rows text)
 LANGUAGE sql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- fn_iu_history_tables() -> (version, table, user_rows): every table a Down would drop
+    -- fn_iu_rollback_tables() -> (version, table, user_rows): every table a Down would drop
     -- that can hold rows the package did not create: the migration whose Down drops it, and
     -- the predicate of the rows that are not the package's own seed rows. The one list the
     -- rollback rule reads, both in each Down (fn_iu_require_empty_history_at) and before
@@ -2244,7 +2245,7 @@ AS $$
         (10, 'public.job_kind_pause',        'true')) v(version, table_name, user_rows)
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_history_tables() FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_rollback_tables() FROM PUBLIC;
 
 -- functions/adopt/fn_iu_require_empty_history.sql
 -- +goose StatementBegin
@@ -2288,14 +2289,14 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
     -- fn_iu_require_empty_history_at(version): the rollback rule for the tables the Down of
-    -- migration <version> drops (fn_iu_history_tables): each one the package created must
+    -- migration <version> drops (fn_iu_rollback_tables): each one the package created must
     -- hold no row it did not create, or the rollback refuses with IU005
     -- (fn_iu_require_empty_history). Adopted tables are skipped: their Down keeps them.
     -- Called by those Downs. Internal.
 DECLARE
     r record;
 BEGIN
-    FOR r IN SELECT h.table_name, h.user_rows FROM iu_core.fn_iu_history_tables() h
+    FOR r IN SELECT h.table_name, h.user_rows FROM iu_core.fn_iu_rollback_tables() h
               WHERE h.version = p_version
                 AND to_regclass(h.table_name) IS NOT NULL
                 AND NOT EXISTS (SELECT 1 FROM iu_core.iu_adoption a WHERE a.object = h.table_name AND a.kind = 'table')
@@ -2471,7 +2472,7 @@ DROP FUNCTION iu_core.fn_iu_unadopt(text);
 DROP FUNCTION iu_core.fn_iu_rollback_check(integer, integer);
 DROP FUNCTION iu_core.fn_iu_require_empty_history_at(integer);
 DROP FUNCTION iu_core.fn_iu_require_empty_history(text, text);
-DROP FUNCTION iu_core.fn_iu_history_tables();
+DROP FUNCTION iu_core.fn_iu_rollback_tables();
 DROP FUNCTION iu_core.fn_iu_package_config_keys();
 DROP FUNCTION iu_core.fn_iu_forget_config(text[]);
 DROP FUNCTION iu_core.fn_iu_adopt_after_functions();

@@ -63,6 +63,7 @@ BEGIN
             ('fn_queue_heartbeat_tick', 'p_executor_name text, p_executor_kind text, p_status text DEFAULT ''ok''::text, p_metadata jsonb DEFAULT ''{}''::jsonb', 'jsonb'),
             ('fn_queue_heartbeat_write', 'p_executor_id text, p_payload jsonb DEFAULT ''{}''::jsonb, p_actor text DEFAULT NULL::text', 'jsonb'),
             ('fn_queue_notify_enabled', '', 'boolean'),
+            ('fn_queue_runner_beat', 'p_executor_id text, p_instance uuid, p_status text DEFAULT ''ok''::text, p_metadata jsonb DEFAULT ''{}''::jsonb, p_release boolean DEFAULT false', 'jsonb'),
             ('fn_queue_stale_check', '', 'jsonb'),
             (NULL, NULL, NULL))
         SELECT p.oid::regprocedure AS sig, p.proname::text AS name,

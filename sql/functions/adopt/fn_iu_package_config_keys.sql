@@ -6,7 +6,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     -- fn_iu_package_config_keys() -> the dot_config keys the package's migrations insert
     -- (their own seed rows). The rollback rule reads it: a dot_config holding any other key
-    -- holds configuration the package did not create (fn_iu_history_tables). A test holds
+    -- holds configuration the package did not create (fn_iu_rollback_tables). A test holds
     -- it equal to the keys of a fresh install. Internal.
     SELECT ARRAY['iu_core.routes_enabled', 'iu_core.route_worker_enabled',
                  'queue.heartbeat.enabled', 'queue.heartbeat.stale_threshold_seconds',

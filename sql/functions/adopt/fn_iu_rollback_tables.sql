@@ -1,10 +1,10 @@
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_history_tables()
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_rollback_tables()
 RETURNS TABLE (version integer, table_name text, user_rows text)
 LANGUAGE sql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    -- fn_iu_history_tables() -> (version, table, user_rows): every table a Down would drop
+    -- fn_iu_rollback_tables() -> (version, table, user_rows): every table a Down would drop
     -- that can hold rows the package did not create: the migration whose Down drops it, and
     -- the predicate of the rows that are not the package's own seed rows. The one list the
     -- rollback rule reads, both in each Down (fn_iu_require_empty_history_at) and before
