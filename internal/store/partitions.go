@@ -19,25 +19,25 @@ import "encoding/json"
 // partition, where rows land only when maintenance has fallen behind, until its next call
 // turns them into a partition (default_stuck: they could not be, see the runbook).
 type PartitionMaintenance struct {
-	Busy            bool               `json:"busy"`
-	Holder          *HistoryLockHolder        `json:"holder,omitempty"`
-	LockTimeout     bool               `json:"lock_timeout,omitempty" contract:"done"`
-	BlockedBy       []HistoryLockHolder       `json:"blocked_by,omitempty"`
-	DefaultRaced    bool               `json:"default_raced,omitempty" contract:"done"`
-	Error           *SQLFailure        `json:"error,omitempty"`
-	Behind          bool               `json:"behind,omitempty" contract:"done"`
-	Created         []string           `json:"created,omitempty" contract:"done"`
-	DefaultAttached []string           `json:"default_attached,omitempty" contract:"done"`
-	Recut           []string           `json:"recut,omitempty" contract:"done"`
-	Closed          []string           `json:"closed,omitempty" contract:"done"`
-	Partitions      int64              `json:"partitions,omitempty" contract:"done"`
-	NewestUpperTxid string             `json:"newest_upper_txid,omitempty" contract:"done"`
-	NextTxid        string             `json:"next_txid,omitempty" contract:"done"`
-	AheadTxids      int64              `json:"ahead_txids,omitempty" contract:"done"`
-	WidthTxids      int64              `json:"width_txids,omitempty" contract:"done"`
-	DefaultStuck    bool               `json:"default_stuck,omitempty" contract:"done"`
-	DefaultRows     *DefaultPartitions `json:"default_rows,omitempty" contract:"done"`
-	Raw             json.RawMessage    `json:"-"` // the document as the SQL returned it
+	Busy            bool                `json:"busy"`
+	Holder          *HistoryLockHolder  `json:"holder,omitempty"`
+	LockTimeout     bool                `json:"lock_timeout,omitempty" contract:"done"`
+	BlockedBy       []HistoryLockHolder `json:"blocked_by,omitempty"`
+	DefaultRaced    bool                `json:"default_raced,omitempty" contract:"done"`
+	Error           *SQLFailure         `json:"error,omitempty"`
+	Behind          bool                `json:"behind,omitempty" contract:"done"`
+	Created         []string            `json:"created,omitempty" contract:"done"`
+	DefaultAttached []string            `json:"default_attached,omitempty" contract:"done"`
+	Recut           []string            `json:"recut,omitempty" contract:"done"`
+	Closed          []string            `json:"closed,omitempty" contract:"done"`
+	Partitions      int64               `json:"partitions,omitempty" contract:"done"`
+	NewestUpperTxid string              `json:"newest_upper_txid,omitempty" contract:"done"`
+	NextTxid        string              `json:"next_txid,omitempty" contract:"done"`
+	AheadTxids      int64               `json:"ahead_txids,omitempty" contract:"done"`
+	WidthTxids      int64               `json:"width_txids,omitempty" contract:"done"`
+	DefaultStuck    bool                `json:"default_stuck,omitempty" contract:"done"`
+	DefaultRows     *DefaultPartitions  `json:"default_rows,omitempty" contract:"done"`
+	Raw             json.RawMessage     `json:"-"` // the document as the SQL returned it
 }
 
 // HistoryLockHolder is a session that holds a lock maintenance or retention needed: the holder of

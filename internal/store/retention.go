@@ -13,16 +13,16 @@ import "encoding/json"
 // with blocked_by naming who held them and the partitions it meant to drop kept with reason
 // lock_timeout. more says it stopped at its per-run bound and the next run goes on.
 type RetentionRun struct {
-	Busy        bool              `json:"busy"`
-	Holder      *HistoryLockHolder       `json:"holder,omitempty"`
-	DryRun      bool              `json:"dry_run"`
-	Dropped     []RetentionDrop   `json:"dropped"`
-	Kept        []RetentionKept   `json:"kept"`
-	LockTimeout bool              `json:"lock_timeout"`
-	BlockedBy   []HistoryLockHolder      `json:"blocked_by,omitempty"`
-	More        bool              `json:"more"`
-	Retention   RetentionSettings `json:"retention"`
-	Raw         json.RawMessage   `json:"-"` // the document as the SQL returned it
+	Busy        bool                `json:"busy"`
+	Holder      *HistoryLockHolder  `json:"holder,omitempty"`
+	DryRun      bool                `json:"dry_run"`
+	Dropped     []RetentionDrop     `json:"dropped"`
+	Kept        []RetentionKept     `json:"kept"`
+	LockTimeout bool                `json:"lock_timeout"`
+	BlockedBy   []HistoryLockHolder `json:"blocked_by,omitempty"`
+	More        bool                `json:"more"`
+	Retention   RetentionSettings   `json:"retention"`
+	Raw         json.RawMessage     `json:"-"` // the document as the SQL returned it
 }
 
 // RetentionDrop is one partition a run dropped (or, dry, would drop).
