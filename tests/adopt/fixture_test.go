@@ -57,18 +57,6 @@ func psqlPath(t testing.TB) string {
 	return p
 }
 
-func runPsql(t testing.TB, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, psqlPath(t), args...)
-	cmd.Env = append(os.Environ(), "PGOPTIONS=", "PSQLRC=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("psql %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
 // variantFile resolves a variant name ("extra_columns" or "extra_columns.sql").
 func variantFile(t testing.TB, name string) string {
 	t.Helper()
