@@ -14,13 +14,23 @@ STATICCHECK  := $(BIN)/staticcheck
 MIGRATIONS   := sql/iu-core
 
 .DEFAULT_GOAL := help
-.PHONY: help test demo build lint bench goose validate schema generate clean deploy-check
+.PHONY: help test test-upgrade demo build lint bench goose validate schema generate clean deploy-check
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-test: $(GOOSE) validate ## Run every test against a real PostgreSQL (race detector on)
+test: $(GOOSE) validate ## Run every test against a real PostgreSQL (race detector on), then test-upgrade
 	GOOSE_BIN=$(GOOSE) $(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) test-upgrade
+
+# The latest release (sql/releases.txt: its commit, extracted with git archive) installed
+# and upgraded to this version is the template of every test database of these packages.
+test-upgrade: ## Run the route-worker, queue-health and job-queue tests on a database upgraded from the latest release
+	@commit=$$(awk '!/^#/ && NF >= 2 { c = $$2 } END { print c }' sql/releases.txt 2>/dev/null); \
+	  if [ -z "$$commit" ]; then echo "test-upgrade: no release recorded yet (sql/releases.txt)"; exit 0; fi; \
+	  dir=$$(mktemp -d) && echo "test-upgrade: from $$commit" && git archive $$commit sql/iu-core | tar -x -C $$dir && \
+	  PGTEST_UPGRADE_FROM=$$dir/sql/iu-core $(GO) test -count=1 -timeout 20m ./tests/routeworker/ ./tests/queuehealth/ ./tests/jobqueue/; \
+	  rc=$$?; rm -rf $$dir; exit $$rc
 
 validate: $(GOOSE) ## Check the migrations parse (goose validate)
 	$(GOOSE) -dir $(MIGRATIONS) validate

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -51,6 +52,37 @@ func Open(dsn string) (*Migrator, error) {
 // OpenConfig is Open on a parsed connection configuration (the runner's migrate command
 // sets its --connect-timeout on it). application_name defaults to iu-runner-migrate.
 func OpenConfig(cfg *pgx.ConnConfig) (*Migrator, error) {
+	return openFS(cfg, sqlfiles.Migrations())
+}
+
+// UpFS applies the goose migrations of another directory (a released version of
+// sql/iu-core, for the upgrade tests) to dsn, recording them in the same version table
+// under the same lock, so a later Up continues from them.
+func UpFS(ctx context.Context, dsn string, migrations fs.FS) error {
+	cfg, err := pgxConfig(dsn)
+	if err != nil {
+		return err
+	}
+	m, err := openFS(cfg, migrations)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	_, err = m.Up(ctx)
+	return err
+}
+
+// OpenFS is Open over another directory of migrations (the upgrade tests' made-up next
+// release), with the same version table and lock.
+func OpenFS(dsn string, migrations fs.FS) (*Migrator, error) {
+	cfg, err := pgxConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return openFS(cfg, migrations)
+}
+
+func openFS(cfg *pgx.ConnConfig, migrations fs.FS) (*Migrator, error) {
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
@@ -68,7 +100,7 @@ func OpenConfig(cfg *pgx.ConnConfig) (*Migrator, error) {
 		db.Close()
 		return nil, fmt.Errorf("creating goose version store: %w", err)
 	}
-	p, err := goose.NewProvider("", db, sqlfiles.Migrations(), goose.WithStore(store), goose.WithSessionLocker(locker))
+	p, err := goose.NewProvider("", db, migrations, goose.WithStore(store), goose.WithSessionLocker(locker))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("creating goose provider: %w", err)

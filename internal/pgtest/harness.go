@@ -16,6 +16,11 @@ import (
 	"github.com/iu-core/event-worker/internal/migrate"
 )
 
+// UpgradeFromEnv names a directory of released goose migrations (a version of sql/iu-core
+// extracted with git archive: make test-upgrade). When it is set, the template database is
+// that release's install upgraded to this version, and every test database is a clone of it.
+const UpgradeFromEnv = "PGTEST_UPGRADE_FROM"
+
 // Harness owns a server and a migrated template database, and clones test databases.
 type Harness struct {
 	Server   *Server
@@ -42,6 +47,14 @@ func NewHarness(ctx context.Context, opts Options) (*Harness, error) {
 	if err := execOn(ctx, srv.DBURL(h.template), "REVOKE CREATE ON SCHEMA public FROM PUBLIC"); err != nil {
 		h.Close(ctx)
 		return nil, fmt.Errorf("closing schema public of the template database: %w", err)
+	}
+	// The upgrade mode: the template is a released version's install upgraded to this one,
+	// so a whole test package runs on an upgraded database instead of a fresh one.
+	if dir := os.Getenv(UpgradeFromEnv); dir != "" {
+		if err := migrate.UpFS(ctx, srv.DBURL(h.template), os.DirFS(dir)); err != nil {
+			h.Close(ctx)
+			return nil, fmt.Errorf("installing the release in %s (%s) into the template database: %w", dir, UpgradeFromEnv, err)
+		}
 	}
 	if err := migrate.Up(ctx, srv.DBURL(h.template)); err != nil {
 		h.Close(ctx)

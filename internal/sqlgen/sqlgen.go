@@ -50,6 +50,9 @@ type Tree struct {
 	Areas    map[string][]*Source
 	Grants   []string
 	Manifest []Entry
+	// migrations reads the goose directory (iu-core/ under the tree's root): the released
+	// migrations a re-applying entry starts from, kept as they are.
+	migrations fs.FS
 }
 
 // GeneratedHeader starts every generated file, so a reader (and the freshness test) can
@@ -68,6 +71,9 @@ var (
 // generated.txt.
 func Load(fsys fs.FS) (*Tree, error) {
 	t := &Tree{Areas: map[string][]*Source{}}
+	if sub, err := fs.Sub(fsys, "iu-core"); err == nil {
+		t.migrations = sub
+	}
 	manifest, err := fs.ReadFile(fsys, "generated.txt")
 	if err != nil {
 		return nil, fmt.Errorf("reading the manifest: %w", err)
@@ -105,7 +111,7 @@ func Load(fsys fs.FS) (*Tree, error) {
 	used := map[string]string{}
 	for _, e := range t.Manifest {
 		for _, s := range e.Sources {
-			if s == "grants" {
+			if s == "grants" || s == "*" {
 				continue
 			}
 			if _, ok := t.Areas[s]; !ok {
@@ -377,11 +383,34 @@ func firstLine(s string) string {
 	return s
 }
 
-// Generate renders every migration the manifest names, by file name.
+// Generate renders every migration the manifest names, by file name. The entries before
+// the last re-applying one ("*") belong to earlier releases: they are history, returned as
+// they are on disk (a release's migrations never change); only the last release's entries
+// are rendered from the sources.
 func (t *Tree) Generate() (map[string][]byte, error) {
 	out := map[string][]byte{}
-	for _, e := range t.Manifest {
-		b, err := t.render(e)
+	last := -1
+	for i, e := range t.Manifest {
+		if isFullReapply(e) {
+			last = i
+		}
+	}
+	for i, e := range t.Manifest {
+		if i < last {
+			b, err := t.released(e.File)
+			if err != nil {
+				return nil, err
+			}
+			out[e.File] = b
+			continue
+		}
+		var b []byte
+		var err error
+		if isFullReapply(e) {
+			b, err = t.renderReapply(i)
+		} else {
+			b, err = t.render(e)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -390,14 +419,23 @@ func (t *Tree) Generate() (map[string][]byte, error) {
 	return out, nil
 }
 
+// released reads a migration of an earlier release.
+func (t *Tree) released(file string) ([]byte, error) {
+	if t.migrations == nil {
+		return nil, fmt.Errorf("%s: no iu-core/ directory to read the released migration from", file)
+	}
+	b, err := fs.ReadFile(t.migrations, file)
+	if err != nil {
+		return nil, fmt.Errorf("reading released migration %s: %w", file, err)
+	}
+	return b, nil
+}
+
 func (t *Tree) render(e Entry) ([]byte, error) {
 	var up, down bytes.Buffer
 	var sources []*Source
 	var grants bool
 	areas := e.Sources
-	if isFullReapply(e) {
-		return nil, fmt.Errorf("%s: re-applying every area after a release is not built yet", e.File)
-	}
 	for _, a := range areas {
 		if a == "grants" {
 			grants = true
@@ -415,31 +453,7 @@ func (t *Tree) render(e Entry) ([]byte, error) {
 		// Bodies are checked when the tests run them; creation order within a migration is
 		// then free (a function may call one created further down).
 		up.WriteString("SET LOCAL check_function_bodies = off;\n\n")
-		// Functions first, then views (a view is checked when created: what it calls exists).
-		for _, kind := range []Kind{KindFunction, KindView} {
-			for _, s := range sources {
-				if s.Creates[0].Kind != kind {
-					continue
-				}
-				fmt.Fprintf(&up, "-- %s\n", s.Path)
-				for _, st := range s.Statements {
-					if createRE.MatchString(st) {
-						fmt.Fprintf(&up, "-- +goose StatementBegin\n%s\n-- +goose StatementEnd\n", st)
-					} else {
-						fmt.Fprintf(&up, "%s\n", st)
-					}
-				}
-				for _, c := range s.Creates {
-					if c.Kind == KindFunction {
-						fmt.Fprintf(&up, "REVOKE ALL ON FUNCTION %s FROM PUBLIC;\n", c.Signature)
-						drops = append(drops, "DROP FUNCTION "+c.Signature+";")
-					} else {
-						drops = append(drops, "DROP VIEW "+c.Signature+";")
-					}
-				}
-				up.WriteString("\n")
-			}
-		}
+		drops = writeSources(&up, sources, nil)
 	}
 	if grants {
 		up.WriteString("-- sql/grants.sql\n")
@@ -462,6 +476,46 @@ func (t *Tree) render(e Entry) ([]byte, error) {
 	b.WriteString("\n\n-- +goose Down\n")
 	b.Write(down.Bytes())
 	return b.Bytes(), nil
+}
+
+// writeSources writes the sources' statements, functions first, then views (a view is
+// checked when created: what it calls exists), each function with EXECUTE revoked from
+// PUBLIC; before(c), when it says so, comes first (a DROP the re-creation needs). Returns
+// the statements that drop what was written.
+func writeSources(up *bytes.Buffer, sources []*Source, before func(Created) string) []string {
+	var drops []string
+	for _, kind := range []Kind{KindFunction, KindView} {
+		for _, s := range sources {
+			if s.Creates[0].Kind != kind {
+				continue
+			}
+			fmt.Fprintf(up, "-- %s\n", s.Path)
+			if before != nil {
+				for _, c := range s.Creates {
+					if b := before(c); b != "" {
+						up.WriteString(b + "\n")
+					}
+				}
+			}
+			for _, st := range s.Statements {
+				if createRE.MatchString(st) {
+					fmt.Fprintf(up, "-- +goose StatementBegin\n%s\n-- +goose StatementEnd\n", st)
+				} else {
+					fmt.Fprintf(up, "%s\n", st)
+				}
+			}
+			for _, c := range s.Creates {
+				if c.Kind == KindFunction {
+					fmt.Fprintf(up, "REVOKE ALL ON FUNCTION %s FROM PUBLIC;\n", c.Signature)
+					drops = append(drops, "DROP FUNCTION "+c.Signature+";")
+				} else {
+					drops = append(drops, "DROP VIEW "+c.Signature+";")
+				}
+			}
+			up.WriteString("\n")
+		}
+	}
+	return drops
 }
 
 // PackageFunctionsName is the generated function that lists every function the package

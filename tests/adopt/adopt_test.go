@@ -64,61 +64,15 @@ func iuOK(t testing.TB, url string, args ...string) string {
 	return out
 }
 
-// pgDump is the whole database as pg_dump prints it (schema and data), less pg_dump's
-// per-run \restrict key and what is excluded (-T patterns).
+// pgDump and requireSameDump: pgtest's, under the names these tests read best with.
 func pgDump(t testing.TB, url string, schemaOnly bool, exclude ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("pg_dump")
-	if err != nil {
-		pgtest.Unavailable(t, "pg_dump is needed to compare databases: %v", err)
-	}
-	args := []string{"--no-sync", "-d", url}
-	if schemaOnly {
-		args = append(args, "--schema-only")
-	}
-	for _, x := range exclude {
-		args = append(args, "-T", x)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).Output()
-	if err != nil {
-		t.Fatalf("pg_dump: %v", err)
-	}
-	var keep []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, `\restrict `) || strings.HasPrefix(l, `\unrestrict `) {
-			continue
-		}
-		keep = append(keep, l)
-	}
-	return strings.Join(keep, "\n")
+	return pgtest.Dump(t, url, schemaOnly, exclude...)
 }
 
-// requireSameDump fails with the first differing lines of two dumps.
 func requireSameDump(t testing.TB, what, before, after string) {
 	t.Helper()
-	if before == after {
-		return
-	}
-	b, a := strings.Split(before, "\n"), strings.Split(after, "\n")
-	var diff []string
-	for i := 0; i < len(b) || i < len(a); i++ {
-		var lb, la string
-		if i < len(b) {
-			lb = b[i]
-		}
-		if i < len(a) {
-			la = a[i]
-		}
-		if lb != la {
-			diff = append(diff, fmt.Sprintf("line %d:\n  before: %s\n  after:  %s", i+1, lb, la))
-			if len(diff) == 8 {
-				break
-			}
-		}
-	}
-	t.Fatalf("%s: the dumps differ\n%s", what, strings.Join(diff, "\n"))
+	pgtest.RequireSameDump(t, what, before, after)
 }
 
 // legacyTables are the first generation's tables and the columns it gave them, with the
