@@ -269,7 +269,9 @@ func TestReapply_NextReleaseUpgradesAndRollsBack(t *testing.T) {
 		"CREATE OR REPLACE FUNCTION public.fn_iu_next_release_probe()\nRETURNS text\nLANGUAGE sql\nSET search_path = pg_catalog, pg_temp\nAS $$ SELECT 'next'::text $$;\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	edit("functions/config/README.md", func(s string) string { return s + "\n| `fn_iu_next_release_probe.sql` | a function of the next release |\n" })
+	edit("functions/config/README.md", func(s string) string {
+		return s + "\n| `fn_iu_next_release_probe.sql` | a function of the next release |\n"
+	})
 	edit("grants.sql", func(s string) string {
 		return s + "GRANT EXECUTE ON FUNCTION public.fn_iu_next_release_probe() TO workflow_admin;\n"
 	})
