@@ -28,6 +28,8 @@ DECLARE
     v_bad    text[];
     v_notes  text[];
     v_rows   bigint;
+    v_outbox_rows bigint;
+    v_reserved    bigint;
     v_n      bigint;
     v_col    record;
     v_fn     record;
@@ -203,13 +205,19 @@ BEGIN
                               AND c.conkey = ARRAY[(SELECT attnum FROM pg_attribute WHERE attrelid = v_rel AND attname = 'id')]) THEN
                 v_bad := v_bad || 'id is not its primary key (or unique): event ids must be unique'::text;
             END IF;
-            EXECUTE 'SELECT count(*) FROM public.event_outbox WHERE delivery_lane NOT IN (''immediate'', ''standard'', ''batch'')
-                                                             OR event_severity NOT IN (''debug'', ''info'', ''warning'', ''critical'')'
-               INTO v_n;
+            -- One scan of the log for all it must know (the plan runs before the install and
+            -- again inside it, while producers insert: the rows they add before the log is
+            -- locked are re-stamped under the lock, so the plan is kept to one pass).
+            EXECUTE 'SELECT count(*),
+                            count(*) FILTER (WHERE delivery_lane NOT IN (''immediate'', ''standard'', ''batch'')
+                                                OR event_severity NOT IN (''debug'', ''info'', ''warning'', ''critical'')),
+                            count(*) FILTER (WHERE event_type IN (''queue_worker_silent'', ''queue_worker_recovered''))
+                       FROM public.event_outbox'
+               INTO v_outbox_rows, v_n, v_reserved;
             IF v_n > 0 THEN
                 v_bad := v_bad || format('%s rows have a delivery_lane outside immediate/standard/batch or an event_severity outside debug/info/warning/critical, so some producer writes values the package refuses (change that producer first; the rows themselves are kept)', v_n);
             END IF;
-            EXECUTE 'SELECT count(*) FROM public.event_outbox WHERE event_type IN (''queue_worker_silent'', ''queue_worker_recovered'')' INTO v_n;
+            v_n := v_reserved;
             IF v_n > 0 THEN
                 v_notes := v_notes || format('%s rows carry the package''s reserved alert types (written by someone else): kept', v_n);
             END IF;
@@ -229,7 +237,11 @@ BEGIN
         IF cardinality(v_bad) > 0 THEN
             verdict := 'refuse'; detail := array_to_string(v_bad, '; ');
         ELSE
-            EXECUTE format('SELECT count(*) FROM %s', v_rel) INTO v_rows;
+            IF v_col.name = 'event_outbox' THEN
+                v_rows := v_outbox_rows;
+            ELSE
+                EXECUTE format('SELECT count(*) FROM %s', v_rel) INTO v_rows;
+            END IF;
             verdict := 'adopt';
             detail := format('%s %s kept', v_rows, CASE WHEN v_rows = 1 THEN 'row' ELSE 'rows' END) || CASE v_col.name
                 WHEN 'event_outbox' THEN '; adds txid, the package''s row rules for new rows (existing rows are not re-checked) and the claim index; becomes partitioned by txid with these rows as one partition, nothing copied; producers keep inserting throughout'
