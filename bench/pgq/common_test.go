@@ -219,13 +219,21 @@ func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 // the same per-event audit row (route looked up in iu_outbound_route, idempotency key
 // unique), finish_batch. It returns the number of events in the batch, or -1 when
 // next_batch had none.
+//
+// The audit rows are written with a plain INSERT: a PgQ consumer that writes them in the
+// batch's own transaction needs no ON CONFLICT (the batch and its rows commit together, and
+// a batch is never handed out again once finished), which is the baseline the worker is
+// held to. p_on_conflict writes them with ON CONFLICT DO NOTHING instead, as a consumer that
+// cannot trust that would (the bench's second line: the worker's own hot path is a plain
+// INSERT with a conflict fallback). Each consumer writes its own table.
 const pgqSetup = `
 CREATE TABLE bench_pgq_attempt (LIKE iu_route_attempt INCLUDING ALL);
 -- Every partition of iu_route_attempt has its own PRIMARY KEY (id) (a partitioned parent
 -- cannot carry it without the partition key), which LIKE does not copy: the same indexes
 -- on both sides.
 ALTER TABLE bench_pgq_attempt ADD PRIMARY KEY (id);
-CREATE FUNCTION bench_pgq_consume(p_queue text, p_consumer text)
+CREATE TABLE bench_pgq_attempt_oc (LIKE bench_pgq_attempt INCLUDING ALL);
+CREATE FUNCTION bench_pgq_consume(p_queue text, p_consumer text, p_on_conflict boolean DEFAULT false)
 RETURNS integer
 LANGUAGE plpgsql
 AS $$
@@ -237,14 +245,24 @@ BEGIN
     IF v_batch IS NULL THEN
         RETURN -1;
     END IF;
-    INSERT INTO bench_pgq_attempt (event_ref, event_txid, worker_name, route_key, route_kind, status, idempotency_key)
-    SELECT e.ev_extra2::uuid, e.ev_txid::text::xid8, p_consumer, rt.route_key, rt.route_kind,
-           CASE WHEN rt.id IS NULL THEN 'skipped' WHEN NOT rt.enabled THEN 'disabled' ELSE 'dry_run' END,
-           'pgq:' || p_consumer || ':' || coalesce(rt.route_key, 'none') || ':' || e.ev_extra2
-      FROM pgq.get_batch_events(v_batch) e
-      LEFT JOIN iu_outbound_route rt
-             ON rt.event_domain = 'iu' AND rt.event_type = e.ev_type AND rt.event_stream = e.ev_extra1
-    ON CONFLICT DO NOTHING;
+    IF p_on_conflict THEN
+        INSERT INTO bench_pgq_attempt_oc (event_ref, event_txid, worker_name, route_key, route_kind, status, idempotency_key)
+        SELECT e.ev_extra2::uuid, e.ev_txid::text::xid8, p_consumer, rt.route_key, rt.route_kind,
+               CASE WHEN rt.id IS NULL THEN 'skipped' WHEN NOT rt.enabled THEN 'disabled' ELSE 'dry_run' END,
+               'pgq:' || p_consumer || ':' || coalesce(rt.route_key, 'none') || ':' || e.ev_extra2
+          FROM pgq.get_batch_events(v_batch) e
+          LEFT JOIN iu_outbound_route rt
+                 ON rt.event_domain = 'iu' AND rt.event_type = e.ev_type AND rt.event_stream = e.ev_extra1
+        ON CONFLICT DO NOTHING;
+    ELSE
+        INSERT INTO bench_pgq_attempt (event_ref, event_txid, worker_name, route_key, route_kind, status, idempotency_key)
+        SELECT e.ev_extra2::uuid, e.ev_txid::text::xid8, p_consumer, rt.route_key, rt.route_kind,
+               CASE WHEN rt.id IS NULL THEN 'skipped' WHEN NOT rt.enabled THEN 'disabled' ELSE 'dry_run' END,
+               'pgq:' || p_consumer || ':' || coalesce(rt.route_key, 'none') || ':' || e.ev_extra2
+          FROM pgq.get_batch_events(v_batch) e
+          LEFT JOIN iu_outbound_route rt
+                 ON rt.event_domain = 'iu' AND rt.event_type = e.ev_type AND rt.event_stream = e.ev_extra1;
+    END IF;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     PERFORM pgq.finish_batch(v_batch);
     RETURN v_n;
