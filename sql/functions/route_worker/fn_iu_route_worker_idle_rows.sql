@@ -10,7 +10,8 @@ AS $$
     -- and is allowed to be stricter than them, never quieter:
     --   (a) late_commit: a transaction in p_done's in-progress list that has completed by
     --       p_now and wrote a row (one index probe per such transaction)
-    --   (b) new: any row at or above p_done's xmax that the statement can see. That is every
+    --   (b) new (fn_iu_route_worker_idle_new): any row at or above p_done's xmax that the
+    --       statement can see. That is every
     --       row the claim's second range would return (committed before p_now: visible in it),
     --       and also every committed row whose txid lies at or beyond this cluster's next
     --       transaction id, i.e. fn_iu_route_worker_foreign_rows' question (rows restored
@@ -38,9 +39,5 @@ AS $$
                           LIMIT 1) e          -- LATERAL ... LIMIT 1: one probe, never a hash of the domain
      WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
     UNION ALL
-    SELECT 'new'
-      FROM (SELECT 1 FROM public.event_outbox o
-             WHERE o.event_domain = p_event_domain
-               AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-             LIMIT 1) b
+    SELECT * FROM iu_core.fn_iu_route_worker_idle_new(p_event_domain, p_done)
 $$;

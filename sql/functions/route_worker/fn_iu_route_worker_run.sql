@@ -49,9 +49,17 @@ BEGIN
       FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name) p;
     -- Then the outbox, with the position as values (pruned when the statement starts);
     -- the lock only when both are quiet.
-    IF v_quiet
-       AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()))
-       AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
+    -- A position with no transaction in progress (xmin = xmax) can have no late commit:
+    -- only the new-rows half of the question is asked, one partitioned scan set up instead
+    -- of two (an idle poll's most common case).
+    IF v_quiet THEN
+        IF pg_snapshot_xmin(v_done) = pg_snapshot_xmax(v_done) THEN
+            v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_new(v_domain, v_done));
+        ELSE
+            v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()));
+        END IF;
+    END IF;
+    IF v_quiet AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
         -- The holders of the position it keeps, described only when one still runs.
         v_holders := CASE WHEN v_waits THEN iu_core.fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
         -- As the full pass reports an idle run: one empty window opened and closed.
