@@ -53,9 +53,14 @@ func TestMigrations_UpDownUp(t *testing.T) {
 		t.Fatal("up created nothing")
 	}
 	// Down one step at a time, so each Down runs against exactly the state its Up left.
-	for v := latest; v > 0; v-- {
+	// Versions need not be contiguous (a release's function migration is numbered apart
+	// from the table migrations before it), so step until the version reads 0.
+	for v := latest; v > 0; {
 		if _, err := m.Down(ctx(t)); err != nil {
 			t.Fatalf("down from %d: %v", v, err)
+		}
+		if v, err = m.Version(ctx(t)); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if n := objectCount(t, db); n != 0 {
