@@ -18,6 +18,42 @@ CREATE SCHEMA iu_core;
 COMMENT ON SCHEMA iu_core IS 'iu-core internals: functions and types the API calls. Owned by the package owner; in nobody''s search_path.';
 
 --
+-- Name: iu_job_attempt; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_attempt AS integer;
+
+--
+-- Name: iu_job_domain; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_domain AS text;
+
+--
+-- Name: iu_job_kind; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_kind AS text;
+
+--
+-- Name: iu_job_max_attempts; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_max_attempts AS integer;
+
+--
+-- Name: iu_job_payload; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_payload AS jsonb;
+
+--
+-- Name: iu_job_status; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_status AS text;
+
+--
 -- Name: iu_route_run_tally; Type: TYPE; Schema: iu_core; Owner: -
 --
 
@@ -4777,14 +4813,14 @@ $$;
 
 CREATE TABLE public.job_queue (
     job_id uuid DEFAULT iu_core.fn_job_new_id() NOT NULL,
-    job_kind text NOT NULL,
-    event_domain text NOT NULL,
-    status text DEFAULT 'queued'::text NOT NULL,
-    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    job_kind iu_core.iu_job_kind NOT NULL,
+    event_domain iu_core.iu_job_domain NOT NULL,
+    status iu_core.iu_job_status DEFAULT 'queued'::text NOT NULL,
+    payload iu_core.iu_job_payload DEFAULT '{}'::jsonb NOT NULL,
     process_after timestamp with time zone DEFAULT now() NOT NULL,
     enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
-    attempt integer DEFAULT 0 NOT NULL,
-    max_attempts integer DEFAULT 5 NOT NULL,
+    attempt iu_core.iu_job_attempt DEFAULT 0 NOT NULL,
+    max_attempts iu_core.iu_job_max_attempts DEFAULT 5 NOT NULL,
     lease_owner text,
     lease_expires_at timestamp with time zone,
     lease_token uuid,
@@ -4794,15 +4830,8 @@ CREATE TABLE public.job_queue (
     dedupe_key text,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
-    CONSTRAINT job_queue_attempt_check CHECK ((attempt >= 0)),
-    CONSTRAINT job_queue_event_domain_check CHECK ((event_domain <> ''::text)),
-    CONSTRAINT job_queue_job_kind_check CHECK ((job_kind <> ''::text)),
-    CONSTRAINT job_queue_lease_ck CHECK (((status = 'running'::text) = ((lease_owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT job_queue_max_attempts_check CHECK ((max_attempts > 0)),
-    CONSTRAINT job_queue_payload_hygiene CHECK (iu_core.fn_iu_payload_is_clean(payload)),
-    CONSTRAINT job_queue_payload_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT job_queue_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text]))),
-    CONSTRAINT job_queue_token_ck CHECK (((status <> 'running'::text) OR (lease_token IS NOT NULL)))
+    CONSTRAINT job_queue_lease_ck CHECK ((((status)::text = 'running'::text) = ((lease_owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT job_queue_token_ck CHECK ((((status)::text <> 'running'::text) OR (lease_token IS NOT NULL)))
 );
 
 --
@@ -8959,7 +8988,7 @@ UNION ALL
     NULL::text AS executor_kind,
     jsonb_build_object('due_now', count(*) FILTER (WHERE (j.process_after <= now()))) AS detail
    FROM public.job_queue j
-  WHERE (j.status = 'queued'::text)
+  WHERE ((j.status)::text = 'queued'::text)
   GROUP BY j.job_kind, j.event_domain
 UNION ALL
  SELECT 'job_kind_paused'::text AS source,
@@ -8973,7 +9002,7 @@ UNION ALL
     'paused'::text AS status_hint,
     ( SELECT count(*) AS count
            FROM public.job_queue q
-          WHERE ((q.status = 'queued'::text) AND (q.job_kind = p.job_kind))) AS backlog,
+          WHERE (((q.status)::text = 'queued'::text) AND ((q.job_kind)::text = p.job_kind))) AS backlog,
     NULL::bigint AS oldest_pending_age_seconds,
     NULL::text AS severity,
     true AS paused,
@@ -9062,6 +9091,55 @@ ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attemp
 
 ALTER TABLE ONLY iu_core.iu_adoption
     ADD CONSTRAINT iu_adoption_pkey PRIMARY KEY (id);
+
+--
+-- Name: iu_job_attempt job_queue_attempt_check; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_attempt
+    ADD CONSTRAINT job_queue_attempt_check CHECK ((VALUE >= 0)) NOT VALID;
+
+--
+-- Name: iu_job_domain job_queue_event_domain_check; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_domain
+    ADD CONSTRAINT job_queue_event_domain_check CHECK ((VALUE <> ''::text)) NOT VALID;
+
+--
+-- Name: iu_job_kind job_queue_job_kind_check; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_kind
+    ADD CONSTRAINT job_queue_job_kind_check CHECK ((VALUE <> ''::text)) NOT VALID;
+
+--
+-- Name: iu_job_max_attempts job_queue_max_attempts_check; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_max_attempts
+    ADD CONSTRAINT job_queue_max_attempts_check CHECK ((VALUE > 0)) NOT VALID;
+
+--
+-- Name: iu_job_payload job_queue_payload_hygiene; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_payload
+    ADD CONSTRAINT job_queue_payload_hygiene CHECK (iu_core.fn_iu_payload_is_clean(VALUE)) NOT VALID;
+
+--
+-- Name: iu_job_payload job_queue_payload_object; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_payload
+    ADD CONSTRAINT job_queue_payload_object CHECK ((jsonb_typeof(VALUE) = 'object'::text)) NOT VALID;
+
+--
+-- Name: iu_job_status job_queue_status_check; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_status
+    ADD CONSTRAINT job_queue_status_check CHECK ((VALUE = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text]))) NOT VALID;
 
 --
 -- Name: dot_config dot_config_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -9346,31 +9424,31 @@ CREATE INDEX job_dead_letter_open_idx ON public.job_dead_letter USING btree (job
 -- Name: job_queue_backlog_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX job_queue_backlog_idx ON public.job_queue USING btree (job_kind, event_domain, enqueued_at) INCLUDE (process_after) WHERE (status = 'queued'::text);
+CREATE INDEX job_queue_backlog_idx ON public.job_queue USING btree (job_kind, event_domain, enqueued_at) INCLUDE (process_after) WHERE ((status)::text = 'queued'::text);
 
 --
 -- Name: job_queue_dedupe_live_uq; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX job_queue_dedupe_live_uq ON public.job_queue USING btree (dedupe_key) WHERE ((dedupe_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'running'::text])));
+CREATE UNIQUE INDEX job_queue_dedupe_live_uq ON public.job_queue USING btree (dedupe_key) WHERE ((dedupe_key IS NOT NULL) AND ((status)::text = ANY (ARRAY['queued'::text, 'running'::text])));
 
 --
 -- Name: job_queue_due_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX job_queue_due_idx ON public.job_queue USING btree (job_kind, process_after, job_id) WHERE (status = 'queued'::text);
+CREATE INDEX job_queue_due_idx ON public.job_queue USING btree (job_kind, process_after, job_id) WHERE ((status)::text = 'queued'::text);
 
 --
 -- Name: job_queue_finished_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX job_queue_finished_idx ON public.job_queue USING btree (finished_at) WHERE (status = ANY (ARRAY['succeeded'::text, 'dead'::text]));
+CREATE INDEX job_queue_finished_idx ON public.job_queue USING btree (finished_at) WHERE ((status)::text = ANY (ARRAY['succeeded'::text, 'dead'::text]));
 
 --
 -- Name: job_queue_lease_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX job_queue_lease_idx ON public.job_queue USING btree (lease_expires_at) WHERE (status = 'running'::text);
+CREATE INDEX job_queue_lease_idx ON public.job_queue USING btree (lease_expires_at) WHERE ((status)::text = 'running'::text);
 
 --
 -- Name: queue_stale_alert_contended_idx; Type: INDEX; Schema: public; Owner: -
