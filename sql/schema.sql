@@ -18,6 +18,42 @@ CREATE SCHEMA iu_core;
 COMMENT ON SCHEMA iu_core IS 'iu-core internals: functions and types the API calls. Owned by the package owner; in nobody''s search_path.';
 
 --
+-- Name: iu_job_attempt; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_attempt AS integer;
+
+--
+-- Name: iu_job_domain; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_domain AS text;
+
+--
+-- Name: iu_job_kind; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_kind AS text;
+
+--
+-- Name: iu_job_max_attempts; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_max_attempts AS integer;
+
+--
+-- Name: iu_job_payload; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_payload AS jsonb;
+
+--
+-- Name: iu_job_status; Type: DOMAIN; Schema: iu_core; Owner: -
+--
+
+CREATE DOMAIN iu_core.iu_job_status AS text;
+
+--
 -- Name: iu_route_run_tally; Type: TYPE; Schema: iu_core; Owner: -
 --
 
@@ -4802,14 +4838,14 @@ $$;
 
 CREATE TABLE public.job_queue (
     job_id uuid DEFAULT iu_core.fn_job_new_id() NOT NULL,
-    job_kind text NOT NULL,
-    event_domain text NOT NULL,
-    status text DEFAULT 'queued'::text NOT NULL,
-    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    job_kind iu_core.iu_job_kind NOT NULL,
+    event_domain iu_core.iu_job_domain NOT NULL,
+    status iu_core.iu_job_status DEFAULT 'queued'::text NOT NULL,
+    payload iu_core.iu_job_payload DEFAULT '{}'::jsonb NOT NULL,
     process_after timestamp with time zone DEFAULT now() NOT NULL,
     enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
-    attempt integer DEFAULT 0 NOT NULL,
-    max_attempts integer DEFAULT 5 NOT NULL,
+    attempt iu_core.iu_job_attempt DEFAULT 0 NOT NULL,
+    max_attempts iu_core.iu_job_max_attempts DEFAULT 5 NOT NULL,
     lease_owner text,
     lease_expires_at timestamp with time zone,
     lease_token uuid,
@@ -4819,15 +4855,8 @@ CREATE TABLE public.job_queue (
     dedupe_key text,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
-    CONSTRAINT job_queue_attempt_check CHECK ((attempt >= 0)),
-    CONSTRAINT job_queue_event_domain_check CHECK ((event_domain <> ''::text)),
-    CONSTRAINT job_queue_job_kind_check CHECK ((job_kind <> ''::text)),
-    CONSTRAINT job_queue_lease_ck CHECK (((status = 'running'::text) = ((lease_owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT job_queue_max_attempts_check CHECK ((max_attempts > 0)),
-    CONSTRAINT job_queue_payload_hygiene CHECK (iu_core.fn_iu_payload_is_clean(payload)),
-    CONSTRAINT job_queue_payload_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT job_queue_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text]))),
-    CONSTRAINT job_queue_token_ck CHECK (((status <> 'running'::text) OR (lease_token IS NOT NULL)))
+    CONSTRAINT job_queue_lease_ck CHECK ((((status)::text = 'running'::text) = ((lease_owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT job_queue_token_ck CHECK ((((status)::text <> 'running'::text) OR (lease_token IS NOT NULL)))
 );
 
 --
@@ -6994,35 +7023,95 @@ CREATE FUNCTION public.fn_job_enqueue(p_job_kind text, p_event_domain text, p_pa
     SET lock_timeout TO '5s'
     AS $$
 -- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
--- key is returned instead of a duplicate.
+-- key is returned instead of a duplicate. A NULL payload is {}, a NULL process_after now.
+-- Refuses (22023, nothing written), in this order: a blank or over-long kind or domain, a
+-- payload that is not a clean JSON object, a process_after that is infinite or more than a
+-- year ahead, max_attempts outside 1..100, a blank or over-long dedupe key, a keyed job due
+-- more than the dedupe horizon (24 h) ahead.
+--
+-- Why it is written this way: it is called once per job, often many times in one statement
+-- (a trigger, an INSERT ... SELECT over orders), so what it costs per call is what matters.
+-- Every statement PL/pgSQL runs is an executor start; every rule a statement names is
+-- prepared again for each call. So:
+--   * the argument rules are one condition (its plan is kept for the session), and only
+--     when it fails are they walked one by one, in the order above, to raise the first
+--     broken rule's own error;
+--   * the arguments are assigned to variables of job_queue's column domains (016), and a
+--     value already of the column's domain is not checked again by the INSERT, which
+--     therefore prepares none of the row rules; the domains' checks run in the assignment,
+--     whose cast PL/pgSQL keeps for the transaction. Payload hygiene, the costliest rule, is
+--     tested there only (a dirty payload breaks job_queue_payload_hygiene, answered with
+--     this function's own error);
+--   * the id and the timestamps are drawn here, not by the column defaults, which the
+--     INSERT would prepare for every call;
+--   * without a dedupe key the INSERT is a plain one: no conflict can arise, and ON CONFLICT
+--     would make it a speculative insertion (a probe, a token lock, a second WAL record).
 DECLARE
-    v_payload jsonb := coalesce(p_payload, '{}'::jsonb);
-    v_after   timestamptz;
-    v_id      uuid;
+    v_id      uuid        := iu_core.fn_job_new_id();
+    v_now     timestamptz := now();
+    v_after   timestamptz := coalesce(p_process_after, now());
+    v_kind    iu_core.iu_job_kind;
+    v_domain  iu_core.iu_job_domain;
+    v_payload iu_core.iu_job_payload;
+    v_max     iu_core.iu_job_max_attempts;
+    v_status  iu_core.iu_job_status  := 'queued';
+    v_attempt iu_core.iu_job_attempt := 0;
+    v_live    uuid;
 BEGIN
-    PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_job_kind', p_job_kind);
-    PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_event_domain', p_event_domain);
-    PERFORM iu_core.fn_iu_payload_require_clean('fn_job_enqueue', 'p_payload', v_payload);
-    v_after := iu_core.fn_job_require_process_after('fn_job_enqueue', p_process_after);
-    PERFORM iu_core.fn_job_require_range('fn_job_enqueue', 'p_max_attempts', p_max_attempts, 1, 100);
-    IF p_dedupe_key IS NOT NULL THEN
-        PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_dedupe_key', p_dedupe_key);
-        PERFORM iu_core.fn_job_require_dedupe_horizon('fn_job_enqueue', v_after);
+    -- The accepting path: true exactly when every rule below holds (NULL fails it).
+    IF NOT coalesce(NOT iu_core.fn_iu_is_whitespace(p_job_kind) AND octet_length(p_job_kind) <= 200
+                    AND NOT iu_core.fn_iu_is_whitespace(p_event_domain) AND octet_length(p_event_domain) <= 200
+                    AND jsonb_typeof(coalesce(p_payload, '{}'::jsonb)) = 'object'
+                    AND (p_process_after IS NULL
+                         OR (isfinite(p_process_after) AND p_process_after <= now() + interval '1 year'))
+                    AND p_max_attempts BETWEEN 1 AND 100
+                    AND (p_dedupe_key IS NULL
+                         OR (NOT iu_core.fn_iu_is_whitespace(p_dedupe_key) AND octet_length(p_dedupe_key) <= 200
+                             AND v_after <= now() + make_interval(secs => iu_core.fn_job_dedupe_horizon_seconds()))),
+                    false) THEN
+        -- Something is wrong: the rules one by one, each raising its own error.
+        PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_job_kind', p_job_kind);
+        PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_event_domain', p_event_domain);
+        PERFORM iu_core.fn_iu_payload_require_clean('fn_job_enqueue', 'p_payload', coalesce(p_payload, '{}'::jsonb));
+        PERFORM iu_core.fn_job_require_process_after('fn_job_enqueue', p_process_after);
+        PERFORM iu_core.fn_job_require_range('fn_job_enqueue', 'p_max_attempts', p_max_attempts, 1, 100);
+        IF p_dedupe_key IS NOT NULL THEN
+            PERFORM iu_core.fn_iu_require_name('fn_job_enqueue', 'p_dedupe_key', p_dedupe_key);
+            PERFORM iu_core.fn_job_require_dedupe_horizon('fn_job_enqueue', v_after);
+        END IF;
+    END IF;
+
+    v_kind := p_job_kind;
+    v_domain := p_event_domain;
+    v_max := p_max_attempts;
+    BEGIN
+        v_payload := coalesce(p_payload, '{}'::jsonb);
+    EXCEPTION WHEN check_violation THEN
+        -- job_queue_payload_hygiene: the payload argument's own error, with where the key sits.
+        PERFORM iu_core.fn_iu_payload_require_clean('fn_job_enqueue', 'p_payload', coalesce(p_payload, '{}'::jsonb));
+        RAISE;
+    END;
+
+    IF p_dedupe_key IS NULL THEN
+        INSERT INTO public.job_queue (job_id, job_kind, event_domain, status, payload, process_after, enqueued_at,
+                                      attempt, max_attempts, updated_at)
+        VALUES (v_id, v_kind, v_domain, v_status, v_payload, v_after, v_now, v_attempt, v_max, v_now);
+        RETURN v_id;
     END IF;
 
     -- The loop covers the race where the live job finishes between the conflict and the lookup.
     LOOP
-        INSERT INTO public.job_queue (job_kind, event_domain, payload, process_after, max_attempts, dedupe_key)
-        VALUES (p_job_kind, p_event_domain, v_payload, v_after, p_max_attempts, p_dedupe_key)
-        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
-        RETURNING job_id INTO v_id;
-        IF v_id IS NOT NULL THEN
+        INSERT INTO public.job_queue (job_id, job_kind, event_domain, status, payload, process_after, enqueued_at,
+                                      attempt, max_attempts, updated_at, dedupe_key)
+        VALUES (v_id, v_kind, v_domain, v_status, v_payload, v_after, v_now, v_attempt, v_max, v_now, p_dedupe_key)
+        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING;
+        IF FOUND THEN
             RETURN v_id;
         END IF;
-        SELECT j.job_id INTO v_id FROM public.job_queue j
+        SELECT j.job_id INTO v_live FROM public.job_queue j
          WHERE j.dedupe_key = p_dedupe_key AND j.status IN ('queued', 'running');
-        IF v_id IS NOT NULL THEN
-            RETURN v_id;
+        IF v_live IS NOT NULL THEN
+            RETURN v_live;
         END IF;
     END LOOP;
 END;
@@ -8992,7 +9081,7 @@ UNION ALL
     NULL::text AS executor_kind,
     jsonb_build_object('due_now', count(*) FILTER (WHERE (j.process_after <= now()))) AS detail
    FROM public.job_queue j
-  WHERE (j.status = 'queued'::text)
+  WHERE ((j.status)::text = 'queued'::text)
   GROUP BY j.job_kind, j.event_domain
 UNION ALL
  SELECT 'job_kind_paused'::text AS source,
@@ -9006,7 +9095,7 @@ UNION ALL
     'paused'::text AS status_hint,
     ( SELECT count(*) AS count
            FROM public.job_queue q
-          WHERE ((q.status = 'queued'::text) AND (q.job_kind = p.job_kind))) AS backlog,
+          WHERE (((q.status)::text = 'queued'::text) AND ((q.job_kind)::text = p.job_kind))) AS backlog,
     NULL::bigint AS oldest_pending_age_seconds,
     NULL::text AS severity,
     true AS paused,
@@ -9095,6 +9184,55 @@ ALTER TABLE ONLY public.iu_route_attempt ATTACH PARTITION public.iu_route_attemp
 
 ALTER TABLE ONLY iu_core.iu_adoption
     ADD CONSTRAINT iu_adoption_pkey PRIMARY KEY (id);
+
+--
+-- Name: iu_job_attempt job_queue_attempt_check; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_attempt
+    ADD CONSTRAINT job_queue_attempt_check CHECK ((VALUE >= 0)) NOT VALID;
+
+--
+-- Name: iu_job_domain job_queue_event_domain_check; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_domain
+    ADD CONSTRAINT job_queue_event_domain_check CHECK ((VALUE <> ''::text)) NOT VALID;
+
+--
+-- Name: iu_job_kind job_queue_job_kind_check; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_kind
+    ADD CONSTRAINT job_queue_job_kind_check CHECK ((VALUE <> ''::text)) NOT VALID;
+
+--
+-- Name: iu_job_max_attempts job_queue_max_attempts_check; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_max_attempts
+    ADD CONSTRAINT job_queue_max_attempts_check CHECK ((VALUE > 0)) NOT VALID;
+
+--
+-- Name: iu_job_payload job_queue_payload_hygiene; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_payload
+    ADD CONSTRAINT job_queue_payload_hygiene CHECK (iu_core.fn_iu_payload_is_clean(VALUE)) NOT VALID;
+
+--
+-- Name: iu_job_payload job_queue_payload_object; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_payload
+    ADD CONSTRAINT job_queue_payload_object CHECK ((jsonb_typeof(VALUE) = 'object'::text)) NOT VALID;
+
+--
+-- Name: iu_job_status job_queue_status_check; Type: CHECK CONSTRAINT; Schema: iu_core; Owner: -
+--
+
+ALTER DOMAIN iu_core.iu_job_status
+    ADD CONSTRAINT job_queue_status_check CHECK ((VALUE = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text]))) NOT VALID;
 
 --
 -- Name: dot_config dot_config_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -9379,31 +9517,31 @@ CREATE INDEX job_dead_letter_open_idx ON public.job_dead_letter USING btree (job
 -- Name: job_queue_backlog_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX job_queue_backlog_idx ON public.job_queue USING btree (job_kind, event_domain, enqueued_at) INCLUDE (process_after) WHERE (status = 'queued'::text);
+CREATE INDEX job_queue_backlog_idx ON public.job_queue USING btree (job_kind, event_domain, enqueued_at) INCLUDE (process_after) WHERE ((status)::text = 'queued'::text);
 
 --
 -- Name: job_queue_dedupe_live_uq; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX job_queue_dedupe_live_uq ON public.job_queue USING btree (dedupe_key) WHERE ((dedupe_key IS NOT NULL) AND (status = ANY (ARRAY['queued'::text, 'running'::text])));
+CREATE UNIQUE INDEX job_queue_dedupe_live_uq ON public.job_queue USING btree (dedupe_key) WHERE ((dedupe_key IS NOT NULL) AND ((status)::text = ANY (ARRAY['queued'::text, 'running'::text])));
 
 --
 -- Name: job_queue_due_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX job_queue_due_idx ON public.job_queue USING btree (job_kind, process_after, job_id) WHERE (status = 'queued'::text);
+CREATE INDEX job_queue_due_idx ON public.job_queue USING btree (job_kind, process_after, job_id) WHERE ((status)::text = 'queued'::text);
 
 --
 -- Name: job_queue_finished_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX job_queue_finished_idx ON public.job_queue USING btree (finished_at) WHERE (status = ANY (ARRAY['succeeded'::text, 'dead'::text]));
+CREATE INDEX job_queue_finished_idx ON public.job_queue USING btree (finished_at) WHERE ((status)::text = ANY (ARRAY['succeeded'::text, 'dead'::text]));
 
 --
 -- Name: job_queue_lease_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX job_queue_lease_idx ON public.job_queue USING btree (lease_expires_at) WHERE (status = 'running'::text);
+CREATE INDEX job_queue_lease_idx ON public.job_queue USING btree (lease_expires_at) WHERE ((status)::text = 'running'::text);
 
 --
 -- Name: queue_stale_alert_contended_idx; Type: INDEX; Schema: public; Owner: -

@@ -7,6 +7,7 @@
 # statement executed again, as pgx does.
 #
 #   bench/instr/count.sh [MIGRATIONS_DIR]     (default: sql/iu-core of this checkout)
+#   IU_INSTR_ONLY='enqueue|job_queue' bench/instr/count.sh     (only the figures whose name matches, a bash ERE)
 #
 # Needs valgrind, the PostgreSQL server binaries (pg_config --bindir) and bin/goose (make
 # goose). As root the cluster runs as the postgres OS user. Prints one line per figure.
@@ -43,6 +44,7 @@ count() { # name prepare execute n
 }
 per_call() { # name prepare execute
   local a b
+  [[ -z "${IU_INSTR_ONLY:-}" || "$1" =~ $IU_INSTR_ONLY ]] || return 0
   a=$(count "$1" "$2" "$3" 100); b=$(count "$1" "$2" "$3" 500)
   printf '%-40s %8.1f k instructions per call\n' "$1" "$(echo "($b - $a) / 400 / 1000" | bc -l)"
 }
@@ -50,3 +52,18 @@ per_call "SELECT 1" "PREPARE p AS SELECT 1;" "EXECUTE p;"
 per_call "idle fn_iu_route_worker_run" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('iu_outbound_default', 500);"
 per_call "fn_iu_emit_event" "PREPARE p AS SELECT fn_iu_emit_event(\$1, \$2, \$3, \$4, \$5, \$6, \$7, \$8);" "EXECUTE p('iu', 'bench', 's', 'standard', 'info', NULL, NULL, '{\"k\": 1}');"
 per_call "direct INSERT into event_outbox" "PREPARE p AS INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload) VALUES (\$1, \$2, \$3, \$4);" "EXECUTE p('iu', 'bench', 's', '{\"k\": 1}');"
+per_row() { # name prepare(statement over generate_series(1, $1))
+  local a b
+  [[ -z "${IU_INSTR_ONLY:-}" || "$1" =~ $IU_INSTR_ONLY ]] || return 0
+  a=$(count "$1" "$2" "EXECUTE p(400);" 1); b=$(count "$1" "$2" "EXECUTE p(2000);" 1)
+  printf '%-40s %8.1f k instructions per call\n' "$1" "$(echo "($b - $a) / 1600 / 1000" | bc -l)"
+}
+# The job queue's single enqueue as triggers and INSERT ... SELECT call it: many calls in one
+# statement, against the rows of one plain INSERT ... SELECT into job_queue (every row rule,
+# no argument checks). Per row: (one statement of 2,000 rows - one of 400) / 1,600, so what
+# a statement costs once cancels out, as it does over 20,000 rows. Keyed calls get distinct
+# keys, so every one inserts.
+per_row "fn_job_enqueue, no dedupe key" "PREPARE p AS SELECT count(fn_job_enqueue('bench', 'iu', jsonb_build_object('n', g))) FROM generate_series(1, \$1) g;"
+per_row "fn_job_enqueue, dedupe key" "PREPARE p AS SELECT count(fn_job_enqueue('bench', 'iu', jsonb_build_object('n', g), NULL, gen_random_uuid()::text)) FROM generate_series(1, \$1) g;"
+per_row "plain INSERT row into job_queue" "PREPARE p AS INSERT INTO job_queue (job_kind, event_domain, payload) SELECT 'bench', 'iu', jsonb_build_object('n', g) FROM generate_series(1, \$1) g;"
+per_row "plain INSERT row into job_queue, key" "PREPARE p AS INSERT INTO job_queue (job_kind, event_domain, payload, dedupe_key) SELECT 'bench', 'iu', jsonb_build_object('n', g), gen_random_uuid()::text FROM generate_series(1, \$1) g;"
