@@ -50,3 +50,6 @@ per_call "SELECT 1" "PREPARE p AS SELECT 1;" "EXECUTE p;"
 per_call "idle fn_iu_route_worker_run" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('iu_outbound_default', 500);"
 per_call "fn_iu_emit_event" "PREPARE p AS SELECT fn_iu_emit_event(\$1, \$2, \$3, \$4, \$5, \$6, \$7, \$8);" "EXECUTE p('iu', 'bench', 's', 'standard', 'info', NULL, NULL, '{\"k\": 1}');"
 per_call "direct INSERT into event_outbox" "PREPARE p AS INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload) VALUES (\$1, \$2, \$3, \$4);" "EXECUTE p('iu', 'bench', 's', '{\"k\": 1}');"
+# One event emitted and routed: each step is two statements (each its own transaction), the
+# emit and a worker run that routes it (the full pass, one page of one event).
+per_call "emit + route one event" "PREPARE e AS SELECT fn_iu_emit_event(\$1, \$2, \$3); PREPARE r AS SELECT fn_iu_route_worker_run(\$1, \$2);" $'EXECUTE e(\'iu\', \'bench\', \'s\');\nEXECUTE r(\'iu_outbound_default\', 500);'
