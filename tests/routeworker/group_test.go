@@ -1,6 +1,7 @@
 package routeworker
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/iu-core/event-worker/internal/pgtest"
@@ -67,5 +68,48 @@ func TestGroup_MembersSplitTheDomainByStream(t *testing.T) {
 	db.QueryRow(t, `SELECT fn_iu_route_group_health('g')`, nil, &health)
 	if health["state"] != "settled" || health["backlog"] != float64(0) {
 		t.Errorf("health: want settled with no backlog, got %v", health)
+	}
+}
+
+// Rule: v_queue_health has one route_group row per group: status_hint rebalancing while a
+// hand-over is pending, its detail naming the members not at the boundary yet (waiting_on),
+// and caught_up once the hand-over settled and every member routed everything. g-1 and g-2
+// route 200 events, 100 more arrive, g-3 joins (a hand-over: g-1 and g-2 are behind the
+// boundary, g-3 starts at it); after the members run, the row is caught_up with 3 members.
+func TestGroup_QueueHealthRow(t *testing.T) {
+	t.Parallel()
+	db, _ := setup(t)
+	db.Exec(t, `SELECT fn_iu_route_worker_register_member('g', 'g-1')`)
+	db.Exec(t, `SELECT fn_iu_route_worker_register_member('g', 'g-2')`)
+	emit := func(n int) {
+		db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream)
+		            SELECT 'iu', 'dry', 's' || (g % 20) FROM generate_series(1, $1::int) g`, n)
+	}
+	emit(200)
+	for _, m := range []string{"g-1", "g-2"} {
+		runUntilCaughtUp(t, db.Pool, m, 100)
+	}
+	emit(100)
+	db.Exec(t, `SELECT fn_iu_route_worker_register_member('g', 'g-3')`)
+	row := func() (hint string, waiting []string, members int) {
+		db.QueryRow(t, `SELECT status_hint,
+		                       ARRAY(SELECT jsonb_array_elements_text(detail->'waiting_on')),
+		                       (detail->>'members')::int
+		                  FROM v_queue_health WHERE source = 'route_group' AND subject = 'g'`, nil, &hint, &waiting, &members)
+		return
+	}
+	if hint, waiting, _ := row(); hint != "rebalancing" || strings.Join(waiting, ",") != "g-1,g-2" {
+		t.Fatalf("pending hand-over: want rebalancing waiting on g-1,g-2; got %s waiting on %v", hint, waiting)
+	}
+	for round := 0; round < 5; round++ {
+		for _, m := range []string{"g-1", "g-2", "g-3"} {
+			runUntilCaughtUp(t, db.Pool, m, 100)
+		}
+	}
+	if hint, waiting, members := row(); hint != "caught_up" || len(waiting) != 0 || members != 3 {
+		t.Fatalf("after the members ran: want caught_up, nobody waited on, 3 members; got %s, waiting on %v, %d members", hint, waiting, members)
+	}
+	if n := requireGroupExactlyOnce(t, db, "g"); n != 300 {
+		t.Fatalf("want 300 events routed by the group, got %d", n)
 	}
 }
