@@ -31,6 +31,11 @@ GRANT EXECUTE ON FUNCTION public.fn_iu_route_dead_letter_replay_many(jsonb, inte
 GRANT EXECUTE ON FUNCTION public.fn_iu_event_outbox_rebase_foreign_txids()                                TO workflow_admin;
 GRANT SELECT ON public.v_iu_route_worker_status, public.v_iu_route_dead_letter_open, public.v_iu_route_attempt_summary TO workflow_admin;
 
+-- Route-worker groups: members are run with fn_iu_route_worker_run (above)
+GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_register_member(text, text, text, integer)            TO workflow_admin;
+GRANT EXECUTE ON FUNCTION public.fn_iu_route_worker_remove_member(text, text)                             TO workflow_admin;
+GRANT EXECUTE ON FUNCTION public.fn_iu_route_group_health(text)                                           TO workflow_admin;
+
 -- Heartbeats and the stale-check
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_write(text, jsonb, text)                              TO dot_executor;
 GRANT EXECUTE ON FUNCTION public.fn_queue_heartbeat_tick(text, text, text, jsonb)                         TO dot_executor;

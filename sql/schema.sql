@@ -977,8 +977,11 @@ BEGIN
             ('fn_iu_route_deliver', 'p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text', 'jsonb'),
             ('fn_iu_route_worker_batch_limits', '', 'jsonb'),
             ('fn_iu_route_worker_enabled', '', 'boolean'),
+            ('fn_iu_route_group_health', 'p_group_name text DEFAULT NULL::text', 'jsonb'),
             ('fn_iu_route_worker_health', 'p_worker_name text DEFAULT NULL::text', 'jsonb'),
             ('fn_iu_route_worker_register', 'p_worker_name text, p_event_domain text DEFAULT ''iu''::text', 'jsonb'),
+            ('fn_iu_route_worker_register_member', 'p_group_name text, p_member_name text, p_event_domain text DEFAULT ''iu''::text, p_takeover_seconds integer DEFAULT NULL::integer', 'jsonb'),
+            ('fn_iu_route_worker_remove_member', 'p_group_name text, p_member_name text', 'jsonb'),
             ('fn_iu_route_worker_reset_cursor', 'p_worker_name text', 'jsonb'),
             ('fn_iu_route_worker_run', 'p_worker_name text, p_batch_limit integer DEFAULT 100', 'jsonb'),
             ('fn_job_claim', 'p_worker text, p_job_kinds text[], p_limit integer DEFAULT 1, p_lease_seconds integer DEFAULT 60', 'SETOF public.job_queue'),
@@ -1867,6 +1870,18 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_route_dead_letter_no_delete()',
         'iu_core.fn_iu_route_decide(text, boolean, boolean)',
         'iu_core.fn_iu_route_event(uuid)',
+        'iu_core.fn_iu_route_group_advance(text, text, text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb)',
+        'iu_core.fn_iu_route_group_bucket(text)',
+        'iu_core.fn_iu_route_group_buckets()',
+        'iu_core.fn_iu_route_group_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer)',
+        'iu_core.fn_iu_route_group_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer, boolean)',
+        'iu_core.fn_iu_route_group_doc(text)',
+        'iu_core.fn_iu_route_group_page(text, iu_core.iu_route_window, integer, integer, integer)',
+        'iu_core.fn_iu_route_group_pass(text, public.iu_route_worker_cursor, integer)',
+        'iu_core.fn_iu_route_group_rebalance(text, text, text, text)',
+        'iu_core.fn_iu_route_group_settle(text)',
+        'iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, integer, boolean)',
+        'iu_core.fn_iu_route_group_takeover(text, integer, jsonb)',
         'iu_core.fn_iu_route_idempotency_key(text, text, uuid)',
         'iu_core.fn_iu_route_run_tally_zero()',
         'iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb)',
@@ -1956,10 +1971,13 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'public.fn_iu_route_dead_letter_replay(uuid)',
         'public.fn_iu_route_dead_letter_replay_many(jsonb, integer)',
         'public.fn_iu_route_deliver(jsonb, text, text, text)',
+        'public.fn_iu_route_group_health(text)',
         'public.fn_iu_route_worker_batch_limits()',
         'public.fn_iu_route_worker_enabled()',
         'public.fn_iu_route_worker_health(text)',
         'public.fn_iu_route_worker_register(text, text)',
+        'public.fn_iu_route_worker_register_member(text, text, text, integer)',
+        'public.fn_iu_route_worker_remove_member(text, text)',
         'public.fn_iu_route_worker_reset_cursor(text)',
         'public.fn_iu_route_worker_run(text, integer)',
         'public.fn_job_claim(text, text[], integer, integer)',
@@ -2800,7 +2818,8 @@ CREATE FUNCTION iu_core.fn_iu_rollback_tables() RETURNS TABLE(version integer, t
         (8,  'public.queue_heartbeat',       'true'),
         (10, 'public.job_queue',             'true'),
         (10, 'public.job_dead_letter',       'true'),
-        (10, 'public.job_kind_pause',        'true')) v(version, table_name, user_rows)
+        (10, 'public.job_kind_pause',        'true'),
+        (15, 'public.iu_route_group',        'true')) v(version, table_name, user_rows)
 $_$;
 
 --
@@ -2974,6 +2993,944 @@ CREATE FUNCTION iu_core.fn_iu_route_event(p_event_id uuid) RETURNS jsonb
     -- it, once per event. Internal.
     -- ---------------------------------------------------------------------------------------
     SELECT to_jsonb(e) FROM public.event_outbox e WHERE e.id = p_event_id ORDER BY e.txid LIMIT 1
+$$;
+
+--
+-- Name: fn_iu_route_group_advance(text, text, text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_advance(p_member_name text, p_runner text, p_group_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_advance: a member's fn_iu_route_worker_advance, in the run's
+    -- transaction: the member's cursor (position and counters, as a worker's), the running
+    -- audit counts under the GROUP's name (the name its attempts carry), and the heartbeat of
+    -- the runner (p_runner: the member whose process ran this; a member taken over is not
+    -- beaten, so its silence stays visible).
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    UPDATE public.iu_route_worker_cursor cur
+       SET done_snapshot     = coalesce(p_done, cur.done_snapshot),
+           window_snapshot   = p_window,
+           window_txid       = p_after_txid,
+           window_event_id   = p_after_id,
+           system_identifier = coalesce(cur.system_identifier, (SELECT s.system_identifier FROM pg_control_system() s)),
+           last_created_at   = coalesce(p_tally.last_created_at, cur.last_created_at),
+           last_event_id     = coalesce(p_tally.last_id, cur.last_event_id),
+           events_seen       = cur.events_seen + p_tally.claimed,
+           attempts_written  = cur.attempts_written + p_tally.attempts_written,
+           dead_lettered     = cur.dead_lettered + p_tally.dead_lettered,
+           runs_total        = cur.runs_total + 1,
+           last_run_at       = now(),
+           last_run_summary  = p_summary
+     WHERE cur.worker_name = p_member_name;
+
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(p_group_name, x.status, x.n, 0)
+       FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
+                    ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
+      WHERE x.n > 0;
+
+    PERFORM iu_core.fn_iu_route_worker_beat(p_runner, p_event_domain,
+        jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
+                           'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
+                           'held_open_count', jsonb_array_length(p_summary->'held_open_by'),
+                           'member', p_member_name));
+END;
+$$;
+
+--
+-- Name: fn_iu_route_group_bucket(text); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_bucket(p_event_stream text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_bucket(p_event_stream): THE bucket of an event in a group, by a stable
+    -- hash of its stream, so every event of one stream goes to the member that owns that
+    -- bucket, and one stream's events stay in order. hashtextextended is the hash PostgreSQL
+    -- partitions tables by (hash partitioning needs it stable across versions and
+    -- pg_upgrade); seed 0. A NULL stream (the column forbids one) would be bucket 0.
+    -- Inlinable SQL: planned into the member's page statement, no call per event.
+    -- ---------------------------------------------------------------------------------------
+    SELECT coalesce((hashtextextended(p_event_stream, 0) & (iu_core.fn_iu_route_group_buckets() - 1))::integer, 0)
+$$;
+
+--
+-- Name: fn_iu_route_group_buckets(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_buckets() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_buckets(): how many hash buckets a group's members share (4,096, a
+    -- power of two: fn_iu_route_group_bucket masks with it minus one). Each member routes a
+    -- contiguous range [bucket_lo, bucket_hi) of them; a rebalance gives every member an
+    -- equal share, in the order of their names. Written once; the member table's checks hold
+    -- the same bound.
+    -- ---------------------------------------------------------------------------------------
+    SELECT 4096
+$$;
+
+--
+-- Name: fn_iu_route_group_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_decide_each(p_tally iu_core.iu_route_run_tally, p_group_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_bucket_lo integer, p_bucket_hi integer, OUT tally iu_core.iu_route_run_tally, OUT n_read integer) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_decide_each: a member's fallback when its page statement failed, as
+    -- fn_iu_route_worker_decide_each is a worker's: the same page, each own event decided and
+    -- audited (under the group's name) in its own exception block, so one bad event becomes
+    -- a failed attempt and a dead letter of the group (fn_iu_route_worker_fail) and the rest
+    -- of the page is routed; the other members' events are only read past. Same results as
+    -- fn_iu_route_group_decide_page.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    t       iu_core.iu_route_run_tally := p_tally;
+    e       record;
+    v_key   text;
+    v_n     integer;
+    v_read  integer := 0;
+    v_state text;
+    v_msg   text;
+BEGIN
+    t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
+    FOR e IN
+        SELECT p.* FROM iu_core.fn_iu_route_group_page(p_event_domain, p_pos, p_limit, p_bucket_lo, p_bucket_hi) p
+         ORDER BY p.txid, p.id
+    LOOP
+        v_read := v_read + 1;
+        t.last_txid := e.txid; t.last_id := e.id; t.last_created_at := e.created_at;
+        CONTINUE WHEN NOT e.mine;
+        t.claimed := t.claimed + 1;
+        IF e.decision = 'deliver' THEN
+            t.deliver_ids := t.deliver_ids || e.id;
+            t.deliver_route_keys := t.deliver_route_keys || e.route_key;
+            t.deliver_route_kinds := t.deliver_route_kinds || e.route_kind;
+            CONTINUE;
+        END IF;
+        v_key := iu_core.fn_iu_route_idempotency_key(p_group_name, e.route_key, e.id);
+        BEGIN
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            VALUES (e.id, p_group_name, e.route_key, e.route_kind, e.decision, v_key, e.txid)
+            ON CONFLICT DO NOTHING;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            IF v_n = 0 THEN
+                t.already_attempted := t.already_attempted + 1;
+            ELSE
+                t.attempts_written := t.attempts_written + 1;
+                CASE e.decision
+                    WHEN 'dry_run'  THEN t.dry_run := t.dry_run + 1;
+                    WHEN 'disabled' THEN t.disabled := t.disabled + 1;
+                    ELSE t.skipped := t.skipped + 1;
+                END CASE;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+            t := iu_core.fn_iu_route_worker_fail(t, p_group_name, e.id, e.route_key, e.route_kind, v_key,
+                                                 v_state, v_msg, 'decide');
+        END;
+    END LOOP;
+    tally  := t;
+    n_read := v_read;
+END;
+$$;
+
+--
+-- Name: fn_iu_route_group_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_decide_page(p_tally iu_core.iu_route_run_tally, p_group_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_bucket_lo integer, p_bucket_hi integer, p_guarded boolean, OUT tally iu_core.iu_route_run_tally, OUT n_read integer) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_decide_page: a member's fn_iu_route_worker_decide_page. One page of
+    -- the window (fn_iu_route_group_page) read in ONE statement: the member's own events
+    -- (mine) decided and audited under the GROUP's name (worker_name and idempotency key
+    -- iu_wrk:{group}:{route}:{event}, so each event has one audit row for the group whichever
+    -- member routes it), the other members' events only read past.
+    --   tally   the run's tally with this page's own events added (claimed counts them);
+    --           last_txid / last_id / last_created_at: the last row READ, own or not (the
+    --           keyset moves past the others' events too); deliver_*: own events bound for
+    --           the delivery seam
+    --   n_read  every row the page read: a page shorter than p_limit exhausts the window
+    -- p_guarded as for a worker: false the plain INSERT, true ON CONFLICT DO NOTHING (a
+    -- re-scan, or an event a member routed before a reset). Raises what the statement raises;
+    -- the member's pass redoes the page guarded (unique_violation) or event by event.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    t          iu_core.iu_route_run_tally := p_tally;
+    v_read     integer;
+    v_mine     integer;
+    k_dry      integer;
+    k_disabled integer;
+    k_skipped  integer;
+    l_txid     xid8;
+    l_id       uuid;
+    l_created  timestamptz;
+BEGIN
+    IF NOT p_guarded THEN
+        WITH decided AS MATERIALIZED (
+            SELECT * FROM iu_core.fn_iu_route_group_page(p_event_domain, p_pos, p_limit, p_bucket_lo, p_bucket_hi)
+        ), ins AS (
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            SELECT d.id, p_group_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_group_name, d.route_key, d.id), d.txid
+              FROM decided d
+             WHERE d.mine AND d.decision <> 'deliver'
+        )
+        SELECT a.n, a.n_mine, a.n_dry, a.n_disabled, a.n_skipped,
+               l.txid, l.id, l.created_at,
+               a.ids, a.keys, a.kinds
+          INTO v_read, v_mine, k_dry, k_disabled, k_skipped,
+               l_txid, l_id, l_created,
+               t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
+          FROM (SELECT count(*) AS n,
+                       count(*) FILTER (WHERE d.mine) AS n_mine,
+                       count(*) FILTER (WHERE d.decision = 'dry_run')  AS n_dry,
+                       count(*) FILTER (WHERE d.decision = 'disabled') AS n_disabled,
+                       count(*) FILTER (WHERE d.decision = 'skipped')  AS n_skipped,
+                       array_agg(d.id ORDER BY d.txid, d.id)         FILTER (WHERE d.decision = 'deliver') AS ids,
+                       array_agg(d.route_key ORDER BY d.txid, d.id)  FILTER (WHERE d.decision = 'deliver') AS keys,
+                       array_agg(d.route_kind ORDER BY d.txid, d.id) FILTER (WHERE d.decision = 'deliver') AS kinds
+                  FROM decided d) a
+          LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
+                              ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
+    ELSE
+        WITH decided AS MATERIALIZED (
+            SELECT * FROM iu_core.fn_iu_route_group_page(p_event_domain, p_pos, p_limit, p_bucket_lo, p_bucket_hi)
+        ), ins AS (
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            SELECT d.id, p_group_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_group_name, d.route_key, d.id), d.txid
+              FROM decided d
+             WHERE d.mine AND d.decision <> 'deliver'
+            ON CONFLICT DO NOTHING
+            RETURNING status
+        )
+        SELECT (SELECT count(*) FROM decided),
+               (SELECT count(*) FROM decided d WHERE d.mine),
+               i.n_dry, i.n_disabled, i.n_skipped,
+               l.txid, l.id, l.created_at,
+               dv.ids, dv.keys, dv.kinds
+          INTO v_read, v_mine, k_dry, k_disabled, k_skipped,
+               l_txid, l_id, l_created,
+               t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
+          FROM (SELECT count(*) FILTER (WHERE ins.status = 'dry_run')  AS n_dry,
+                       count(*) FILTER (WHERE ins.status = 'disabled') AS n_disabled,
+                       count(*) FILTER (WHERE ins.status = 'skipped')  AS n_skipped
+                  FROM ins) i
+          CROSS JOIN (SELECT array_agg(d.id ORDER BY d.txid, d.id)         AS ids,
+                             array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
+                             array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
+                        FROM decided d WHERE d.decision = 'deliver') dv
+          LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
+                              ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
+    END IF;
+
+    t.claimed           := t.claimed + v_mine;
+    t.dry_run           := t.dry_run + k_dry;
+    t.disabled          := t.disabled + k_disabled;
+    t.skipped           := t.skipped + k_skipped;
+    t.attempts_written  := t.attempts_written + k_dry + k_disabled + k_skipped;
+    t.already_attempted := t.already_attempted + v_mine - coalesce(array_length(t.deliver_ids, 1), 0)
+                           - (k_dry + k_disabled + k_skipped);
+    IF v_read > 0 THEN
+        t.last_txid := l_txid; t.last_id := l_id; t.last_created_at := l_created;
+    END IF;
+    tally  := t;
+    n_read := v_read;
+END;
+$$;
+
+--
+-- Name: fn_iu_route_group_doc(text); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_doc(p_group_name text) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_doc(p_group_name): a group as register_member, remove_member and the
+    -- group health answer it: group, event_domain, generation, state (settled | rebalancing),
+    -- boundary_at, takeover_seconds, last_rebalance, and members[] in bucket order, each
+    -- {member, buckets [lo, hi), next_buckets (during a rebalance), leaving, at_boundary}.
+    -- ---------------------------------------------------------------------------------------
+    SELECT jsonb_build_object(
+               'group', g.group_name,
+               'event_domain', g.event_domain,
+               'generation', g.generation,
+               'state', CASE WHEN g.boundary_snapshot IS NULL THEN 'settled' ELSE 'rebalancing' END,
+               'boundary_at', g.boundary_at,
+               'takeover_seconds', g.takeover_seconds,
+               'last_rebalance', g.last_rebalance,
+               'members', coalesce((
+                   SELECT jsonb_agg(jsonb_build_object(
+                              'member', gm.member_name,
+                              'buckets', jsonb_build_array(gm.bucket_lo, gm.bucket_hi),
+                              'next_buckets', CASE WHEN gm.next_lo IS NOT NULL THEN jsonb_build_array(gm.next_lo, gm.next_hi) END,
+                              'leaving', gm.leaving,
+                              'at_boundary', CASE WHEN g.boundary_snapshot IS NOT NULL THEN
+                                                  c.window_snapshot IS NULL AND c.done_snapshot::text = g.boundary_snapshot::text END)
+                          ORDER BY gm.bucket_lo, gm.next_lo, gm.member_name)
+                     FROM public.iu_route_group_member gm
+                     JOIN public.iu_route_worker_cursor c ON c.worker_name = gm.member_name
+                    WHERE c.group_name = g.group_name), '[]'::jsonb))
+      FROM public.iu_route_group g
+     WHERE g.group_name = p_group_name
+$$;
+
+--
+-- Name: fn_iu_route_group_page(text, iu_core.iu_route_window, integer, integer, integer); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_page(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_bucket_lo integer, p_bucket_hi integer) RETURNS TABLE(id uuid, txid xid8, created_at timestamp with time zone, route_key text, route_kind text, decision text, mine boolean)
+    LANGUAGE sql STABLE
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_page: a member's page. The claim's next page of the window (every
+    -- event of the domain, fn_iu_route_worker_claim exactly as a worker reads it), each row
+    -- with mine = its stream's bucket (fn_iu_route_group_bucket) lies in [p_bucket_lo,
+    -- p_bucket_hi), and for those the route and the decision (fn_iu_route_decide), as
+    -- fn_iu_route_worker_page gives them to a worker; the others' route fields are NULL. A
+    -- member reads past the other members' events (they move its keyset and end its window
+    -- like its own) and routes only its own. Inlinable SQL, like the claim it wraps.
+    -- ---------------------------------------------------------------------------------------
+    SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
+           CASE WHEN m.mine THEN iu_core.fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run) END,
+           m.mine
+      FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_pos, p_limit) p
+     CROSS JOIN LATERAL (SELECT b.bucket >= p_bucket_lo AND b.bucket < p_bucket_hi AS mine
+                           FROM (SELECT iu_core.fn_iu_route_group_bucket(p.event_stream) AS bucket) b) m
+      LEFT JOIN public.iu_outbound_route rt
+             ON m.mine
+            AND rt.event_domain = p_event_domain
+            AND rt.event_type = p.event_type
+            AND rt.event_stream = p.event_stream
+$$;
+
+--
+-- Name: iu_route_worker_cursor; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.iu_route_worker_cursor (
+    worker_name text NOT NULL,
+    lock_id integer NOT NULL,
+    event_domain text DEFAULT 'iu'::text NOT NULL,
+    last_created_at timestamp with time zone,
+    last_event_id uuid,
+    done_snapshot pg_snapshot,
+    window_snapshot pg_snapshot,
+    window_txid xid8,
+    window_event_id uuid,
+    system_identifier bigint,
+    events_seen bigint DEFAULT 0 NOT NULL,
+    attempts_written bigint DEFAULT 0 NOT NULL,
+    dead_lettered bigint DEFAULT 0 NOT NULL,
+    runs_total bigint DEFAULT 0 NOT NULL,
+    last_run_at timestamp with time zone,
+    last_run_summary jsonb DEFAULT '{}'::jsonb NOT NULL,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL,
+    registered_by text DEFAULT CURRENT_USER NOT NULL,
+    registered_session_user text DEFAULT SESSION_USER NOT NULL,
+    reset_at timestamp with time zone,
+    reset_by text,
+    reset_session_user text,
+    group_name text,
+    CONSTRAINT iu_route_worker_cursor_event_domain_check CHECK ((event_domain <> ''::text)),
+    CONSTRAINT iu_route_worker_cursor_worker_name_check CHECK ((worker_name <> ''::text))
+);
+
+--
+-- Name: TABLE iu_route_worker_cursor; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.iu_route_worker_cursor IS 'One row per route worker: its own position in event_outbox (snapshot pair + keyset) and run counters.';
+
+--
+-- Name: COLUMN iu_route_worker_cursor.group_name; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.iu_route_worker_cursor.group_name IS 'The group this cursor is a member of (fn_iu_route_worker_register_member); NULL for a plain worker.';
+
+--
+-- Name: fn_iu_route_group_pass(text, public.iu_route_worker_cursor, integer); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_pass(p_runner text, p_cursor public.iu_route_worker_cursor, p_batch_limit integer) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_pass(p_runner, p_cursor, p_batch_limit) -> jsonb summary: one pass of
+    -- a group member, fn_iu_route_worker_pass's loop with three differences. Internal; called
+    -- with the member's lock held and its cursor row read under it, by fn_iu_route_worker_pass
+    -- (p_runner = the member run) or by fn_iu_route_group_takeover (p_runner = the member
+    -- whose runner took over p_cursor's member).
+    --   1. Only the member's own buckets are routed, audited under the group's name; the
+    --      other members' events are read past (fn_iu_route_group_decide_page); claimed
+    --      counts the member's own events. The run reads up to p_batch_limit rows per
+    --      member of the group (at most fn_iu_route_worker_max_batch()), so a member's run
+    --      routes about as many events as a worker's run of the same batch: the cost of a
+    --      run (its statements' planning, its advance) is spread over as many writes.
+    --   2. While a rebalance is pending (the group's boundary_snapshot), every window the
+    --      member opens is cut at the boundary, so its done_snapshot reaches exactly the
+    --      boundary and stops there: it has then routed every event of its current buckets
+    --      that the boundary sees. A member at the boundary routes nothing until every member
+    --      is there; the run that finds them all there settles the hand-over
+    --      (fn_iu_route_group_settle): each member's next buckets become its buckets, for
+    --      the rows the boundary does not see. So an event is routed by the owner of its
+    --      bucket on its side of the boundary (once), and a stream that changes owner is
+    --      routed by the new owner only after the old one committed all of it up to the
+    --      boundary (in order).
+    --   3. The heartbeat beaten is the runner's (its process is alive), never that of a
+    --      member taken over: a member whose runner is gone stays silent and is alerted on.
+    -- Gates, cursor sanity (IU002), the page loop and its fallbacks, and the idle rule are
+    -- the worker's, with the same answers.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    c              public.iu_route_worker_cursor := p_cursor;
+    g              public.iu_route_group%ROWTYPE;
+    m              public.iu_route_group_member%ROWTYPE;
+    t              iu_core.iu_route_run_tally := iu_core.fn_iu_route_run_tally_zero();
+    v_routes_on    boolean;
+    v_worker_on    boolean;
+    v_reason       text;
+    v_problem      text;
+    v_foreign      boolean;
+    v_pos          iu_core.iu_route_window;
+    v_cap          pg_snapshot;        -- the pending boundary: windows are cut at it
+    v_settled      boolean := false;   -- this run settled the hand-over
+    v_done_moved   boolean := false;
+    v_opened_here  boolean := false;
+    v_read         integer := 0;       -- rows read, own or not (the batch counts them)
+    v_page         integer;
+    v_page_limit   integer;
+    v_fallback_err text;
+    v_page_err     text;
+    v_guarded      boolean := false;
+    v_page_done    boolean;
+    v_opened       integer := 0;
+    v_closed       integer := 0;
+    v_state        text;
+    v_msg          text;
+    v_holders      jsonb;
+    v_summary      jsonb;
+    v_idle         boolean;
+    v_res          record;             -- a page's (tally, n_read)
+    v_budget       integer;            -- rows this run may read
+BEGIN
+    SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = c.group_name;
+    SELECT * INTO m FROM public.iu_route_group_member gm WHERE gm.member_name = c.worker_name;
+
+    v_routes_on := public.fn_iu_core_routes_enabled() IS TRUE;
+    v_worker_on := public.fn_iu_route_worker_enabled() IS TRUE;
+    IF NOT (v_routes_on AND v_worker_on) THEN
+        v_reason := CASE WHEN NOT v_routes_on AND NOT v_worker_on THEN 'master_and_worker_gates_closed'
+                         WHEN NOT v_routes_on THEN 'master_gate_closed'
+                         ELSE 'worker_gate_closed' END;
+        PERFORM iu_core.fn_iu_route_worker_beat(p_runner, c.event_domain,
+                                                jsonb_build_object('gated', true, 'reason', v_reason));
+        RETURN jsonb_build_object('worker', p_runner, 'event_domain', c.event_domain,
+                                  'gated', true, 'busy', false, 'reason', v_reason,
+                                  'gates', jsonb_build_object('iu_core.routes_enabled', v_routes_on,
+                                                              'iu_core.route_worker_enabled', v_worker_on),
+                                  'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
+                                  'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0,
+                                  'group', g.group_name, 'member', c.worker_name, 'took_over', c.worker_name <> p_runner);
+    END IF;
+
+    SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(c) k LIMIT 1),
+           EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(c.event_domain))
+      INTO v_problem, v_foreign;
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_run: %', v_problem
+            USING ERRCODE = 'IU002',
+                  HINT = format('The cursor comes from another cluster (dump/restore?). Re-anchor it: SELECT fn_iu_route_worker_reset_cursor(%L); the re-scan writes no duplicate attempts (idempotency keys).', c.worker_name);
+    END IF;
+    IF v_foreign THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_run: event_outbox holds % rows whose transaction ids come from another cluster (dump/restore?)',
+            quote_literal(c.event_domain)
+            USING ERRCODE = 'IU002',
+                  HINT = 'Re-stamp them: SELECT fn_iu_event_outbox_rebase_foreign_txids(); they are routed as one new window (duplicate-free: idempotency keys). If the cursor is foreign too, also SELECT fn_iu_route_worker_reset_cursor(...).';
+    END IF;
+
+    IF g.boundary_snapshot IS NOT NULL THEN
+        -- A pending hand-over. A member at the boundary (or every member at the start of the
+        -- stream) tries to settle it; one that cannot waits, writing nothing but a due beat.
+        IF (c.window_snapshot IS NULL AND c.done_snapshot::text = g.boundary_snapshot::text)
+           OR NOT EXISTS (SELECT 1 FROM public.iu_route_worker_cursor o
+                           WHERE o.group_name = g.group_name
+                             AND (o.done_snapshot IS NOT NULL OR o.window_snapshot IS NOT NULL)) THEN
+            v_settled := iu_core.fn_iu_route_group_settle(g.group_name);
+            IF NOT v_settled THEN
+                IF EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_runner, NULL)) THEN
+                    PERFORM iu_core.fn_iu_route_worker_beat(p_runner, c.event_domain,
+                        jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
+                                           'waiting_for_rebalance', true));
+                END IF;
+                RETURN iu_core.fn_iu_route_worker_summary(p_runner, c.event_domain, p_batch_limit,
+                                                          iu_core.fn_iu_route_run_tally_zero(), false, 0, 0, NULL, true, '[]'::jsonb)
+                    || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, 0, false)
+                    || jsonb_build_object('waiting_for_rebalance', true);
+            END IF;
+            SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = c.group_name;
+            SELECT * INTO m FROM public.iu_route_group_member gm WHERE gm.member_name = c.worker_name;
+            IF m.member_name IS NULL THEN
+                -- it left with this settle: nothing more to route
+                RETURN iu_core.fn_iu_route_worker_summary(p_runner, c.event_domain, p_batch_limit,
+                                                          iu_core.fn_iu_route_run_tally_zero(), false, 0, 0, NULL, true, '[]'::jsonb)
+                    || jsonb_build_object('group', g.group_name, 'member', c.worker_name, 'took_over', c.worker_name <> p_runner,
+                                          'rebalance_settled', true, 'left_group', true);
+            END IF;
+        END IF;
+        v_cap := g.boundary_snapshot;
+    END IF;
+
+    v_budget := least(p_batch_limit::bigint * (SELECT count(*) FROM public.iu_route_group_member gm
+                                                 JOIN public.iu_route_worker_cursor o ON o.worker_name = gm.member_name
+                                                WHERE o.group_name = g.group_name AND NOT gm.leaving),
+                      iu_core.fn_iu_route_worker_max_batch())::integer;
+    v_budget := greatest(v_budget, p_batch_limit);
+    v_pos := ROW(coalesce(c.done_snapshot, '1:1:'::pg_snapshot), c.window_snapshot, c.window_txid, c.window_event_id);
+
+    LOOP
+        IF v_pos.window_snapshot IS NULL THEN
+            -- A fresh window: everything committed now, or the boundary while one is pending.
+            v_pos.window_snapshot := coalesce(v_cap, iu_core.fn_iu_route_worker_snapshot());
+            v_opened_here := true;
+            v_opened      := v_opened + 1;
+            v_pos.after_txid      := NULL;
+            v_pos.after_id        := NULL;
+        END IF;
+        v_page_limit := v_budget - v_read;
+
+        IF v_opened_here AND v_pos.after_txid IS NULL
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, ROW(v_pos.done_snapshot, v_pos.window_snapshot, NULL, NULL)::iu_core.iu_route_window, 1)) THEN
+            v_page := 0;    -- an empty window this run opened: it closes below
+        ELSE
+            v_page_err  := NULL;
+            v_page_done := false;
+            IF NOT v_guarded THEN
+                BEGIN
+                    SELECT r.tally, r.n_read INTO v_res
+                      FROM iu_core.fn_iu_route_group_decide_page(t, g.group_name, c.event_domain, v_pos, v_page_limit,
+                                                                m.bucket_lo, m.bucket_hi, false) r;
+                    t := v_res.tally; v_page := v_res.n_read;
+                    v_page_done := true;
+                EXCEPTION
+                    WHEN unique_violation THEN
+                        v_guarded := true;
+                    WHEN OTHERS THEN
+                        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+                        v_page_err := v_state || ': ' || v_msg;
+                END;
+            END IF;
+            IF v_guarded AND NOT v_page_done THEN
+                BEGIN
+                    SELECT r.tally, r.n_read INTO v_res
+                      FROM iu_core.fn_iu_route_group_decide_page(t, g.group_name, c.event_domain, v_pos, v_page_limit,
+                                                                m.bucket_lo, m.bucket_hi, true) r;
+                    t := v_res.tally; v_page := v_res.n_read;
+                EXCEPTION WHEN OTHERS THEN
+                    GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT;
+                    v_page_err := v_state || ': ' || v_msg;
+                END;
+            END IF;
+            IF v_page_err IS NOT NULL THEN
+                v_fallback_err := v_page_err;
+                SELECT r.tally, r.n_read INTO v_res
+                  FROM iu_core.fn_iu_route_group_decide_each(t, g.group_name, c.event_domain, v_pos, v_page_limit,
+                                                            m.bucket_lo, m.bucket_hi) r;
+                t := v_res.tally; v_page := v_res.n_read;
+            END IF;
+            IF cardinality(t.deliver_ids) > 0 THEN
+                t := iu_core.fn_iu_route_worker_deliver_page(t, g.group_name);
+            END IF;
+        END IF;
+
+        v_read := v_read + v_page;
+        IF v_page > 0 THEN
+            v_pos.after_txid := t.last_txid;
+            v_pos.after_id   := t.last_id;
+        END IF;
+        IF v_page < v_page_limit THEN
+            v_pos.done_snapshot   := v_pos.window_snapshot;
+            v_done_moved := true;
+            v_pos.window_snapshot := NULL;
+            v_pos.after_txid      := NULL;
+            v_pos.after_id        := NULL;
+            v_closed     := v_closed + 1;
+            -- At the boundary: no window beyond it while the hand-over is pending.
+            EXIT WHEN v_opened_here OR v_read >= v_budget
+                      OR (v_cap IS NOT NULL AND v_pos.done_snapshot::text = v_cap::text);
+        ELSE
+            EXIT;
+        END IF;
+    END LOOP;
+
+    -- Idle as for a worker (nothing read, no window was open), unless the window just
+    -- closed was the boundary: reaching it must be written.
+    v_idle := v_read = 0 AND c.window_snapshot IS NULL
+              AND NOT (v_cap IS NOT NULL AND c.done_snapshot::text IS DISTINCT FROM v_cap::text);
+    v_holders := CASE WHEN v_idle
+                      THEN iu_core.fn_iu_route_worker_holders(c.done_snapshot, NULL)
+                      ELSE iu_core.fn_iu_route_worker_holders(v_pos.done_snapshot, v_pos.window_snapshot) END;
+    v_summary := iu_core.fn_iu_route_worker_summary(p_runner, c.event_domain, p_batch_limit, t,
+                                                    v_pos.window_snapshot IS NOT NULL, v_opened, v_closed, v_fallback_err,
+                                                    v_idle, v_holders)
+              || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, v_read - t.claimed, v_settled);
+
+    IF v_idle THEN
+        IF EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_runner, NULL)) THEN
+            PERFORM iu_core.fn_iu_route_worker_beat(p_runner, c.event_domain,
+                jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
+                                   'held_open_count', jsonb_array_length(v_holders)));
+        END IF;
+        RETURN v_summary;
+    END IF;
+    PERFORM iu_core.fn_iu_route_group_advance(c.worker_name, p_runner, g.group_name, c.event_domain,
+                                              CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
+                                              v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary);
+    -- The last member to reach the boundary settles the hand-over in its own run.
+    IF v_cap IS NOT NULL AND v_pos.window_snapshot IS NULL AND v_pos.done_snapshot::text = v_cap::text
+       AND iu_core.fn_iu_route_group_settle(g.group_name) THEN
+        v_summary := v_summary || jsonb_build_object('rebalance_settled', true);
+    END IF;
+    RETURN v_summary;
+END;
+$$;
+
+--
+-- Name: fn_iu_route_group_rebalance(text, text, text, text); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_rebalance(p_caller text, p_group_name text, p_join text, p_leave text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_rebalance(p_caller, p_group_name, p_join, p_leave) -> jsonb: a change
+    -- of a group's members (p_join joins, or p_leave leaves), in the caller's transaction,
+    -- which holds the group row (FOR UPDATE). Internal (register_member, remove_member).
+    --   1. Every member's lock, waited for in lock_id order: no member run is in progress, so
+    --      every stored position was taken before the boundary below (a snapshot taken
+    --      later sees everything an earlier one saw).
+    --   2. Refused (55000) while a hand-over is pending, unless no member ever routed (all at
+    --      the start of the stream: nothing to hand over).
+    --   3. The members after the change, in the order of their names, each get an equal
+    --      share of the buckets (contiguous ranges).
+    --   4. Nothing routed yet: the shares apply at once (the generation moves on, a leaving
+    --      member is deleted now). Otherwise a hand-over: the boundary is a snapshot taken
+    --      now (fn_iu_route_worker_snapshot); each member keeps its buckets up to it (its
+    --      windows are cut there) and gets its share as next buckets, applied when every
+    --      member is at the boundary (fn_iu_route_group_settle); a joining member starts at
+    --      the boundary with no buckets; a leaving one gets none next and is deleted then.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    g         public.iu_route_group%ROWTYPE;
+    r         record;
+    v_fresh   boolean;
+    v_members text[];
+    v_n       integer;
+    v_b       integer := iu_core.fn_iu_route_group_buckets();
+    v_snap    pg_snapshot;
+    v_sysid   bigint := (SELECT s.system_identifier FROM pg_control_system() s);
+    v_left    text[];
+BEGIN
+    SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = p_group_name FOR UPDATE;
+    FOR r IN SELECT c.worker_name, c.lock_id FROM public.iu_route_worker_cursor c
+              WHERE c.group_name = p_group_name ORDER BY c.lock_id LOOP
+        BEGIN
+            PERFORM pg_advisory_xact_lock(iu_core.fn_iu_route_worker_lock_class(), r.lock_id);
+        EXCEPTION WHEN lock_not_available THEN
+            RAISE EXCEPTION '%: member % of group % is held by another session for more than the lock timeout: %',
+                p_caller, quote_literal(r.worker_name), quote_literal(p_group_name),
+                iu_core.fn_iu_route_worker_lock_holders(r.lock_id)
+                USING ERRCODE = '55P03',
+                      HINT = 'A run finishes within its statement timeout; a session that holds the lock longer (idle in transaction, or one that took pg_advisory_lock) is ended with SELECT pg_terminate_backend(<pid>); then try again.';
+        END;
+    END LOOP;
+    -- Read under the locks: every member's last committed position.
+    v_fresh := NOT EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c
+                            WHERE c.group_name = p_group_name
+                              AND (c.done_snapshot IS NOT NULL OR c.window_snapshot IS NOT NULL));
+    IF g.boundary_snapshot IS NOT NULL AND NOT v_fresh THEN
+        RAISE EXCEPTION '%: group % is rebalancing (since %): one change at a time', p_caller, quote_literal(p_group_name), g.boundary_at
+            USING ERRCODE = '55000',
+                  HINT = format('The hand-over settles when every member has routed up to its boundary; run the members (a run with nothing to do routes for a member that holds it up). SELECT fn_iu_route_group_health(%L) names the members it waits for.', p_group_name);
+    END IF;
+
+    SELECT coalesce(array_agg(s.name ORDER BY s.name), '{}') INTO v_members
+      FROM (SELECT gm.member_name AS name
+              FROM public.iu_route_group_member gm
+              JOIN public.iu_route_worker_cursor c ON c.worker_name = gm.member_name
+             WHERE c.group_name = p_group_name AND NOT gm.leaving AND gm.member_name IS DISTINCT FROM p_leave
+            UNION
+            SELECT p_join WHERE p_join IS NOT NULL) s;
+    v_n := cardinality(v_members);
+
+    IF p_join IS NOT NULL THEN
+        PERFORM public.fn_iu_route_worker_register(p_join, g.event_domain);
+        UPDATE public.iu_route_worker_cursor cur
+           SET group_name = p_group_name, system_identifier = v_sysid
+         WHERE cur.worker_name = p_join;
+        INSERT INTO public.iu_route_group_member (member_name, bucket_lo, bucket_hi, joined_by)
+        VALUES (p_join, 0, 0, iu_core.fn_queue_actor(NULL, p_caller));
+    END IF;
+
+    IF v_fresh THEN
+        UPDATE public.iu_route_group_member gm
+           SET bucket_lo = (s.i - 1) * v_b / v_n, bucket_hi = s.i * v_b / v_n, next_lo = NULL, next_hi = NULL
+          FROM unnest(v_members) WITH ORDINALITY AS s(name, i)
+         WHERE gm.member_name = s.name;
+        SELECT coalesce(array_agg(c.worker_name), '{}') INTO v_left
+          FROM public.iu_route_worker_cursor c
+         WHERE c.group_name = p_group_name AND c.worker_name <> ALL (v_members);
+        DELETE FROM public.queue_heartbeat h WHERE h.executor_id = ANY (v_left);
+        DELETE FROM public.iu_route_worker_cursor c WHERE c.worker_name = ANY (v_left);
+        UPDATE public.iu_route_group gr
+           SET boundary_snapshot = NULL, boundary_at = NULL, system_identifier = NULL,
+               generation = gr.generation + 1, settled_at = now(),
+               last_rebalance = jsonb_build_object('at', now(), 'by', iu_core.fn_queue_actor(NULL, p_caller),
+                                                   'joined', p_join, 'left', to_jsonb(v_left), 'hand_over', false,
+                                                   'settled_generation', gr.generation + 1)
+         WHERE gr.group_name = p_group_name;
+    ELSE
+        v_snap := iu_core.fn_iu_route_worker_snapshot();
+        UPDATE public.iu_route_worker_cursor cur SET done_snapshot = v_snap WHERE cur.worker_name = p_join;
+        UPDATE public.iu_route_group_member gm
+           SET next_lo = (s.i - 1) * v_b / v_n, next_hi = s.i * v_b / v_n
+          FROM unnest(v_members) WITH ORDINALITY AS s(name, i)
+         WHERE gm.member_name = s.name;
+        UPDATE public.iu_route_group_member gm
+           SET next_lo = 0, next_hi = 0, leaving = true
+         WHERE gm.member_name = p_leave;
+        UPDATE public.iu_route_group gr
+           SET boundary_snapshot = v_snap, boundary_at = now(), system_identifier = v_sysid,
+               last_rebalance = jsonb_build_object('at', now(), 'by', iu_core.fn_queue_actor(NULL, p_caller),
+                                                   'joined', p_join, 'leaving', p_leave, 'hand_over', true,
+                                                   'generation', gr.generation)
+         WHERE gr.group_name = p_group_name;
+    END IF;
+
+    RETURN iu_core.fn_iu_route_group_doc(p_group_name);
+END;
+$$;
+
+--
+-- Name: fn_iu_route_group_settle(text); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_settle(p_group_name text) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_settle(p_group_name) -> true when it settled the group's pending
+    -- hand-over, in the caller's transaction (a member's run). It settles only when every
+    -- member's done_snapshot is the boundary and none has a window open (each has routed its
+    -- current buckets up to the boundary and committed it: the caller's own position, written
+    -- earlier in its transaction, counts), or when every member is at the start of the
+    -- stream (none ever routed here: after fn_iu_route_worker_reset_cursor of each, e.g. to
+    -- re-anchor a restored group, there is nothing to hand over). Then each member's next
+    -- buckets become its buckets, the leaving members are deleted with their heartbeats, the
+    -- boundary is cleared and the generation moves on.
+    -- Never waits: the group row is taken with SKIP LOCKED (a rebalance or another settle
+    -- holds it: false, the next run tries again), and each leaving member's lock with a try
+    -- (its runner is in a run: false). A rebalance takes the group row and then waits for
+    -- the members' locks; a run holds its member's lock, so waiting here could deadlock.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    g     public.iu_route_group%ROWTYPE;
+    r     record;
+    v_left text[];
+BEGIN
+    SELECT * INTO g FROM public.iu_route_group gr
+     WHERE gr.group_name = p_group_name AND gr.boundary_snapshot IS NOT NULL
+       FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c
+                WHERE c.group_name = p_group_name
+                  AND (c.window_snapshot IS NOT NULL OR c.done_snapshot::text IS DISTINCT FROM g.boundary_snapshot::text))
+       AND EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c
+                    WHERE c.group_name = p_group_name
+                      AND (c.window_snapshot IS NOT NULL OR c.done_snapshot IS NOT NULL)) THEN
+        RETURN false;
+    END IF;
+    FOR r IN SELECT c.worker_name, c.lock_id
+               FROM public.iu_route_group_member gm
+               JOIN public.iu_route_worker_cursor c ON c.worker_name = gm.member_name
+              WHERE c.group_name = p_group_name AND gm.leaving
+              ORDER BY c.lock_id LOOP
+        IF NOT iu_core.fn_iu_route_worker_try_lock(r.lock_id) THEN
+            RETURN false;
+        END IF;
+        v_left := v_left || r.worker_name;
+    END LOOP;
+
+    UPDATE public.iu_route_group_member gm
+       SET bucket_lo = gm.next_lo, bucket_hi = gm.next_hi, next_lo = NULL, next_hi = NULL
+      FROM public.iu_route_worker_cursor c
+     WHERE c.worker_name = gm.member_name AND c.group_name = p_group_name AND NOT gm.leaving;
+    DELETE FROM public.queue_heartbeat h WHERE h.executor_id = ANY (v_left);
+    DELETE FROM public.iu_route_worker_cursor c WHERE c.worker_name = ANY (v_left);
+    UPDATE public.iu_route_group gr
+       SET boundary_snapshot = NULL, boundary_at = NULL, system_identifier = NULL,
+           generation = gr.generation + 1, settled_at = now(),
+           last_rebalance = gr.last_rebalance || jsonb_build_object('settled_at', now(), 'left', coalesce(to_jsonb(v_left), '[]'::jsonb),
+                                                                     'settled_generation', gr.generation + 1)
+     WHERE gr.group_name = p_group_name;
+    RETURN true;
+END;
+$$;
+
+--
+-- Name: iu_route_group; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.iu_route_group (
+    group_name text NOT NULL,
+    event_domain text NOT NULL,
+    generation bigint DEFAULT 1 NOT NULL,
+    boundary_snapshot pg_snapshot,
+    boundary_at timestamp with time zone,
+    system_identifier bigint,
+    takeover_seconds integer DEFAULT 60 NOT NULL,
+    settled_at timestamp with time zone,
+    last_rebalance jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_by text DEFAULT CURRENT_USER NOT NULL,
+    created_session_user text DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT iu_route_group_boundary_ck CHECK (((boundary_snapshot IS NULL) = (boundary_at IS NULL))),
+    CONSTRAINT iu_route_group_event_domain_check CHECK ((event_domain <> ''::text)),
+    CONSTRAINT iu_route_group_group_name_check CHECK ((group_name <> ''::text)),
+    CONSTRAINT iu_route_group_takeover_seconds_check CHECK (((takeover_seconds >= 0) AND (takeover_seconds <= 86400)))
+);
+
+--
+-- Name: TABLE iu_route_group; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.iu_route_group IS 'Route-worker groups: one logical worker (audit rows, keys, dead letters under its name) whose members share one domain by a hash of the event stream.';
+
+--
+-- Name: iu_route_group_member; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.iu_route_group_member (
+    member_name text NOT NULL,
+    bucket_lo integer NOT NULL,
+    bucket_hi integer NOT NULL,
+    next_lo integer,
+    next_hi integer,
+    leaving boolean DEFAULT false NOT NULL,
+    joined_at timestamp with time zone DEFAULT now() NOT NULL,
+    joined_by text DEFAULT CURRENT_USER NOT NULL,
+    CONSTRAINT iu_route_group_member_next_ck CHECK ((((next_lo IS NULL) = (next_hi IS NULL)) AND ((next_lo IS NULL) OR ((0 <= next_lo) AND (next_lo <= next_hi) AND (next_hi <= 4096))))),
+    CONSTRAINT iu_route_group_member_range_ck CHECK (((0 <= bucket_lo) AND (bucket_lo <= bucket_hi) AND (bucket_hi <= 4096)))
+);
+
+--
+-- Name: TABLE iu_route_group_member; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.iu_route_group_member IS 'Members of route-worker groups: the hash buckets each routes now, and from a pending rebalance''s boundary on.';
+
+--
+-- Name: fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, integer, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_summary(p_group public.iu_route_group, p_member public.iu_route_group_member, p_took_over boolean, p_passed integer, p_settled boolean) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_summary: the keys a member's run adds to the worker's summary:
+    --   group      the group (the name its audit rows carry)
+    --   member     the member whose position moved (the worker the call named, unless
+    --              took_over: then a member its runner routed for, fn_iu_route_group_takeover)
+    --   passed     events of the other members' buckets read past
+    --   buckets    [lo, hi) of the member's buckets in this run
+    --   rebalance  null when settled; else {generation, boundary_at, next_buckets, leaving}
+    --   rebalance_settled  this run settled a hand-over
+    -- Inlinable SQL.
+    -- ---------------------------------------------------------------------------------------
+    SELECT jsonb_build_object(
+               'group', (p_group).group_name,
+               'member', (p_member).member_name,
+               'took_over', p_took_over,
+               'passed', p_passed,
+               'buckets', jsonb_build_array((p_member).bucket_lo, (p_member).bucket_hi),
+               'generation', (p_group).generation,
+               'rebalance', CASE WHEN (p_group).boundary_snapshot IS NOT NULL THEN
+                                 jsonb_build_object('boundary_at', (p_group).boundary_at,
+                                                    'next_buckets', jsonb_build_array((p_member).next_lo, (p_member).next_hi),
+                                                    'leaving', (p_member).leaving) END,
+               'rebalance_settled', p_settled)
+$$;
+
+--
+-- Name: fn_iu_route_group_takeover(text, integer, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_group_takeover(p_runner text, p_batch_limit integer, p_own jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_takeover(p_runner, p_batch_limit, p_own) -> jsonb: when a member's own
+    -- run had nothing to do (idle, waiting at a rebalance's boundary, or busy because another
+    -- session runs it), its runner routes one batch for another member of its group
+    -- (PgQ's cooperative consumers take over a dead sub-consumer's batch the same way):
+    --   - a member that holds a pending hand-over up (not at the boundary yet), first; then
+    --   - an orphan: a member whose own runner has not beaten its heartbeat for the group's
+    --     takeover_seconds (default 60; a beat is due every quarter of the PG_worker
+    --     cadence, so a live runner beats well inside it), is paused, or has no heartbeat.
+    -- Each candidate's lock is TRIED (never waited for): a member in a run is skipped, so
+    -- one member's position is only ever moved by one transaction at a time, whoever runs
+    -- it, and its buckets stay in order. The member then runs exactly as its own runner
+    -- would run it (fn_iu_route_group_pass), except that the heartbeat beaten is the
+    -- runner's. Returns that run's summary (took_over: true) when it did anything, else
+    -- p_own unchanged. A killed runner's transaction rolls back and frees its lock, so its
+    -- buckets are routed from its last committed position: no event lost, none twice.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    r      record;
+    c      public.iu_route_worker_cursor%ROWTYPE;
+    v_doc  jsonb;
+BEGIN
+    FOR r IN
+        SELECT o.worker_name, o.lock_id
+          FROM public.iu_route_worker_cursor me
+          JOIN public.iu_route_group g ON g.group_name = me.group_name
+          JOIN public.iu_route_worker_cursor o ON o.group_name = me.group_name AND o.worker_name <> me.worker_name
+          LEFT JOIN public.queue_heartbeat h ON h.executor_id = o.worker_name
+         CROSS JOIN LATERAL (SELECT g.boundary_snapshot IS NOT NULL
+                                    AND (o.window_snapshot IS NOT NULL
+                                         OR o.done_snapshot::text IS DISTINCT FROM g.boundary_snapshot::text) AS behind) b
+         WHERE me.worker_name = p_runner
+           AND (b.behind
+                OR h.executor_id IS NULL
+                OR h.paused_at IS NOT NULL
+                OR h.last_beat_at < now() - make_interval(secs => g.takeover_seconds))
+         ORDER BY b.behind DESC, h.last_beat_at NULLS FIRST, o.worker_name
+    LOOP
+        CONTINUE WHEN NOT iu_core.fn_iu_route_worker_try_lock(r.lock_id);
+        -- Read under the lock: the statement's snapshot sees what its last run committed.
+        SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = r.worker_name;
+        CONTINUE WHEN NOT FOUND OR c.group_name IS NULL;
+        v_doc := iu_core.fn_iu_route_group_pass(p_runner, c, p_batch_limit);
+        IF (v_doc->>'idle')::boolean IS DISTINCT FROM true OR (v_doc->>'rebalance_settled')::boolean THEN
+            RETURN v_doc;
+        END IF;
+        -- it had nothing to do either: keep its lock (it is ours until the transaction ends)
+        -- and look no further; one member taken over per run keeps the run bounded
+        EXIT;
+    END LOOP;
+    RETURN p_own;
+END;
 $$;
 
 --
@@ -3192,43 +4149,6 @@ $$;
 --
 
 COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer) IS 'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';
-
---
--- Name: iu_route_worker_cursor; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.iu_route_worker_cursor (
-    worker_name text NOT NULL,
-    lock_id integer NOT NULL,
-    event_domain text DEFAULT 'iu'::text NOT NULL,
-    last_created_at timestamp with time zone,
-    last_event_id uuid,
-    done_snapshot pg_snapshot,
-    window_snapshot pg_snapshot,
-    window_txid xid8,
-    window_event_id uuid,
-    system_identifier bigint,
-    events_seen bigint DEFAULT 0 NOT NULL,
-    attempts_written bigint DEFAULT 0 NOT NULL,
-    dead_lettered bigint DEFAULT 0 NOT NULL,
-    runs_total bigint DEFAULT 0 NOT NULL,
-    last_run_at timestamp with time zone,
-    last_run_summary jsonb DEFAULT '{}'::jsonb NOT NULL,
-    registered_at timestamp with time zone DEFAULT now() NOT NULL,
-    registered_by text DEFAULT CURRENT_USER NOT NULL,
-    registered_session_user text DEFAULT SESSION_USER NOT NULL,
-    reset_at timestamp with time zone,
-    reset_by text,
-    reset_session_user text,
-    CONSTRAINT iu_route_worker_cursor_event_domain_check CHECK ((event_domain <> ''::text)),
-    CONSTRAINT iu_route_worker_cursor_worker_name_check CHECK ((worker_name <> ''::text))
-);
-
---
--- Name: TABLE iu_route_worker_cursor; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.iu_route_worker_cursor IS 'One row per route worker: its own position in event_outbox (snapshot pair + keyset) and run counters.';
 
 --
 -- Name: fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor); Type: FUNCTION; Schema: iu_core; Owner: -
@@ -3718,8 +4638,10 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text) RETURN
     -- running (the position waits on it, fn_iu_route_worker_holders says who it is); and
     -- quiet = true only when
     --   both gates are open (fn_iu_gate_open over the two keys, as the gate readers read them),
-    --   no window is open, the caller's transaction has no transaction id (its own uncommitted
-    --   rows are the full pass's business), no stored position lies ahead of this cluster's
+    --   no window is open, the cursor is no group member's (a member's run is decided by
+    --   fn_iu_route_group_pass: its idle rule depends on its group's state), the caller's
+    --   transaction has no transaction id (its own uncommitted rows are the full pass's
+    --   business), no stored position lies ahead of this cluster's
     --   transaction ids (fn_iu_route_worker_cursor_ahead) and no heartbeat is due
     --   (fn_iu_route_worker_beat_due).
     -- The other half of the cluster sanity rule, the recorded system_identifier, is left to
@@ -3745,6 +4667,7 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text) RETURN
            public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.routes_enabled'))
            AND public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
            AND c.window_snapshot IS NULL
+           AND c.group_name IS NULL
            AND pg_current_xact_id_if_assigned() IS NULL
            AND NOT iu_core.fn_iu_route_worker_cursor_ahead(c)
            AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, NULL))
@@ -3944,7 +4867,9 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limi
     -- plan_cache_mode, after its batch-limit check; it checks the worker name first.
     --   1. the worker's advisory lock, without waiting: when another run holds it,
     --      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
-    --      P0002 with the register call as HINT
+    --      P0002 with the register call as HINT. A member of a group (its cursor's
+    --      group_name) goes on in fn_iu_route_group_pass, and may take over an orphaned
+    --      member when it has nothing to do (fn_iu_route_group_takeover)
     --   2. the dual fail-closed gate (master AND worker): closed -> {"gated": true, "reason"},
     --      nothing claimed, the cursor untouched, the heartbeat beaten (an invoked worker is alive)
     --   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
@@ -3985,14 +4910,34 @@ BEGIN
     -- The answer names who holds the lock: a run in progress, a reset, or any session that
     -- took the worker's advisory lock (no grant needed for that).
     IF NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
-        RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
+        v_summary := jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
                                   'reason', 'another session holds this worker''s lock (a run in progress, a reset, or a session that took its advisory lock)',
                                   'lock_held_by', iu_core.fn_iu_route_worker_lock_holders(
                                       (SELECT cur.lock_id FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name)),
                                   'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
                                   'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
+        -- A group member whose lock another session holds: its runner may route for an
+        -- orphaned member of its group instead (fn_iu_route_group_takeover).
+        IF EXISTS (SELECT 1 FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name AND cur.group_name IS NOT NULL) THEN
+            RETURN iu_core.fn_iu_route_group_takeover(p_worker_name, p_batch_limit, v_summary);
+        END IF;
+        RETURN v_summary;
     END IF;
     SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+    IF NOT FOUND THEN
+        -- removed between the lock's lookup and the lock (a group member that left)
+        PERFORM iu_core.fn_iu_route_worker_not_registered('fn_iu_route_worker_run', p_worker_name);
+    END IF;
+    -- A member of a group routes only its buckets, under the group's name
+    -- (fn_iu_route_group_pass); when it has nothing to do, its runner may route for an
+    -- orphaned member of the group (fn_iu_route_group_takeover).
+    IF c.group_name IS NOT NULL THEN
+        v_summary := iu_core.fn_iu_route_group_pass(p_worker_name, c, p_batch_limit);
+        IF (v_summary->>'idle')::boolean AND (v_summary->>'rebalance_settled')::boolean IS NOT TRUE THEN
+            RETURN iu_core.fn_iu_route_group_takeover(p_worker_name, p_batch_limit, v_summary);
+        END IF;
+        RETURN v_summary;
+    END IF;
 
     -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
     v_routes_on := public.fn_iu_core_routes_enabled() IS TRUE;
@@ -6373,6 +7318,106 @@ END;
 $$;
 
 --
+-- Name: fn_iu_route_group_health(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_group_health(p_group_name text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_health(p_group_name DEFAULT NULL) -> jsonb
+    -- A group of route workers as one logical worker: fn_iu_route_group_doc, plus
+    --   waiting_on          during a rebalance, the members not at the boundary yet
+    --   orphaned            members whose own runner has been silent past takeover_seconds
+    --                       (the others route their buckets; their heartbeat alerts)
+    --   backlog, backlog_capped, oldest_pending_age_seconds  the slowest member's (each member
+    --                       reads every event of the domain: its backlog is what it has not
+    --                       read past yet, capped as a worker's)
+    --   attempts            the group's audit counts by status (running counters)
+    --   open_dead_letters   the group's
+    --   members[]           each with its backlog, last run, last sign of life, window,
+    --                       cursor sanity, lock holders and heartbeat (v_iu_route_worker_status)
+    -- With a name: that group's document at the top level (P0002 when none); without: every
+    -- group, {checked_at, group_count, groups[]}.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_groups jsonb;
+BEGIN
+    IF p_group_name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM public.iu_route_group gr WHERE gr.group_name = p_group_name) THEN
+        RAISE EXCEPTION 'fn_iu_route_group_health: group % does not exist', quote_literal(p_group_name)
+            USING ERRCODE = 'P0002',
+                  HINT = format('Create it with its first member: SELECT fn_iu_route_worker_register_member(%L, ''<member>'');', p_group_name);
+    END IF;
+    SELECT coalesce(jsonb_agg(iu_core.fn_iu_route_group_doc(g.group_name) || jsonb_build_object(
+               'waiting_on', coalesce(ms.waiting_on, '[]'::jsonb),
+               'orphaned', coalesce(ms.orphaned, '[]'::jsonb),
+               'rebalancing_seconds', round(extract(epoch FROM now() - g.boundary_at)::numeric, 3),
+               'backlog', ms.backlog,
+               'backlog_capped', ms.backlog_capped,
+               'oldest_pending_age_seconds', ms.oldest_pending_age_seconds,
+               'attempts', (SELECT coalesce(jsonb_object_agg(t.status, t.attempts ORDER BY t.status), '{}'::jsonb)
+                              FROM public.iu_route_attempt_tally t WHERE t.worker_name = g.group_name),
+               'open_dead_letters', (SELECT count(*) FROM public.iu_route_dead_letter d
+                                      WHERE d.worker_name = g.group_name AND d.resolved_at IS NULL),
+               'members', coalesce(ms.members, '[]'::jsonb))
+               ORDER BY g.group_name), '[]'::jsonb)
+      INTO v_groups
+      FROM public.iu_route_group g
+      LEFT JOIN LATERAL (
+           SELECT jsonb_agg(x.name ORDER BY x.name) FILTER (WHERE x.behind) AS waiting_on,
+                  jsonb_agg(x.name ORDER BY x.name) FILTER (WHERE x.orphaned) AS orphaned,
+                  max(x.backlog) AS backlog,
+                  bool_or(x.backlog_capped) AS backlog_capped,
+                  max(x.oldest_pending_age_seconds) AS oldest_pending_age_seconds,
+                  jsonb_agg(x.doc ORDER BY x.bucket_lo, x.next_lo, x.name) AS members
+             FROM (SELECT s.worker_name AS name, gm.bucket_lo, gm.next_lo, s.backlog, s.backlog_capped,
+                          s.oldest_pending_age_seconds,
+                          g.boundary_snapshot IS NOT NULL
+                            AND (s.window_snapshot IS NOT NULL OR s.done_snapshot::text IS DISTINCT FROM g.boundary_snapshot::text) AS behind,
+                          (h.executor_id IS NULL OR h.paused_at IS NOT NULL
+                            OR h.last_beat_at < now() - make_interval(secs => g.takeover_seconds)) AS orphaned,
+                          jsonb_build_object(
+                              'member', s.worker_name,
+                              'buckets', jsonb_build_array(gm.bucket_lo, gm.bucket_hi),
+                              'next_buckets', CASE WHEN gm.next_lo IS NOT NULL THEN jsonb_build_array(gm.next_lo, gm.next_hi) END,
+                              'leaving', gm.leaving,
+                              'at_boundary', CASE WHEN g.boundary_snapshot IS NOT NULL THEN
+                                                  s.window_snapshot IS NULL AND s.done_snapshot::text = g.boundary_snapshot::text END,
+                              'orphaned', (h.executor_id IS NULL OR h.paused_at IS NOT NULL
+                                           OR h.last_beat_at < now() - make_interval(secs => g.takeover_seconds)),
+                              'runs_total', s.runs_total,
+                              'events_seen', s.events_seen,
+                              'attempts_written', s.attempts_written,
+                              'last_run_at', s.last_run_at,
+                              'last_seen_at', s.last_seen_at,
+                              'backlog', s.backlog,
+                              'backlog_capped', s.backlog_capped,
+                              'oldest_pending_age_seconds', s.oldest_pending_age_seconds,
+                              'window_open', s.window_open,
+                              'cursor_ok', s.cursor_ok,
+                              'cursor_hint', s.cursor_hint,
+                              'lock_held_by', s.lock_held_by,
+                              'heartbeat', CASE WHEN h.executor_id IS NOT NULL THEN jsonb_build_object(
+                                                'last_beat_at', h.last_beat_at,
+                                                'age_seconds', round(extract(epoch FROM now() - h.last_beat_at)::numeric, 3),
+                                                'ticks_total', h.ticks_total,
+                                                'paused', h.paused_at IS NOT NULL) END) AS doc
+                     FROM public.iu_route_worker_cursor cur
+                     JOIN public.iu_route_group_member gm ON gm.member_name = cur.worker_name
+                     JOIN public.v_iu_route_worker_status s ON s.worker_name = cur.worker_name
+                     LEFT JOIN public.queue_heartbeat h ON h.executor_id = s.worker_name
+                    WHERE cur.group_name = g.group_name) x) ms ON true
+     WHERE p_group_name IS NULL OR g.group_name = p_group_name;
+
+    IF p_group_name IS NOT NULL THEN
+        RETURN (v_groups->0) || jsonb_build_object('checked_at', now());
+    END IF;
+    RETURN jsonb_build_object('checked_at', now(), 'group_count', jsonb_array_length(v_groups), 'groups', v_groups);
+END;
+$$;
+
+--
 -- Name: fn_iu_route_worker_batch_limits(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -6533,6 +7578,18 @@ BEGIN
             USING ERRCODE = '22023', HINT = 'Register the worker under another name.';
     END IF;
 
+    -- A group's name is the worker name its attempts carry; a member is registered (and
+    -- run) as a member of its group: neither may become a plain worker.
+    IF EXISTS (SELECT 1 FROM public.iu_route_group gr WHERE gr.group_name = p_worker_name)
+       OR EXISTS (SELECT 1 FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name AND cur.group_name IS NOT NULL) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register: % is %', quote_literal(p_worker_name),
+            coalesce((SELECT format('a member of group %L', cur.group_name) FROM public.iu_route_worker_cursor cur
+                       WHERE cur.worker_name = p_worker_name AND cur.group_name IS NOT NULL),
+                     'a group''s name (the worker name its members'' attempts carry)')
+            USING ERRCODE = '22023',
+                  HINT = 'Members are added with fn_iu_route_worker_register_member(<group>, <member>); a plain worker needs a name of its own.';
+    END IF;
+
     INSERT INTO public.iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
     VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
     ON CONFLICT (worker_name) DO NOTHING;
@@ -6569,6 +7626,130 @@ BEGIN
                                                 'expected_cadence_seconds', h.expected_cadence_seconds,
                                                 'stale_threshold_seconds', h.stale_threshold_seconds)
                         FROM public.queue_heartbeat h WHERE h.executor_id = p_worker_name));
+END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_register_member(text, text, text, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_register_member(p_group_name text, p_member_name text, p_event_domain text DEFAULT 'iu'::text, p_takeover_seconds integer DEFAULT NULL::integer) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_register_member(p_group_name, p_member_name, p_event_domain DEFAULT
+    -- 'iu', p_takeover_seconds DEFAULT NULL) -> jsonb (the group, fn_iu_route_group_doc)
+    -- Adds a member to a group of route workers that share one domain, creating the group
+    -- with its first member. The group is one logical worker: its audit rows, idempotency
+    -- keys, dead letters and running counts carry the group's name. Each member is a route
+    -- worker (a cursor with its own position, lock and PG_worker heartbeat, run with
+    -- fn_iu_route_worker_run(p_member_name)) that routes the events whose stream hashes into
+    -- its buckets. Adding a member rebalances: at once while the group has routed nothing,
+    -- else by a hand-over at one snapshot every member reaches (fn_iu_route_group_rebalance).
+    -- Idempotent: an existing member of the group is left as it is.
+    --   p_takeover_seconds  how long a member's runner may stay silent (its heartbeat) before
+    --                       the other members route its buckets for it; NULL keeps the
+    --                       group's (60 for a new group)
+    -- Refused (22023): a bad name; a group name that is a route worker's (its keys would be
+    -- that worker's); a member name that is a group, a plain worker or another group's
+    -- member; another domain than the group's. 55000 while a hand-over is pending.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    g public.iu_route_group%ROWTYPE;
+BEGIN
+    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_register_member', p_group_name);
+    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_register_member', p_member_name);
+    PERFORM iu_core.fn_iu_require_name('fn_iu_route_worker_register_member', 'p_event_domain', p_event_domain);
+    IF p_takeover_seconds IS NOT NULL AND p_takeover_seconds NOT BETWEEN 0 AND 86400 THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register_member: p_takeover_seconds must be between 0 and 86400, got %', p_takeover_seconds
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_group_name = p_member_name THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register_member: the member % may not bear its group''s name', quote_literal(p_member_name)
+            USING ERRCODE = '22023', HINT = 'Name members apart from the group, e.g. <group>-1, <group>-2.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = p_group_name) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register_member: % is a route worker''s name: a group''s attempts carry its name and keys, so the two may not share one', quote_literal(p_group_name)
+            USING ERRCODE = '22023', HINT = 'Name the group otherwise.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM public.iu_route_group gr WHERE gr.group_name = p_member_name) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register_member: % is a group''s name', quote_literal(p_member_name)
+            USING ERRCODE = '22023', HINT = 'Name the member otherwise.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c
+                WHERE c.worker_name = p_member_name AND c.group_name IS DISTINCT FROM p_group_name) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register_member: % is already %', quote_literal(p_member_name),
+            (SELECT CASE WHEN c.group_name IS NULL THEN 'a route worker of its own'
+                         ELSE format('a member of group %L', c.group_name) END
+               FROM public.iu_route_worker_cursor c WHERE c.worker_name = p_member_name)
+            USING ERRCODE = '22023', HINT = 'A member routes only its group''s buckets: register it under a new name.';
+    END IF;
+
+    INSERT INTO public.iu_route_group (group_name, event_domain, takeover_seconds, created_by)
+    VALUES (p_group_name, p_event_domain, coalesce(p_takeover_seconds, 60),
+            iu_core.fn_queue_actor(NULL, 'fn_iu_route_worker_register_member'))
+    ON CONFLICT (group_name) DO NOTHING;
+    SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = p_group_name FOR UPDATE;
+    IF g.event_domain <> p_event_domain THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register_member: group % consumes domain %, not %',
+            quote_literal(p_group_name), quote_literal(g.event_domain), quote_literal(p_event_domain)
+            USING ERRCODE = '22023', HINT = 'A group shares one domain; form another group for another domain.';
+    END IF;
+    IF p_takeover_seconds IS NOT NULL THEN
+        UPDATE public.iu_route_group gr SET takeover_seconds = p_takeover_seconds WHERE gr.group_name = p_group_name;
+    END IF;
+    IF EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c WHERE c.worker_name = p_member_name) THEN
+        RETURN iu_core.fn_iu_route_group_doc(p_group_name) || jsonb_build_object('member', p_member_name, 'created', false);
+    END IF;
+    RETURN iu_core.fn_iu_route_group_rebalance('fn_iu_route_worker_register_member', p_group_name, p_member_name, NULL)
+        || jsonb_build_object('member', p_member_name, 'created', true);
+END;
+$$;
+
+--
+-- Name: fn_iu_route_worker_remove_member(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_route_worker_remove_member(p_group_name text, p_member_name text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '5s'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_remove_member(p_group_name, p_member_name) -> jsonb (the group)
+    -- Takes a member out of its group: its buckets go to the others by a hand-over at one
+    -- snapshot (fn_iu_route_group_rebalance). It routes its buckets up to the boundary (its
+    -- own runner, or another member's run taking it over), and is deleted, cursor and
+    -- heartbeat, when the hand-over settles; at once while the group has routed nothing.
+    -- Its attempts stay the group's. Refused: P0002 no such group or member; 22023 the last
+    -- member (a group needs one); 55000 while a hand-over is pending.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    g public.iu_route_group%ROWTYPE;
+BEGIN
+    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_remove_member', p_group_name);
+    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_remove_member', p_member_name);
+    SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = p_group_name FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_remove_member: group % does not exist', quote_literal(p_group_name)
+            USING ERRCODE = 'P0002', HINT = 'List the groups: SELECT fn_iu_route_group_health();';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM public.iu_route_worker_cursor c
+                    WHERE c.worker_name = p_member_name AND c.group_name = p_group_name) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_remove_member: % is not a member of group %', quote_literal(p_member_name), quote_literal(p_group_name)
+            USING ERRCODE = 'P0002', HINT = format('List its members: SELECT fn_iu_route_group_health(%L);', p_group_name);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM public.iu_route_group_member gm
+                     JOIN public.iu_route_worker_cursor c ON c.worker_name = gm.member_name
+                    WHERE c.group_name = p_group_name AND gm.member_name <> p_member_name AND NOT gm.leaving) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_remove_member: % is the last member of group %: a group needs one to route its domain',
+            quote_literal(p_member_name), quote_literal(p_group_name)
+            USING ERRCODE = '22023', HINT = 'Add another member first (fn_iu_route_worker_register_member), or stop the group''s runners.';
+    END IF;
+    RETURN iu_core.fn_iu_route_group_rebalance('fn_iu_route_worker_remove_member', p_group_name, NULL, p_member_name)
+        || jsonb_build_object('member', p_member_name, 'removed', true);
 END;
 $$;
 
@@ -8952,183 +10133,30 @@ COMMENT ON VIEW public.v_iu_route_worker_status IS 'Route workers: cursor, gates
 --
 
 CREATE VIEW public.v_queue_health AS
- WITH cfg AS MATERIALIZED (
-         SELECT iu_core.fn_queue_heartbeat_floor_seconds() AS floor_seconds
-        )
- SELECT 'cursor'::text AS source,
-    c.worker_name AS subject,
-    c.event_domain AS domain,
-    c.last_seen_at,
-    (floor(EXTRACT(epoch FROM (now() - c.last_seen_at))))::bigint AS age_seconds,
-    c.events_seen,
-    c.attempts_written,
-    c.dead_lettered,
-        CASE
-            WHEN (c.gated_waiting_since IS NOT NULL) THEN 'gated'::text
-            WHEN (c.last_seen_at IS NULL) THEN 'never_run'::text
-            WHEN (c.backlog > 0) THEN 'backlog'::text
-            ELSE 'caught_up'::text
-        END AS status_hint,
-    c.backlog,
-        CASE
-            WHEN (c.backlog > 0) THEN (floor(EXTRACT(epoch FROM (GREATEST(now(), c.oldest_pending_created_at) - c.oldest_pending_created_at))))::bigint
-            ELSE NULL::bigint
-        END AS oldest_pending_age_seconds,
-    NULL::text AS severity,
-    NULL::boolean AS paused,
-    NULL::numeric AS gap_ratio,
-    NULL::integer AS stale_threshold_seconds,
-    NULL::text AS executor_kind,
-    jsonb_build_object('runs_total', c.runs_total, 'last_event_id', c.last_event_id, 'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary, 'gates_open', c.gates_open, 'backlog_capped', c.backlog_capped, 'gated_waiting_since', c.gated_waiting_since, 'gated_waiting_seconds', (floor(EXTRACT(epoch FROM (now() - c.gated_waiting_since))))::bigint, 'lock_held_by', c.lock_held_by) AS detail
-   FROM public.v_iu_route_worker_status c
-UNION ALL
- SELECT 'heartbeat'::text AS source,
-    h.executor_id AS subject,
-    NULLIF(array_to_string(h.domain_scope, ','::text), ''::text) AS domain,
-    h.last_beat_at AS last_seen_at,
-    g.age_seconds,
-    h.ticks_total AS events_seen,
-    NULL::bigint AS attempts_written,
-    NULL::bigint AS dead_lettered,
-        CASE
-            WHEN (h.paused_at IS NOT NULL) THEN 'paused'::text
-            WHEN iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now()) THEN 'stale'::text
-            ELSE 'fresh'::text
-        END AS status_hint,
-    NULL::bigint AS backlog,
-    NULL::bigint AS oldest_pending_age_seconds,
-        CASE
-            WHEN ((h.paused_at IS NULL) AND iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now())) THEN iu_core.fn_queue_heartbeat_severity(g.gap_ratio)
-            ELSE NULL::text
-        END AS severity,
-    (h.paused_at IS NOT NULL) AS paused,
-    g.gap_ratio,
-    GREATEST(h.stale_threshold_seconds, cfg.floor_seconds) AS stale_threshold_seconds,
-    h.executor_kind,
-        CASE
-            WHEN ((h.paused_at IS NOT NULL) OR (sa.alerted_at IS NOT NULL) OR (h.status <> 'ok'::text)) THEN jsonb_build_object('status', h.status, 'expected_cadence_seconds', h.expected_cadence_seconds, 'own_stale_threshold_seconds', h.stale_threshold_seconds, 'paused_at', h.paused_at, 'paused_reason', h.paused_reason, 'paused_by', h.paused_by, 'silent_since', sa.silent_since, 'alerted_at', sa.alerted_at, 'alerted_severity', sa.alerted_severity)
-            ELSE NULL::jsonb
-        END AS detail
-   FROM (((public.queue_heartbeat h
-     LEFT JOIN public.queue_stale_alert sa ON ((sa.executor_id = h.executor_id)))
-     CROSS JOIN cfg)
-     CROSS JOIN LATERAL ( SELECT (floor(EXTRACT(epoch FROM (now() - h.last_beat_at))))::bigint AS age_seconds,
-            iu_core.fn_queue_heartbeat_gap_ratio(h.last_beat_at, h.expected_cadence_seconds, now()) AS gap_ratio) g)
-UNION ALL
- SELECT 'dead_letter_event'::text AS source,
-    d.event_domain AS subject,
-    d.event_domain AS domain,
-    max(d.last_failed_at) AS last_seen_at,
-    (floor(EXTRACT(epoch FROM (now() - max(d.last_failed_at)))))::bigint AS age_seconds,
-    NULL::bigint AS events_seen,
-    NULL::bigint AS attempts_written,
-    count(*) AS dead_lettered,
-    'open'::text AS status_hint,
-    NULL::bigint AS backlog,
-    (floor(EXTRACT(epoch FROM (GREATEST(now(), min(d.last_failed_at)) - min(d.last_failed_at)))))::bigint AS oldest_pending_age_seconds,
-    NULL::text AS severity,
-    NULL::boolean AS paused,
-    NULL::numeric AS gap_ratio,
-    NULL::integer AS stale_threshold_seconds,
-    NULL::text AS executor_kind,
-    NULL::jsonb AS detail
-   FROM public.iu_route_dead_letter d
-  WHERE (d.resolved_at IS NULL)
-  GROUP BY d.event_domain
-UNION ALL
- SELECT 'dead_letter_job'::text AS source,
-    x.job_kind AS subject,
-    string_agg(x.event_domain, ','::text ORDER BY x.event_domain) AS domain,
-    max(x.newest) AS last_seen_at,
-    (floor(EXTRACT(epoch FROM (now() - max(x.newest)))))::bigint AS age_seconds,
-    NULL::bigint AS events_seen,
-    NULL::bigint AS attempts_written,
-    (sum(x.n))::bigint AS dead_lettered,
-    'open'::text AS status_hint,
-    NULL::bigint AS backlog,
-    (floor(EXTRACT(epoch FROM (GREATEST(now(), min(x.oldest)) - min(x.oldest)))))::bigint AS oldest_pending_age_seconds,
-    NULL::text AS severity,
-    NULL::boolean AS paused,
-    NULL::numeric AS gap_ratio,
-    NULL::integer AS stale_threshold_seconds,
-    NULL::text AS executor_kind,
-    jsonb_build_object('domains', jsonb_object_agg(x.event_domain, x.n)) AS detail
-   FROM ( SELECT jd.job_kind,
-            jd.event_domain,
-            count(*) AS n,
-            max(jd.last_failed_at) AS newest,
-            min(jd.last_failed_at) AS oldest
-           FROM public.job_dead_letter jd
-          WHERE (jd.resolved_at IS NULL)
-          GROUP BY jd.job_kind, jd.event_domain) x
-  GROUP BY x.job_kind
-UNION ALL
- SELECT 'backlog_job_queue'::text AS source,
-    j.job_kind AS subject,
-    j.event_domain AS domain,
-    max(j.enqueued_at) AS last_seen_at,
-    (floor(EXTRACT(epoch FROM (now() - max(j.enqueued_at)))))::bigint AS age_seconds,
-    count(*) AS events_seen,
-    NULL::bigint AS attempts_written,
-    NULL::bigint AS dead_lettered,
-    'queued'::text AS status_hint,
-    count(*) AS backlog,
-    (floor(EXTRACT(epoch FROM (GREATEST(now(), min(j.enqueued_at)) - min(j.enqueued_at)))))::bigint AS oldest_pending_age_seconds,
-    NULL::text AS severity,
-    NULL::boolean AS paused,
-    NULL::numeric AS gap_ratio,
-    NULL::integer AS stale_threshold_seconds,
-    NULL::text AS executor_kind,
-    jsonb_build_object('due_now', count(*) FILTER (WHERE (j.process_after <= now()))) AS detail
-   FROM public.job_queue j
-  WHERE ((j.status)::text = 'queued'::text)
-  GROUP BY j.job_kind, j.event_domain
-UNION ALL
- SELECT 'job_kind_paused'::text AS source,
-    p.job_kind AS subject,
-    NULL::text AS domain,
-    p.paused_at AS last_seen_at,
-    (floor(EXTRACT(epoch FROM (now() - p.paused_at))))::bigint AS age_seconds,
-    NULL::bigint AS events_seen,
-    NULL::bigint AS attempts_written,
-    NULL::bigint AS dead_lettered,
-    'paused'::text AS status_hint,
-    ( SELECT count(*) AS count
-           FROM public.job_queue q
-          WHERE (((q.status)::text = 'queued'::text) AND ((q.job_kind)::text = p.job_kind))) AS backlog,
-    NULL::bigint AS oldest_pending_age_seconds,
-    NULL::text AS severity,
-    true AS paused,
-    NULL::numeric AS gap_ratio,
-    NULL::integer AS stale_threshold_seconds,
-    NULL::text AS executor_kind,
-    jsonb_build_object('paused_reason', p.reason, 'paused_by', p.paused_by) AS detail
-   FROM public.job_kind_pause p
-UNION ALL
- SELECT 'history'::text AS source,
-    'partitions'::text AS subject,
+SELECT
+    NULL::text AS source,
+    NULL::text AS subject,
     NULL::text AS domain,
     NULL::timestamp with time zone AS last_seen_at,
-    ((hh.h ->> 'holder_age_seconds'::text))::bigint AS age_seconds,
+    NULL::bigint AS age_seconds,
     NULL::bigint AS events_seen,
     NULL::bigint AS attempts_written,
     NULL::bigint AS dead_lettered,
-    (hh.h ->> 'status_hint'::text) AS status_hint,
-    ((hh.h ->> 'default_rows'::text))::bigint AS backlog,
+    NULL::text AS status_hint,
+    NULL::bigint AS backlog,
     NULL::bigint AS oldest_pending_age_seconds,
     NULL::text AS severity,
     NULL::boolean AS paused,
     NULL::numeric AS gap_ratio,
     NULL::integer AS stale_threshold_seconds,
     NULL::text AS executor_kind,
-    (hh.h -> 'detail'::text) AS detail
-   FROM ( SELECT iu_core.fn_iu_history_health() AS h) hh;
+    NULL::jsonb AS detail;
 
 --
 -- Name: VIEW v_queue_health; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON VIEW public.v_queue_health IS 'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue, job_kind_paused and history rows. Watch status_hint stale / open / lock_held / default_rows and severity.';
+COMMENT ON VIEW public.v_queue_health IS 'Single pane: cursor, route_group, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue, job_kind_paused and history rows. Watch status_hint stale / open / lock_held / default_rows and severity.';
 
 --
 -- Name: event_outbox_default; Type: TABLE ATTACH; Schema: public; Owner: -
@@ -9410,6 +10438,20 @@ ALTER TABLE ONLY public.iu_route_dead_letter
     ADD CONSTRAINT iu_route_dead_letter_pkey PRIMARY KEY (id);
 
 --
+-- Name: iu_route_group_member iu_route_group_member_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_group_member
+    ADD CONSTRAINT iu_route_group_member_pkey PRIMARY KEY (member_name);
+
+--
+-- Name: iu_route_group iu_route_group_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_group
+    ADD CONSTRAINT iu_route_group_pkey PRIMARY KEY (group_name);
+
+--
 -- Name: iu_route_worker_cursor iu_route_worker_cursor_lock_id_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -9500,6 +10542,12 @@ CREATE INDEX event_outbox_p00000000000100000742_domain_txid_idx ON public.event_
 --
 
 CREATE INDEX iu_route_dead_letter_open_idx ON public.iu_route_dead_letter USING btree (event_domain, last_failed_at) WHERE (resolved_at IS NULL);
+
+--
+-- Name: iu_route_worker_cursor_group_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX iu_route_worker_cursor_group_idx ON public.iu_route_worker_cursor USING btree (group_name) WHERE (group_name IS NOT NULL);
 
 --
 -- Name: job_dead_letter_job_idx; Type: INDEX; Schema: public; Owner: -
@@ -9596,6 +10644,218 @@ ALTER INDEX public.iu_route_attempt_key_attempt_uq ATTACH PARTITION public.iu_ro
 --
 
 ALTER INDEX public.iu_route_attempt_key_attempt_uq ATTACH PARTITION public.iu_route_attempt_p00000000000100000742_key_attempt_uq;
+
+--
+-- Name: v_queue_health _RETURN; Type: RULE; Schema: public; Owner: -
+--
+
+CREATE OR REPLACE VIEW public.v_queue_health AS
+ WITH cfg AS MATERIALIZED (
+         SELECT iu_core.fn_queue_heartbeat_floor_seconds() AS floor_seconds
+        )
+ SELECT 'cursor'::text AS source,
+    c.worker_name AS subject,
+    c.event_domain AS domain,
+    c.last_seen_at,
+    (floor(EXTRACT(epoch FROM (now() - c.last_seen_at))))::bigint AS age_seconds,
+    c.events_seen,
+    c.attempts_written,
+    c.dead_lettered,
+        CASE
+            WHEN (c.gated_waiting_since IS NOT NULL) THEN 'gated'::text
+            WHEN (c.last_seen_at IS NULL) THEN 'never_run'::text
+            WHEN (c.backlog > 0) THEN 'backlog'::text
+            ELSE 'caught_up'::text
+        END AS status_hint,
+    c.backlog,
+        CASE
+            WHEN (c.backlog > 0) THEN (floor(EXTRACT(epoch FROM (GREATEST(now(), c.oldest_pending_created_at) - c.oldest_pending_created_at))))::bigint
+            ELSE NULL::bigint
+        END AS oldest_pending_age_seconds,
+    NULL::text AS severity,
+    NULL::boolean AS paused,
+    NULL::numeric AS gap_ratio,
+    NULL::integer AS stale_threshold_seconds,
+    NULL::text AS executor_kind,
+    jsonb_build_object('runs_total', c.runs_total, 'last_event_id', c.last_event_id, 'last_created_at', c.last_created_at, 'last_run_summary', c.last_run_summary, 'gates_open', c.gates_open, 'backlog_capped', c.backlog_capped, 'gated_waiting_since', c.gated_waiting_since, 'gated_waiting_seconds', (floor(EXTRACT(epoch FROM (now() - c.gated_waiting_since))))::bigint, 'lock_held_by', c.lock_held_by) AS detail
+   FROM public.v_iu_route_worker_status c
+UNION ALL
+ SELECT 'route_group'::text AS source,
+    g.group_name AS subject,
+    g.event_domain AS domain,
+    max(s.last_seen_at) AS last_seen_at,
+    (floor(EXTRACT(epoch FROM (now() - max(s.last_seen_at)))))::bigint AS age_seconds,
+    (sum(s.events_seen))::bigint AS events_seen,
+    (sum(s.attempts_written))::bigint AS attempts_written,
+    (sum(s.dead_lettered))::bigint AS dead_lettered,
+        CASE
+            WHEN (g.boundary_snapshot IS NOT NULL) THEN 'rebalancing'::text
+            WHEN bool_or(o.orphaned) THEN 'orphaned'::text
+            WHEN (max(s.last_seen_at) IS NULL) THEN 'never_run'::text
+            WHEN (max(s.backlog) > 0) THEN 'backlog'::text
+            ELSE 'caught_up'::text
+        END AS status_hint,
+    max(s.backlog) AS backlog,
+    max(
+        CASE
+            WHEN (s.backlog > 0) THEN (floor(EXTRACT(epoch FROM (GREATEST(now(), s.oldest_pending_created_at) - s.oldest_pending_created_at))))::bigint
+            ELSE NULL::bigint
+        END) AS oldest_pending_age_seconds,
+    NULL::text AS severity,
+    NULL::boolean AS paused,
+    NULL::numeric AS gap_ratio,
+    NULL::integer AS stale_threshold_seconds,
+    NULL::text AS executor_kind,
+    jsonb_build_object('generation', g.generation, 'members', count(*), 'boundary_at', g.boundary_at, 'waiting_on', COALESCE(jsonb_agg(s.worker_name ORDER BY s.worker_name) FILTER (WHERE o.behind), '[]'::jsonb), 'orphaned', COALESCE(jsonb_agg(s.worker_name ORDER BY s.worker_name) FILTER (WHERE o.orphaned), '[]'::jsonb), 'takeover_seconds', g.takeover_seconds, 'backlog_capped', bool_or(s.backlog_capped)) AS detail
+   FROM ((((public.iu_route_group g
+     JOIN public.iu_route_worker_cursor m ON ((m.group_name = g.group_name)))
+     JOIN public.v_iu_route_worker_status s ON ((s.worker_name = m.worker_name)))
+     LEFT JOIN public.queue_heartbeat h ON ((h.executor_id = s.worker_name)))
+     CROSS JOIN LATERAL ( SELECT ((g.boundary_snapshot IS NOT NULL) AND ((s.window_snapshot IS NOT NULL) OR ((s.done_snapshot)::text IS DISTINCT FROM (g.boundary_snapshot)::text))) AS behind,
+            ((h.executor_id IS NULL) OR (h.paused_at IS NOT NULL) OR (h.last_beat_at < (now() - make_interval(secs => (g.takeover_seconds)::double precision)))) AS orphaned) o)
+  GROUP BY g.group_name
+UNION ALL
+ SELECT 'heartbeat'::text AS source,
+    h.executor_id AS subject,
+    NULLIF(array_to_string(h.domain_scope, ','::text), ''::text) AS domain,
+    h.last_beat_at AS last_seen_at,
+    g.age_seconds,
+    h.ticks_total AS events_seen,
+    NULL::bigint AS attempts_written,
+    NULL::bigint AS dead_lettered,
+        CASE
+            WHEN (h.paused_at IS NOT NULL) THEN 'paused'::text
+            WHEN iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now()) THEN 'stale'::text
+            ELSE 'fresh'::text
+        END AS status_hint,
+    NULL::bigint AS backlog,
+    NULL::bigint AS oldest_pending_age_seconds,
+        CASE
+            WHEN ((h.paused_at IS NULL) AND iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now())) THEN iu_core.fn_queue_heartbeat_severity(g.gap_ratio)
+            ELSE NULL::text
+        END AS severity,
+    (h.paused_at IS NOT NULL) AS paused,
+    g.gap_ratio,
+    GREATEST(h.stale_threshold_seconds, cfg.floor_seconds) AS stale_threshold_seconds,
+    h.executor_kind,
+        CASE
+            WHEN ((h.paused_at IS NOT NULL) OR (sa.alerted_at IS NOT NULL) OR (h.status <> 'ok'::text)) THEN jsonb_build_object('status', h.status, 'expected_cadence_seconds', h.expected_cadence_seconds, 'own_stale_threshold_seconds', h.stale_threshold_seconds, 'paused_at', h.paused_at, 'paused_reason', h.paused_reason, 'paused_by', h.paused_by, 'silent_since', sa.silent_since, 'alerted_at', sa.alerted_at, 'alerted_severity', sa.alerted_severity)
+            ELSE NULL::jsonb
+        END AS detail
+   FROM (((public.queue_heartbeat h
+     LEFT JOIN public.queue_stale_alert sa ON ((sa.executor_id = h.executor_id)))
+     CROSS JOIN cfg)
+     CROSS JOIN LATERAL ( SELECT (floor(EXTRACT(epoch FROM (now() - h.last_beat_at))))::bigint AS age_seconds,
+            iu_core.fn_queue_heartbeat_gap_ratio(h.last_beat_at, h.expected_cadence_seconds, now()) AS gap_ratio) g)
+UNION ALL
+ SELECT 'dead_letter_event'::text AS source,
+    d.event_domain AS subject,
+    d.event_domain AS domain,
+    max(d.last_failed_at) AS last_seen_at,
+    (floor(EXTRACT(epoch FROM (now() - max(d.last_failed_at)))))::bigint AS age_seconds,
+    NULL::bigint AS events_seen,
+    NULL::bigint AS attempts_written,
+    count(*) AS dead_lettered,
+    'open'::text AS status_hint,
+    NULL::bigint AS backlog,
+    (floor(EXTRACT(epoch FROM (GREATEST(now(), min(d.last_failed_at)) - min(d.last_failed_at)))))::bigint AS oldest_pending_age_seconds,
+    NULL::text AS severity,
+    NULL::boolean AS paused,
+    NULL::numeric AS gap_ratio,
+    NULL::integer AS stale_threshold_seconds,
+    NULL::text AS executor_kind,
+    NULL::jsonb AS detail
+   FROM public.iu_route_dead_letter d
+  WHERE (d.resolved_at IS NULL)
+  GROUP BY d.event_domain
+UNION ALL
+ SELECT 'dead_letter_job'::text AS source,
+    x.job_kind AS subject,
+    string_agg(x.event_domain, ','::text ORDER BY x.event_domain) AS domain,
+    max(x.newest) AS last_seen_at,
+    (floor(EXTRACT(epoch FROM (now() - max(x.newest)))))::bigint AS age_seconds,
+    NULL::bigint AS events_seen,
+    NULL::bigint AS attempts_written,
+    (sum(x.n))::bigint AS dead_lettered,
+    'open'::text AS status_hint,
+    NULL::bigint AS backlog,
+    (floor(EXTRACT(epoch FROM (GREATEST(now(), min(x.oldest)) - min(x.oldest)))))::bigint AS oldest_pending_age_seconds,
+    NULL::text AS severity,
+    NULL::boolean AS paused,
+    NULL::numeric AS gap_ratio,
+    NULL::integer AS stale_threshold_seconds,
+    NULL::text AS executor_kind,
+    jsonb_build_object('domains', jsonb_object_agg(x.event_domain, x.n)) AS detail
+   FROM ( SELECT jd.job_kind,
+            jd.event_domain,
+            count(*) AS n,
+            max(jd.last_failed_at) AS newest,
+            min(jd.last_failed_at) AS oldest
+           FROM public.job_dead_letter jd
+          WHERE (jd.resolved_at IS NULL)
+          GROUP BY jd.job_kind, jd.event_domain) x
+  GROUP BY x.job_kind
+UNION ALL
+ SELECT 'backlog_job_queue'::text AS source,
+    j.job_kind AS subject,
+    j.event_domain AS domain,
+    max(j.enqueued_at) AS last_seen_at,
+    (floor(EXTRACT(epoch FROM (now() - max(j.enqueued_at)))))::bigint AS age_seconds,
+    count(*) AS events_seen,
+    NULL::bigint AS attempts_written,
+    NULL::bigint AS dead_lettered,
+    'queued'::text AS status_hint,
+    count(*) AS backlog,
+    (floor(EXTRACT(epoch FROM (GREATEST(now(), min(j.enqueued_at)) - min(j.enqueued_at)))))::bigint AS oldest_pending_age_seconds,
+    NULL::text AS severity,
+    NULL::boolean AS paused,
+    NULL::numeric AS gap_ratio,
+    NULL::integer AS stale_threshold_seconds,
+    NULL::text AS executor_kind,
+    jsonb_build_object('due_now', count(*) FILTER (WHERE (j.process_after <= now()))) AS detail
+   FROM public.job_queue j
+  WHERE ((j.status)::text = 'queued'::text)
+  GROUP BY j.job_kind, j.event_domain
+UNION ALL
+ SELECT 'job_kind_paused'::text AS source,
+    p.job_kind AS subject,
+    NULL::text AS domain,
+    p.paused_at AS last_seen_at,
+    (floor(EXTRACT(epoch FROM (now() - p.paused_at))))::bigint AS age_seconds,
+    NULL::bigint AS events_seen,
+    NULL::bigint AS attempts_written,
+    NULL::bigint AS dead_lettered,
+    'paused'::text AS status_hint,
+    ( SELECT count(*) AS count
+           FROM public.job_queue q
+          WHERE (((q.status)::text = 'queued'::text) AND ((q.job_kind)::text = p.job_kind))) AS backlog,
+    NULL::bigint AS oldest_pending_age_seconds,
+    NULL::text AS severity,
+    true AS paused,
+    NULL::numeric AS gap_ratio,
+    NULL::integer AS stale_threshold_seconds,
+    NULL::text AS executor_kind,
+    jsonb_build_object('paused_reason', p.reason, 'paused_by', p.paused_by) AS detail
+   FROM public.job_kind_pause p
+UNION ALL
+ SELECT 'history'::text AS source,
+    'partitions'::text AS subject,
+    NULL::text AS domain,
+    NULL::timestamp with time zone AS last_seen_at,
+    ((hh.h ->> 'holder_age_seconds'::text))::bigint AS age_seconds,
+    NULL::bigint AS events_seen,
+    NULL::bigint AS attempts_written,
+    NULL::bigint AS dead_lettered,
+    (hh.h ->> 'status_hint'::text) AS status_hint,
+    ((hh.h ->> 'default_rows'::text))::bigint AS backlog,
+    NULL::bigint AS oldest_pending_age_seconds,
+    NULL::text AS severity,
+    NULL::boolean AS paused,
+    NULL::numeric AS gap_ratio,
+    NULL::integer AS stale_threshold_seconds,
+    NULL::text AS executor_kind,
+    (hh.h -> 'detail'::text) AS detail
+   FROM ( SELECT iu_core.fn_iu_history_health() AS h) hh;
 
 --
 -- Name: dot_config trg_dot_config_notify_bridge_sync; Type: TRIGGER; Schema: public; Owner: -
@@ -9734,6 +10994,20 @@ CREATE TRIGGER trg_job_dead_letter_no_truncate BEFORE TRUNCATE ON public.job_dea
 --
 
 CREATE TRIGGER trg_queue_stale_alert_row AFTER INSERT ON public.queue_heartbeat FOR EACH ROW EXECUTE FUNCTION iu_core.fn_queue_stale_alert_row();
+
+--
+-- Name: iu_route_group_member iu_route_group_member_member_name_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_group_member
+    ADD CONSTRAINT iu_route_group_member_member_name_fkey FOREIGN KEY (member_name) REFERENCES public.iu_route_worker_cursor(worker_name) ON DELETE CASCADE;
+
+--
+-- Name: iu_route_worker_cursor iu_route_worker_cursor_group_name_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.iu_route_worker_cursor
+    ADD CONSTRAINT iu_route_worker_cursor_group_name_fkey FOREIGN KEY (group_name) REFERENCES public.iu_route_group(group_name);
 
 --
 -- Name: FUNCTION fn_iu_event_outbox_package_only(p_event_type text); Type: ACL; Schema: iu_core; Owner: -
@@ -10125,6 +11399,78 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_decide(p_route_key text, p_enabled bo
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_event(p_event_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_advance(p_member_name text, p_runner text, p_group_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_advance(p_member_name text, p_runner text, p_group_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_bucket(p_event_stream text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_bucket(p_event_stream text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_buckets(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_buckets() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_decide_each(p_tally iu_core.iu_route_run_tally, p_group_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_bucket_lo integer, p_bucket_hi integer, OUT tally iu_core.iu_route_run_tally, OUT n_read integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_decide_each(p_tally iu_core.iu_route_run_tally, p_group_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_bucket_lo integer, p_bucket_hi integer, OUT tally iu_core.iu_route_run_tally, OUT n_read integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_decide_page(p_tally iu_core.iu_route_run_tally, p_group_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_bucket_lo integer, p_bucket_hi integer, p_guarded boolean, OUT tally iu_core.iu_route_run_tally, OUT n_read integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_decide_page(p_tally iu_core.iu_route_run_tally, p_group_name text, p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_bucket_lo integer, p_bucket_hi integer, p_guarded boolean, OUT tally iu_core.iu_route_run_tally, OUT n_read integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_doc(p_group_name text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_doc(p_group_name text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_page(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_bucket_lo integer, p_bucket_hi integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_page(p_event_domain text, p_pos iu_core.iu_route_window, p_limit integer, p_bucket_lo integer, p_bucket_hi integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_pass(p_runner text, p_cursor public.iu_route_worker_cursor, p_batch_limit integer); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_pass(p_runner text, p_cursor public.iu_route_worker_cursor, p_batch_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_rebalance(p_caller text, p_group_name text, p_join text, p_leave text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_rebalance(p_caller text, p_group_name text, p_join text, p_leave text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_settle(p_group_name text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_settle(p_group_name text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_summary(p_group public.iu_route_group, p_member public.iu_route_group_member, p_took_over boolean, p_passed integer, p_settled boolean); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_summary(p_group public.iu_route_group, p_member public.iu_route_group_member, p_took_over boolean, p_passed integer, p_settled boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_group_takeover(p_runner text, p_batch_limit integer, p_own jsonb); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_takeover(p_runner text, p_batch_limit integer, p_own jsonb) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid); Type: ACL; Schema: iu_core; Owner: -
@@ -10682,6 +12028,13 @@ GRANT ALL ON FUNCTION public.fn_iu_route_dead_letter_replay_many(p_filter jsonb,
 REVOKE ALL ON FUNCTION public.fn_iu_route_deliver(p_event_snapshot jsonb, p_route_key text, p_route_kind text, p_idempotency_key text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION fn_iu_route_group_health(p_group_name text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_group_health(p_group_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_route_group_health(p_group_name text) TO workflow_admin;
+
+--
 -- Name: FUNCTION fn_iu_route_worker_batch_limits(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -10710,6 +12063,20 @@ GRANT ALL ON FUNCTION public.fn_iu_route_worker_health(p_worker_name text) TO wo
 
 REVOKE ALL ON FUNCTION public.fn_iu_route_worker_register(p_worker_name text, p_event_domain text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_iu_route_worker_register(p_worker_name text, p_event_domain text) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_register_member(p_group_name text, p_member_name text, p_event_domain text, p_takeover_seconds integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_register_member(p_group_name text, p_member_name text, p_event_domain text, p_takeover_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_route_worker_register_member(p_group_name text, p_member_name text, p_event_domain text, p_takeover_seconds integer) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_remove_member(p_group_name text, p_member_name text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_route_worker_remove_member(p_group_name text, p_member_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_route_worker_remove_member(p_group_name text, p_member_name text) TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_reset_cursor(p_worker_name text); Type: ACL; Schema: public; Owner: -

@@ -67,3 +67,6 @@ per_row "fn_job_enqueue, no dedupe key" "PREPARE p AS SELECT count(fn_job_enqueu
 per_row "fn_job_enqueue, dedupe key" "PREPARE p AS SELECT count(fn_job_enqueue('bench', 'iu', jsonb_build_object('n', g), NULL, gen_random_uuid()::text)) FROM generate_series(1, \$1) g;"
 per_row "plain INSERT row into job_queue" "PREPARE p AS INSERT INTO job_queue (job_kind, event_domain, payload) SELECT 'bench', 'iu', jsonb_build_object('n', g) FROM generate_series(1, \$1) g;"
 per_row "plain INSERT row into job_queue, key" "PREPARE p AS INSERT INTO job_queue (job_kind, event_domain, payload, dedupe_key) SELECT 'bench', 'iu', jsonb_build_object('n', g), gen_random_uuid()::text FROM generate_series(1, \$1) g;"
+# One event emitted and routed: each step is two statements (each its own transaction), the
+# emit and a worker run that routes it (the full pass, one page of one event).
+per_call "emit + route one event" "PREPARE e AS SELECT fn_iu_emit_event(\$1, \$2, \$3); PREPARE r AS SELECT fn_iu_route_worker_run(\$1, \$2);" $'EXECUTE e(\'iu\', \'bench\', \'s\');\nEXECUTE r(\'iu_outbound_default\', 500);'

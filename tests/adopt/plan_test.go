@@ -232,7 +232,10 @@ func TestAdopt_APIMapIsThePackagesSignatures(t *testing.T) {
 
 // Rule: the install plan announces a replacement for every legacy function adoption will
 // replace or drop: its list of names is the API map's, plus the first generation's
-// dead-letter trigger function (dropped by the dead letters' adoption).
+// dead-letter trigger function (dropped by the dead letters' adoption). The plan is held
+// verbatim by migration 001, frozen since v0.1.0, so names the API gained after that release
+// are listed in addedAfterRelease instead (the first generation has no function of those
+// names; the review of each addition says so).
 func TestPlan_NamesEveryFunctionAdoptionReplaces(t *testing.T) {
 	t.Parallel()
 	read := func(parts ...string) string {
@@ -256,8 +259,14 @@ func TestPlan_NamesEveryFunctionAdoptionReplaces(t *testing.T) {
 	for _, m := range regexp.MustCompile(`'(fn_[a-z_]+)'`).FindAllStringSubmatch(list, -1) {
 		inPlan[m[1]] = true
 	}
+	// Public functions added after v0.1.0 (issue 23: route-worker groups).
+	addedAfterRelease := map[string]bool{
+		"fn_iu_route_worker_register_member": true,
+		"fn_iu_route_worker_remove_member":   true,
+		"fn_iu_route_group_health":           true,
+	}
 	for n := range names {
-		if !inPlan[n] {
+		if !inPlan[n] && !addedAfterRelease[n] {
 			t.Errorf("plan.sql does not announce the replacement of %s", n)
 		}
 	}

@@ -28,5 +28,6 @@ AS $$
         (8,  'public.queue_heartbeat',       'true'),
         (10, 'public.job_queue',             'true'),
         (10, 'public.job_dead_letter',       'true'),
-        (10, 'public.job_kind_pause',        'true')) v(version, table_name, user_rows)
+        (10, 'public.job_kind_pause',        'true'),
+        (15, 'public.iu_route_group',        'true')) v(version, table_name, user_rows)
 $$;

@@ -36,6 +36,49 @@ SELECT 'cursor'::text                                            AS source,
                                                                  AS detail
   FROM public.v_iu_route_worker_status c
 UNION ALL
+-- Route-worker groups: one row per group, the one logical worker its members make (each
+-- member has its cursor row above and its heartbeat row below). status_hint rebalancing
+-- (a hand-over is pending: detail.waiting_on names the members not at the boundary yet),
+-- orphaned (a member's own runner silent past the group's takeover_seconds: the others
+-- route its buckets, its heartbeat row goes stale), never_run, backlog (the slowest
+-- member's: each reads every event of the domain) or caught_up. fn_iu_route_group_health
+-- tells the whole group.
+SELECT 'route_group'::text,
+       g.group_name,
+       g.event_domain,
+       max(s.last_seen_at),
+       floor(extract(epoch FROM (now() - max(s.last_seen_at))))::bigint,
+       sum(s.events_seen)::bigint,
+       sum(s.attempts_written)::bigint,
+       sum(s.dead_lettered)::bigint,
+       CASE WHEN g.boundary_snapshot IS NOT NULL THEN 'rebalancing'
+            WHEN bool_or(o.orphaned) THEN 'orphaned'
+            WHEN max(s.last_seen_at) IS NULL THEN 'never_run'
+            WHEN max(s.backlog) > 0 THEN 'backlog'
+            ELSE 'caught_up' END,
+       max(s.backlog),
+       max(CASE WHEN s.backlog > 0 THEN floor(extract(epoch FROM (greatest(now(), s.oldest_pending_created_at) - s.oldest_pending_created_at)))::bigint END),
+       NULL::text,
+       NULL::boolean,
+       NULL::numeric,
+       NULL::integer,
+       NULL::text,
+       jsonb_build_object('generation', g.generation, 'members', count(*), 'boundary_at', g.boundary_at,
+                          'waiting_on', coalesce(jsonb_agg(s.worker_name ORDER BY s.worker_name) FILTER (WHERE o.behind), '[]'::jsonb),
+                          'orphaned', coalesce(jsonb_agg(s.worker_name ORDER BY s.worker_name) FILTER (WHERE o.orphaned), '[]'::jsonb),
+                          'takeover_seconds', g.takeover_seconds, 'backlog_capped', bool_or(s.backlog_capped))
+  FROM public.iu_route_group g
+  JOIN public.iu_route_worker_cursor m ON m.group_name = g.group_name
+  JOIN public.v_iu_route_worker_status s ON s.worker_name = m.worker_name
+  LEFT JOIN public.queue_heartbeat h ON h.executor_id = s.worker_name
+ CROSS JOIN LATERAL (
+       SELECT g.boundary_snapshot IS NOT NULL
+                AND (s.window_snapshot IS NOT NULL OR s.done_snapshot::text IS DISTINCT FROM g.boundary_snapshot::text) AS behind,
+              (h.executor_id IS NULL OR h.paused_at IS NOT NULL
+                OR h.last_beat_at < now() - make_interval(secs => g.takeover_seconds)) AS orphaned
+ ) o
+ GROUP BY g.group_name
+UNION ALL
 SELECT 'heartbeat'::text,
        h.executor_id,
        nullif(array_to_string(h.domain_scope, ','), ''),
@@ -186,4 +229,4 @@ SELECT 'history'::text,
   FROM (SELECT iu_core.fn_iu_history_health() AS h) hh;
 
 COMMENT ON VIEW public.v_queue_health IS
-    'Single pane: cursor, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue, job_kind_paused and history rows. Watch status_hint stale / open / lock_held / default_rows and severity.';
+    'Single pane: cursor, route_group, heartbeat, dead_letter_event, dead_letter_job, backlog_job_queue, job_kind_paused and history rows. Watch status_hint stale / open / lock_held / default_rows and severity.';

@@ -9,8 +9,10 @@ AS $$
     -- running (the position waits on it, fn_iu_route_worker_holders says who it is); and
     -- quiet = true only when
     --   both gates are open (fn_iu_gate_open over the two keys, as the gate readers read them),
-    --   no window is open, the caller's transaction has no transaction id (its own uncommitted
-    --   rows are the full pass's business), no stored position lies ahead of this cluster's
+    --   no window is open, the cursor is no group member's (a member's run is decided by
+    --   fn_iu_route_group_pass: its idle rule depends on its group's state), the caller's
+    --   transaction has no transaction id (its own uncommitted rows are the full pass's
+    --   business), no stored position lies ahead of this cluster's
     --   transaction ids (fn_iu_route_worker_cursor_ahead) and no heartbeat is due
     --   (fn_iu_route_worker_beat_due).
     -- The other half of the cluster sanity rule, the recorded system_identifier, is left to
@@ -36,6 +38,7 @@ AS $$
            public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.routes_enabled'))
            AND public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
            AND c.window_snapshot IS NULL
+           AND c.group_name IS NULL
            AND pg_current_xact_id_if_assigned() IS NULL
            AND NOT iu_core.fn_iu_route_worker_cursor_ahead(c)
            AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, NULL))

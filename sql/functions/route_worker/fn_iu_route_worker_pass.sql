@@ -9,7 +9,9 @@ AS $$
     -- plan_cache_mode, after its batch-limit check; it checks the worker name first.
     --   1. the worker's advisory lock, without waiting: when another run holds it,
     --      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
-    --      P0002 with the register call as HINT
+    --      P0002 with the register call as HINT. A member of a group (its cursor's
+    --      group_name) goes on in fn_iu_route_group_pass, and may take over an orphaned
+    --      member when it has nothing to do (fn_iu_route_group_takeover)
     --   2. the dual fail-closed gate (master AND worker): closed -> {"gated": true, "reason"},
     --      nothing claimed, the cursor untouched, the heartbeat beaten (an invoked worker is alive)
     --   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
@@ -50,14 +52,34 @@ BEGIN
     -- The answer names who holds the lock: a run in progress, a reset, or any session that
     -- took the worker's advisory lock (no grant needed for that).
     IF NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
-        RETURN jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
+        v_summary := jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
                                   'reason', 'another session holds this worker''s lock (a run in progress, a reset, or a session that took its advisory lock)',
                                   'lock_held_by', iu_core.fn_iu_route_worker_lock_holders(
                                       (SELECT cur.lock_id FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name)),
                                   'claimed', 0, 'attempts_written', 0, 'dead_lettered', 0,
                                   'dry_run', 0, 'disabled', 0, 'skipped', 0, 'failed', 0, 'sent', 0);
+        -- A group member whose lock another session holds: its runner may route for an
+        -- orphaned member of its group instead (fn_iu_route_group_takeover).
+        IF EXISTS (SELECT 1 FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name AND cur.group_name IS NOT NULL) THEN
+            RETURN iu_core.fn_iu_route_group_takeover(p_worker_name, p_batch_limit, v_summary);
+        END IF;
+        RETURN v_summary;
     END IF;
     SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+    IF NOT FOUND THEN
+        -- removed between the lock's lookup and the lock (a group member that left)
+        PERFORM iu_core.fn_iu_route_worker_not_registered('fn_iu_route_worker_run', p_worker_name);
+    END IF;
+    -- A member of a group routes only its buckets, under the group's name
+    -- (fn_iu_route_group_pass); when it has nothing to do, its runner may route for an
+    -- orphaned member of the group (fn_iu_route_group_takeover).
+    IF c.group_name IS NOT NULL THEN
+        v_summary := iu_core.fn_iu_route_group_pass(p_worker_name, c, p_batch_limit);
+        IF (v_summary->>'idle')::boolean AND (v_summary->>'rebalance_settled')::boolean IS NOT TRUE THEN
+            RETURN iu_core.fn_iu_route_group_takeover(p_worker_name, p_batch_limit, v_summary);
+        END IF;
+        RETURN v_summary;
+    END IF;
 
     -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
     v_routes_on := public.fn_iu_core_routes_enabled() IS TRUE;

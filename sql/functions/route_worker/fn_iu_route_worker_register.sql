@@ -40,6 +40,18 @@ BEGIN
             USING ERRCODE = '22023', HINT = 'Register the worker under another name.';
     END IF;
 
+    -- A group's name is the worker name its attempts carry; a member is registered (and
+    -- run) as a member of its group: neither may become a plain worker.
+    IF EXISTS (SELECT 1 FROM public.iu_route_group gr WHERE gr.group_name = p_worker_name)
+       OR EXISTS (SELECT 1 FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name AND cur.group_name IS NOT NULL) THEN
+        RAISE EXCEPTION 'fn_iu_route_worker_register: % is %', quote_literal(p_worker_name),
+            coalesce((SELECT format('a member of group %L', cur.group_name) FROM public.iu_route_worker_cursor cur
+                       WHERE cur.worker_name = p_worker_name AND cur.group_name IS NOT NULL),
+                     'a group''s name (the worker name its members'' attempts carry)')
+            USING ERRCODE = '22023',
+                  HINT = 'Members are added with fn_iu_route_worker_register_member(<group>, <member>); a plain worker needs a name of its own.';
+    END IF;
+
     INSERT INTO public.iu_route_worker_cursor (worker_name, event_domain, system_identifier, registered_by)
     VALUES (p_worker_name, p_event_domain, v_sysid, v_actor)
     ON CONFLICT (worker_name) DO NOTHING;
