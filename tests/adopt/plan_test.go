@@ -246,6 +246,18 @@ func TestPlan_NamesEveryFunctionAdoptionReplaces(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^\s*\('(fn_[a-z_]+)', '`).FindAllStringSubmatch(read("sql", "functions", "adopt", "fn_iu_adopt_legacy_callables.sql"), -1) {
 		names[m[1]] = true
 	}
+	// The plan is included in 001, frozen since v0.1.0 (sql/iu-core.sha256), so it cannot
+	// learn a name the API gained later. Such a name is new to the package; a first
+	// generation could hold a function of it only by coincidence. Listed here, each with
+	// the release that added it, so the exemption stays visible.
+	for _, n := range []string{
+		"fn_iu_emit_events", // after v0.1.0 (issue 23)
+	} {
+		if !names[n] {
+			t.Errorf("%s is exempt from the frozen plan but is no longer in the API map: drop the exemption", n)
+		}
+		delete(names, n)
+	}
 	plan := read("sql", "adopt", "plan.sql")
 	i := strings.Index(plan, "AND p.proname IN (")
 	if i < 0 {
