@@ -31,8 +31,15 @@ UPDATE dot_config SET value = 'true' WHERE key IN ('iu_core.routes_enabled', 'iu
 SELECT fn_iu_emit_event('iu', 'bench', 's') FROM generate_series(1, 10);
 SELECT fn_iu_route_worker_run('iu_outbound_default', 500);
 SELECT fn_iu_route_worker_run('iu_outbound_default', 500);
-CHECKPOINT;
 SQL
+# PgQ, the producers' baseline, where the server can install it (bench/deps/pgq.sh).
+pgq=$(psql -X -qAt -h "$work" -U postgres -d instr -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'pgq'")
+if [ "$pgq" = 1 ]; then
+  psql -X -q -o /dev/null -h "$work" -U postgres -d instr -v ON_ERROR_STOP=1 \
+    -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench_q')"
+fi
+many=$(psql -X -qAt -h "$work" -U postgres -d instr -c "SELECT count(*) FROM pg_proc WHERE proname = 'fn_iu_emit_events'")
+psql -X -q -o /dev/null -h "$work" -U postgres -d instr -c CHECKPOINT
 as_pg "$BIN/pg_ctl" -D "$work/data" -w stop >/dev/null
 
 count() { # name prepare execute n
@@ -41,12 +48,25 @@ count() { # name prepare execute n
   as_pg valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN/postgres" --single -D "$work/data" -c max_parallel_workers_per_gather=0 instr < "$f" >/dev/null 2>&1
   callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !done {gsub(",", "", $1); print $1; done = 1}'
 }
-per_call() { # name prepare execute
-  local a b
+per_call() { # name prepare execute [events per call]
+  local a b per="${4:-1}"
   a=$(count "$1" "$2" "$3" 100); b=$(count "$1" "$2" "$3" 500)
-  printf '%-40s %8.1f k instructions per call\n' "$1" "$(echo "($b - $a) / 400 / 1000" | bc -l)"
+  if [ "$per" = 1 ]; then
+    printf '%-40s %8.1f k instructions per call\n' "$1" "$(echo "($b - $a) / 400 / 1000" | bc -l)"
+  else
+    printf '%-40s %8.1f k instructions per event (%d events per call)\n' "$1" "$(echo "($b - $a) / 400 / 1000 / $per" | bc -l)" "$per"
+  fi
 }
 per_call "SELECT 1" "PREPARE p AS SELECT 1;" "EXECUTE p;"
 per_call "idle fn_iu_route_worker_run" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('iu_outbound_default', 500);"
 per_call "fn_iu_emit_event" "PREPARE p AS SELECT fn_iu_emit_event(\$1, \$2, \$3, \$4, \$5, \$6, \$7, \$8);" "EXECUTE p('iu', 'bench', 's', 'standard', 'info', NULL, NULL, '{\"k\": 1}');"
 per_call "direct INSERT into event_outbox" "PREPARE p AS INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload) VALUES (\$1, \$2, \$3, \$4);" "EXECUTE p('iu', 'bench', 's', '{\"k\": 1}');"
+if [ "$pgq" = 1 ]; then
+  per_call "pgq.insert_event" "PREPARE p AS SELECT pgq.insert_event(\$1, \$2, \$3, \$4, \$5, \$6, \$7);" "EXECUTE p('bench_q', 'bench', '{\"k\": 1}', 's', NULL, NULL, NULL);"
+else
+  echo "pgq.insert_event: PgQ is not installable here (bench/deps/pgq.sh installs it)"
+fi
+if [ "$many" != 0 ]; then
+  per_call "fn_iu_emit_events, 100 per call" "PREPARE p AS SELECT fn_iu_emit_events(\$1, \$2, \$3, NULL, NULL, NULL, NULL, \$4);" \
+    "EXECUTE p('iu', 'bench', array_fill('s'::text, ARRAY[100]), array_fill('{\"k\": 1}'::jsonb, ARRAY[100]));" 100
+fi
