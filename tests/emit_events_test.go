@@ -232,8 +232,13 @@ func TestEmitEvents_StoresTheSetInOrder(t *testing.T) {
 	}
 	// An empty set: nothing written, an empty array back.
 	var n int
-	if err := conn.QueryRow(c, `SELECT cardinality(fn_iu_emit_events('iu', 'many', '{}'))`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("an empty set: %d ids, %v", n, err)
+	for _, q := range []string{
+		`SELECT cardinality(fn_iu_emit_events('iu', 'many', '{}'))`,
+		`SELECT cardinality(fn_iu_emit_events('iu', 'many', '{}', '{}', '{}', '{}', '{}', '{}'))`,
+	} {
+		if err := conn.QueryRow(c, q).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("an empty set (%s): %d ids, %v", q, n, err)
+		}
 	}
 	// The limit itself.
 	if err := conn.QueryRow(c, `SELECT cardinality(fn_iu_emit_events('iu', 'many', array_fill('big'::text, ARRAY[10000])))`).Scan(&n); err != nil || n != 10000 {

@@ -144,7 +144,8 @@ BEGIN
     END IF;
 
     -- Fewer events written than given (or none to write): say why. The first event that
-    -- breaks a rule raises, in input order; for an empty set, the type's own rules.
+    -- breaks a rule raises, in input order; for an empty set (its arrays empty or NULL),
+    -- only the type's own rules, with a stand-in event of emit's defaults.
     FOR i IN 1 .. GREATEST(v_n, 1) LOOP
         PERFORM iu_core.fn_iu_emit_event_refuse(
             'fn_iu_emit_events',
@@ -154,10 +155,10 @@ BEGIN
                   pg_catalog.format('p_safe_payloads[%s]', i)],
             p_event_domain, p_event_type,
             CASE WHEN v_n OPERATOR(pg_catalog.=) 0 THEN 'stream'::pg_catalog.text ELSE p_event_streams[i] END,
-            CASE WHEN p_delivery_lanes IS NULL THEN 'standard'::pg_catalog.text ELSE p_delivery_lanes[i] END,
-            CASE WHEN p_event_severities IS NULL THEN 'info'::pg_catalog.text ELSE p_event_severities[i] END,
+            CASE WHEN p_delivery_lanes IS NULL OR v_n OPERATOR(pg_catalog.=) 0 THEN 'standard'::pg_catalog.text ELSE p_delivery_lanes[i] END,
+            CASE WHEN p_event_severities IS NULL OR v_n OPERATOR(pg_catalog.=) 0 THEN 'info'::pg_catalog.text ELSE p_event_severities[i] END,
             p_event_subject_tables[i], p_event_subject_refs[i],
-            CASE WHEN p_safe_payloads IS NULL THEN '{}'::pg_catalog.jsonb ELSE p_safe_payloads[i] END);
+            CASE WHEN p_safe_payloads IS NULL OR v_n OPERATOR(pg_catalog.=) 0 THEN '{}'::pg_catalog.jsonb ELSE p_safe_payloads[i] END);
     END LOOP;
     IF NOT EXISTS (SELECT FROM public.event_type_registry r
                     WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
