@@ -13,6 +13,7 @@
 
 -- Producers and both roles: the event log
 GRANT EXECUTE ON FUNCTION public.fn_iu_emit_event(text, text, text, text, text, text, text, jsonb)        TO dot_executor, workflow_admin;
+GRANT EXECUTE ON FUNCTION public.fn_iu_emit_events(text, text, text[], text[], text[], text[], text[], jsonb[]) TO dot_executor, workflow_admin;
 
 -- The gates (fail-closed: open only on the exact value true)
 GRANT EXECUTE ON FUNCTION public.fn_iu_core_routes_enabled()                                              TO dot_executor, workflow_admin;

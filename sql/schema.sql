@@ -159,25 +159,36 @@ CREATE FUNCTION iu_core.fn_iu_event_outbox_refuse_payload(p_payload jsonb) RETUR
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_context text;
 BEGIN
     -- The refusing half of the payload hygiene rule, called by the outbox's payload domain
     -- only for a payload that breaks it. p_payload: that payload. Returns false, so the
     -- domain refuses the row with its own constraint (23514, event_outbox_safe_payload_hygiene),
-    -- which is what a producer INSERTing directly gets; touches nothing.
+    -- which is what a producer INSERTing directly gets (and fn_iu_emit_events, which names
+    -- the element itself); touches nothing.
     --
     -- Inside fn_iu_emit_event it raises that function's own error instead (22023,
     -- "fn_iu_emit_event: p_safe_payload carries denylisted keys at <paths>"). This is what
     -- lets emit leave the hygiene test to the domain alone: the test is the most expensive
     -- of the row rules, and PostgreSQL prepares every function of a statement on every
     -- call, so testing it in emit's statement as well cost every emit the rule twice. The
-    -- sign that the writer is fn_iu_emit_event is the setting iu.emit_event = 'on', which
-    -- that function turns on for its INSERT only (and off again right after it). A
-    -- caller who sets it by hand changes nothing but the wording and SQLSTATE of their own
-    -- refusal: the row is refused either way.
+    -- sign that the writer is fn_iu_emit_event is the call stack (PG_CONTEXT): emit's
+    -- INSERT is a statement being executed, in a frame that reads "PL/pgSQL function
+    -- [public.]fn_iu_emit_event(<its argument types>) line N at SQL statement". Read only
+    -- here, on the refusing branch, so the accepting path pays nothing for it (a setting
+    -- turned on and off around emit's INSERT cost every emit ~25,000 instructions). It is
+    -- not a privilege and need not be: a caller can fake that line (a function of its own
+    -- of that name, compiled where it prints unqualified; a statement whose text quotes
+    -- it), and then gets fn_iu_payload_require_clean's refusal (22023, or 42501 for a
+    -- producer that may not use schema iu_core) instead of the domain's. Either way the row
+    -- is refused: the sign changes the wording and SQLSTATE of a refusal, never whether a
+    -- row is stored (tests/producers_test.go tries both fakes).
     --
     -- It runs with search_path = pg_catalog, pg_temp and calls the package by its schema,
     -- exactly typed, so nothing planted in a schema a caller can write is resolved by it.
-    IF pg_catalog.current_setting('iu.emit_event'::pg_catalog.text, true) OPERATOR(pg_catalog.=) 'on'::pg_catalog.text THEN
+    GET DIAGNOSTICS v_context = PG_CONTEXT;
+    IF v_context OPERATOR(pg_catalog.~) E'\nPL/pgSQL function (public\\.)?fn_iu_emit_event\\(text,text,text,text,text,text,text,jsonb\\) line [0-9]+ at SQL statement'::pg_catalog.text THEN
         PERFORM iu_core.fn_iu_payload_require_clean('fn_iu_emit_event'::pg_catalog.text,
                                                    'p_safe_payload'::pg_catalog.text, p_payload);
     END IF;
@@ -968,6 +979,7 @@ BEGIN
             ('fn_cut_heartbeat_ping', 'p_executor_name text, p_executor_kind text DEFAULT ''external_worker''::text, p_status text DEFAULT ''ok''::text, p_metadata jsonb DEFAULT ''{}''::jsonb', 'jsonb'),
             ('fn_iu_core_routes_enabled', '', 'boolean'),
             ('fn_iu_emit_event', 'p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text DEFAULT ''standard''::text, p_event_severity text DEFAULT ''info''::text, p_event_subject_table text DEFAULT NULL::text, p_event_subject_ref text DEFAULT NULL::text, p_safe_payload jsonb DEFAULT ''{}''::jsonb', 'uuid'),
+            ('fn_iu_emit_events', 'p_event_domain text, p_event_type text, p_event_streams text[], p_delivery_lanes text[] DEFAULT NULL::text[], p_event_severities text[] DEFAULT NULL::text[], p_event_subject_tables text[] DEFAULT NULL::text[], p_event_subject_refs text[] DEFAULT NULL::text[], p_safe_payloads jsonb[] DEFAULT NULL::jsonb[]', 'uuid[]'),
             ('fn_iu_event_outbox_rebase_foreign_txids', '', 'jsonb'),
             ('fn_iu_gate_open', 'p_value text', 'boolean'),
             ('fn_iu_partition_maintain', '', 'jsonb'),
@@ -1443,51 +1455,93 @@ END;
 $$;
 
 --
--- Name: fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
+-- Name: fn_iu_emit_event_refuse(text, text[], text, text, text, text, text, text, text, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION iu_core.fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_emit_event_refuse(p_caller text, p_names text[], p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
-    -- The argument rules of fn_iu_emit_event, one after the other, each refusal in its
-    -- caller's name: raises on the first one broken, returns when all hold. Called by
-    -- fn_iu_emit_event only when its INSERT wrote nothing (its one-expression test flagged
-    -- an argument, or the type is unregistered: then this returns and the caller says so).
-    -- Touches nothing. Runs inside fn_iu_emit_event's rights and pinned search_path
-    -- (pg_catalog, pg_temp) and names the package's functions by their schema.
+    -- The argument rules of one event, one after the other, each refusal in its caller's
+    -- name: raises on the first one broken, returns when all hold. p_caller: the function
+    -- the messages name (fn_iu_emit_event, fn_iu_emit_events); p_names: the names of the
+    -- eight arguments as that function's caller wrote them, in this function's order
+    -- (fn_iu_emit_event: p_event_domain, ...; fn_iu_emit_events: p_event_domain,
+    -- p_event_type, p_event_streams[3], ...). Called by both only when their INSERT wrote
+    -- less than asked (their one-expression tests flagged an argument, or the type is
+    -- unregistered: then this returns and the caller says so). Touches nothing. Runs
+    -- inside the callers' rights and pinned search_path (pg_catalog, pg_temp) and names the
+    -- package's functions by their schema.
 BEGIN
-    PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_domain', p_event_domain);
-    PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_type', p_event_type);
-    PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_stream', p_event_stream);
+    PERFORM iu_core.fn_iu_require_name(p_caller, p_names[1], p_event_domain);
+    PERFORM iu_core.fn_iu_require_name(p_caller, p_names[2], p_event_type);
+    PERFORM iu_core.fn_iu_require_name(p_caller, p_names[3], p_event_stream);
     -- Optional subject: blank is the same as none (stored as NULL); when given, bounded
     -- like a name.
     IF NOT iu_core.fn_iu_is_blank(p_event_subject_table) THEN
-        PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_table', p_event_subject_table);
+        PERFORM iu_core.fn_iu_require_name(p_caller, p_names[6], p_event_subject_table);
     END IF;
     IF NOT iu_core.fn_iu_is_blank(p_event_subject_ref) THEN
-        PERFORM iu_core.fn_iu_require_name('fn_iu_emit_event', 'p_event_subject_ref', p_event_subject_ref, 1000);
+        PERFORM iu_core.fn_iu_require_name(p_caller, p_names[7], p_event_subject_ref, 1000);
     END IF;
     -- The stale-check's alerts are the package's own voice: a caller who could emit a
     -- "silent" or "recovered" for another executor could page people falsely or, worse,
     -- make a real silence look handled. fn_queue_stale_check writes them itself. The two
     -- type names are reserved in every domain, as the outbox's own rule has them (the
-    -- domain iu_event_type); this function runs as the package, which that rule lets through.
+    -- domain iu_event_type); the callers run as the package, which that rule lets through.
     IF p_event_type IN ('queue_worker_silent', 'queue_worker_recovered') THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: %/% events are written only by the package (fn_queue_stale_check)',
-            p_event_domain, p_event_type
+        RAISE EXCEPTION '%: %/% events are written only by the package (fn_queue_stale_check)',
+            p_caller, p_event_domain, p_event_type
             USING ERRCODE = '42501',
                   HINT = 'queue_worker_silent and queue_worker_recovered are reserved event types in every domain; register and emit your own type (executor silence is reported by fn_queue_stale_check).';
     END IF;
     IF p_delivery_lane IS NULL OR p_delivery_lane NOT IN ('immediate', 'standard', 'batch') THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: p_delivery_lane % is not one of immediate, standard, batch',
-            coalesce(quote_literal(p_delivery_lane), 'NULL') USING ERRCODE = '22023';
+        RAISE EXCEPTION '%: % % is not one of immediate, standard, batch',
+            p_caller, p_names[4], coalesce(quote_literal(p_delivery_lane), 'NULL') USING ERRCODE = '22023';
     END IF;
     IF p_event_severity IS NULL OR p_event_severity NOT IN ('debug', 'info', 'warning', 'critical') THEN
-        RAISE EXCEPTION 'fn_iu_emit_event: p_event_severity % is not one of debug, info, warning, critical',
-            coalesce(quote_literal(p_event_severity), 'NULL') USING ERRCODE = '22023';
+        RAISE EXCEPTION '%: % % is not one of debug, info, warning, critical',
+            p_caller, p_names[5], coalesce(quote_literal(p_event_severity), 'NULL') USING ERRCODE = '22023';
     END IF;
-    PERFORM iu_core.fn_iu_payload_require_clean('fn_iu_emit_event', 'p_safe_payload', p_safe_payload);
+    PERFORM iu_core.fn_iu_payload_require_clean(p_caller, p_names[8], p_safe_payload);
 END;
+$$;
+
+--
+-- Name: fn_iu_event_new_id(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_event_new_id() RETURNS uuid
+    LANGUAGE sql PARALLEL SAFE
+    AS $$
+    -- A time-ordered event id, a UUID version 7 (RFC 9562): 48 bits of Unix milliseconds,
+    -- the version 7, 12 bits of the millisecond's fraction (RFC 9562 method 3;
+    -- clock_timestamp() has microseconds, so ids of one session sort in the order they were
+    -- drawn, to the microsecond), the variant 10, then 62 bits: random() (52 random bits,
+    -- exact in a float8) scaled to 2^62, so the last 10 are zero. The same expression is
+    -- event_outbox.id's column default (017_event_outbox_fast_path.sql), which direct
+    -- producers evaluate in their own rights (a default may call only what its writer may
+    -- execute, so it is written there inline, built-ins only); fn_iu_emit_event draws its
+    -- ids here.
+    --
+    -- Why time-ordered: an event's id lands at the right edge of its partition's primary
+    -- key, on a page every producer has just touched, where a random uuid lands on a random
+    -- leaf of an index that outgrows the CPU's caches with the log, and, with
+    -- full_page_writes on, writes that leaf's full image
+    -- to the WAL once per checkpoint. Why random() and not gen_random_uuid(): ids must be
+    -- unique, not secret; the strong generator alone costs ~8,600 instructions, more than
+    -- this whole expression. Two ids collide only if drawn in the same microsecond with the
+    -- same 52 random bits (random() is seeded per session from the strong generator): in
+    -- one partition its primary key refuses the second row (23505, the INSERT fails, its
+    -- transaction rolls back) rather than merge or drop an event silently.
+    --
+    -- Inlined into its callers, so everything is pg_catalog-qualified and built-in.
+    SELECT CAST(pg_catalog.overlay(pg_catalog.lpad(pg_catalog.to_hex(CAST(pg_catalog.date_part('epoch'::pg_catalog.text, pg_catalog.clock_timestamp())
+                                                                        OPERATOR(pg_catalog.*) 4096000::pg_catalog.float8 AS pg_catalog.int8)),
+                                                  15, '0'::pg_catalog.text),
+                                   '7'::pg_catalog.text, 13, 0)
+                OPERATOR(pg_catalog.||) pg_catalog.to_hex(CAST((pg_catalog.random() OPERATOR(pg_catalog.-) 2::pg_catalog.float8)
+                                                               OPERATOR(pg_catalog.*) 4611686018427387904::pg_catalog.float8 AS pg_catalog.int8))
+                AS pg_catalog.uuid)
 $$;
 
 --
@@ -1827,7 +1881,8 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_adopt_restore_views()',
         'iu_core.fn_iu_adopt_route_attempt()',
         'iu_core.fn_iu_adopt_table(regclass, jsonb)',
-        'iu_core.fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb)',
+        'iu_core.fn_iu_emit_event_refuse(text, text[], text, text, text, text, text, text, text, jsonb)',
+        'iu_core.fn_iu_event_new_id()',
         'iu_core.fn_iu_event_outbox_append_only()',
         'iu_core.fn_iu_event_outbox_package_only(text)',
         'iu_core.fn_iu_event_outbox_refuse_payload(jsonb)',
@@ -1964,6 +2019,7 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'public.fn_cut_heartbeat_ping(text, text, text, jsonb)',
         'public.fn_iu_core_routes_enabled()',
         'public.fn_iu_emit_event(text, text, text, text, text, text, text, jsonb)',
+        'public.fn_iu_emit_events(text, text, text[], text[], text[], text[], text[], jsonb[])',
         'public.fn_iu_event_outbox_rebase_foreign_txids()',
         'public.fn_iu_gate_open(text)',
         'public.fn_iu_partition_maintain()',
@@ -6722,15 +6778,17 @@ CREATE FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, 
     -- rules one by one to raise the right error (or the type is unregistered). Payload
     -- hygiene is tested once, by the payload's domain: for a dirty payload its refusing
     -- branch raises this function's own error (fn_iu_event_outbox_refuse_payload), told by
-    -- the setting iu.emit_event, on for this INSERT only (set_config in the body, not a SET
-    -- clause: PostgreSQL 15+ lets only a superuser, or a role granted SET on it, create a
-    -- function that sets a custom parameter, and the package installs without one; if the
-    -- INSERT fails, the rollback of the (sub)transaction restores the setting). A blank
-    -- subject, however long, is not an error: it is stored as NULL.
+    -- the call stack that this function's INSERT is the writer; the accepting path sets and
+    -- reads nothing for it. (It was a setting, iu.emit_event, turned on and off around the
+    -- INSERT with set_config: ~25,000 instructions a call. A SET clause of a custom
+    -- parameter is no option: PostgreSQL 15+ lets only a superuser, or a role granted SET
+    -- on it, create such a function, and the package installs without one.) A blank
+    -- subject, however long, is not an error: it is stored as NULL. The id is time-ordered
+    -- (iu_core.fn_iu_event_new_id, as the column default a direct INSERT gets).
 DECLARE
     -- Drawn here rather than by the column default and read back with RETURNING, which
     -- costs the INSERT a projection and the call a result row.
-    v_id pg_catalog.uuid := pg_catalog.gen_random_uuid();
+    v_id pg_catalog.uuid := iu_core.fn_iu_event_new_id();
 BEGIN
     -- Everything on the accepting path is schema-qualified and exactly typed, so it resolves
     -- the same under any search_path (the pinned one holds only pg_catalog and pg_temp).
@@ -6741,7 +6799,8 @@ BEGIN
     -- here are stricter) and the payload's hygiene (iu_safe_payload, see above). The lane,
     -- severity and object tests repeat their domains' rules: one comparison each, cheaper
     -- than a refusing branch in the domain that every direct INSERT would prepare too.
-    PERFORM pg_catalog.set_config('iu.emit_event'::pg_catalog.text, 'on'::pg_catalog.text, true);
+    -- (p_safe_payload @> '{}' holds exactly for an object, in one operator where
+    -- jsonb_typeof(...) = 'object' took two.)
     INSERT INTO public.event_outbox (id, event_domain, event_type, event_stream, delivery_lane, event_severity,
                                      event_subject_table, event_subject_ref, safe_payload)
     SELECT v_id, p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
@@ -6758,7 +6817,7 @@ BEGIN
        AND p_event_type OPERATOR(pg_catalog.<>) ALL ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
        AND p_delivery_lane OPERATOR(pg_catalog.=) ANY ('{immediate,standard,batch}'::pg_catalog.text[])
        AND p_event_severity OPERATOR(pg_catalog.=) ANY ('{debug,info,warning,critical}'::pg_catalog.text[])
-       AND pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.=) 'object'::pg_catalog.text
+       AND p_safe_payload OPERATOR(pg_catalog.@>) '{}'::pg_catalog.jsonb
        AND (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.<=) 200
             AND pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.<=) 1000) IS NOT FALSE;
     IF NOT FOUND THEN
@@ -6778,20 +6837,192 @@ BEGIN
         END IF;
         -- Nothing written: explain why. A broken argument rule raises in the refuse
         -- function; otherwise the type is not registered.
-        PERFORM iu_core.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
-                                               p_event_severity, p_event_subject_table, p_event_subject_ref,
-                                               p_safe_payload);
+        PERFORM iu_core.fn_iu_emit_event_refuse(
+            'fn_iu_emit_event',
+            '{p_event_domain,p_event_type,p_event_stream,p_delivery_lane,p_event_severity,p_event_subject_table,p_event_subject_ref,p_safe_payload}',
+            p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+            p_event_subject_table, p_event_subject_ref, p_safe_payload);
         RAISE EXCEPTION 'fn_iu_emit_event: event type %/% is not registered', p_event_domain, p_event_type
             USING ERRCODE = '22023',
                   HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
                                 p_event_domain, p_event_type);
     END IF;
-    -- (Not before the IF: a PERFORM sets FOUND. The paths above raise, which restores the
-    -- setting, or return from a call that turned it off itself.)
-    PERFORM pg_catalog.set_config('iu.emit_event'::pg_catalog.text, 'off'::pg_catalog.text, true);
     RETURN v_id;
 END;
 $$;
+
+--
+-- Name: fn_iu_emit_events(text, text, text[], text[], text[], text[], text[], jsonb[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.fn_iu_emit_events(p_event_domain text, p_event_type text, p_event_streams text[], p_delivery_lanes text[] DEFAULT NULL::text[], p_event_severities text[] DEFAULT NULL::text[], p_event_subject_tables text[] DEFAULT NULL::text[], p_event_subject_refs text[] DEFAULT NULL::text[], p_safe_payloads jsonb[] DEFAULT NULL::jsonb[]) RETURNS uuid[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    -- Writes a set of events of one registered type in one call, all or nothing, and
+    -- returns their ids in input order. Event i is (p_event_streams[i], p_delivery_lanes[i],
+    -- p_event_severities[i], p_event_subject_tables[i], p_event_subject_refs[i],
+    -- p_safe_payloads[i]), exactly fn_iu_emit_event's arguments of the same names, and meets
+    -- exactly its rules. p_event_streams gives the number of events (at most 10,000; an
+    -- empty array writes nothing); each other array is NULL, and every event takes
+    -- fn_iu_emit_event's default (standard, info, no subject, {}), or has one element per
+    -- event, NULL elements included (a NULL lane is refused, as by fn_iu_emit_event). A
+    -- mixed set of types: one call per type in one transaction.
+    --
+    -- Refuses like fn_iu_emit_event (22023; 42501 for the stale-check's alert types), naming
+    -- the first event that breaks a rule by its element (fn_iu_emit_events: p_event_streams[3]
+    -- required; p_safe_payloads[7] carries denylisted keys at $.token), and 22023 for arrays
+    -- of the wrong shape or length. Nothing is written unless every event is.
+    --
+    -- Algorithm: like fn_iu_emit_event, one INSERT ... SELECT, here from the type's
+    -- registration row joined to the arrays (ROWS FROM (unnest, ...) WITH ORDINALITY), whose WHERE holds
+    -- the rules the outbox's domains do not test; the domains test the rest, hygiene
+    -- included, once per row, prepared once per call. The INSERT returns the ids; fewer ids
+    -- than events means some event broke a rule: fn_iu_emit_event_refuse then walks the
+    -- events in order and raises for the first (which rolls the INSERT back), or the type
+    -- is unregistered. A dirty payload is refused by its domain inside the INSERT (23514):
+    -- the block around the INSERT catches that and the same walk names the event. The
+    -- block is one subtransaction a call, a few thousand instructions spread over the
+    -- events, where testing hygiene here too would cost every event the rule twice. (Its
+    -- INSERT gives the subtransaction an xid: a transaction that makes more than 64 calls
+    -- overflows its backend's subtransaction cache and other sessions' snapshots then read
+    -- pg_subtrans until it ends; pass fewer, larger sets.)
+    --
+    -- Ids: time-ordered like fn_iu_emit_event's (UUID version 7: milliseconds, version,
+    -- the millisecond's fraction, variant), one time prefix per call, then the event's
+    -- position (14 bits) and 48 random bits drawn once per call: the ids of one call sort
+    -- in input order, so a route worker reading (txid, id) routes them in the order given,
+    -- and each costs a few integer operations instead of a uuid of its own.
+DECLARE
+    v_n      integer := pg_catalog.cardinality(p_event_streams);
+    v_ids    pg_catalog.uuid[];
+    v_head   pg_catalog.text;
+    v_tail   pg_catalog.int8;
+    v_arrays constant pg_catalog.text[] := '{p_delivery_lanes,p_event_severities,p_event_subject_tables,p_event_subject_refs,p_safe_payloads}';
+    v_len    integer;
+    v_failed boolean := false;
+BEGIN
+    -- The shape of the arguments, per call (the rules of each event follow in the INSERT).
+    IF v_n IS NULL THEN
+        RAISE EXCEPTION 'fn_iu_emit_events: p_event_streams required'
+            USING ERRCODE = '22023', HINT = 'Pass one stream per event: ARRAY[''s1'', ''s2''].';
+    END IF;
+    PERFORM iu_core.fn_iu_require_vector('fn_iu_emit_events', 'p_event_streams', p_event_streams);
+    IF v_n OPERATOR(pg_catalog.>) 10000 THEN
+        RAISE EXCEPTION 'fn_iu_emit_events: % events, at most 10000 per call', v_n
+            USING ERRCODE = '22023', HINT = 'Emit in smaller sets (one transaction may hold several calls).';
+    END IF;
+    FOR i IN 1 .. 5 LOOP
+        v_len := CASE i WHEN 1 THEN pg_catalog.cardinality(p_delivery_lanes)
+                        WHEN 2 THEN pg_catalog.cardinality(p_event_severities)
+                        WHEN 3 THEN pg_catalog.cardinality(p_event_subject_tables)
+                        WHEN 4 THEN pg_catalog.cardinality(p_event_subject_refs)
+                        ELSE pg_catalog.cardinality(p_safe_payloads) END;
+        IF v_len IS NOT NULL AND v_len OPERATOR(pg_catalog.<>) v_n THEN
+            RAISE EXCEPTION 'fn_iu_emit_events: % has % elements, p_event_streams %', v_arrays[i], v_len, v_n
+                USING ERRCODE = '22023', HINT = 'Pass one element per event, or NULL for fn_iu_emit_event''s default for every event.';
+        END IF;
+    END LOOP;
+    PERFORM iu_core.fn_iu_require_vector('fn_iu_emit_events', 'p_delivery_lanes', p_delivery_lanes);
+    PERFORM iu_core.fn_iu_require_vector('fn_iu_emit_events', 'p_event_severities', p_event_severities);
+    PERFORM iu_core.fn_iu_require_vector('fn_iu_emit_events', 'p_event_subject_tables', p_event_subject_tables);
+    PERFORM iu_core.fn_iu_require_vector('fn_iu_emit_events', 'p_event_subject_refs', p_event_subject_refs);
+    PERFORM iu_core.fn_iu_require_vector('fn_iu_emit_events', 'p_safe_payloads', p_safe_payloads);
+
+    IF v_n OPERATOR(pg_catalog.>) 0 THEN
+        -- The ids' shared parts (see the header): the first 16 hex digits as
+        -- iu_core.fn_iu_event_new_id draws them, and the last 16 but for the position.
+        -- (Every OPERATOR(...) has one precedence, applied left to right: the parentheses
+        -- below are the arithmetic's.)
+        v_head := pg_catalog.overlay(pg_catalog.lpad(pg_catalog.to_hex(CAST(pg_catalog.date_part('epoch'::pg_catalog.text, pg_catalog.clock_timestamp())
+                                                                        OPERATOR(pg_catalog.*) 4096000::pg_catalog.float8 AS pg_catalog.int8)),
+                                                  15, '0'::pg_catalog.text),
+                                     '7'::pg_catalog.text, 13, 0);
+        v_tail := (-9223372036854775807)::pg_catalog.int8 OPERATOR(pg_catalog.-) 1
+                  OPERATOR(pg_catalog.+) CAST(pg_catalog.floor(pg_catalog.random() OPERATOR(pg_catalog.*) 281474976710656::pg_catalog.float8) AS pg_catalog.int8);
+        BEGIN
+            -- Each condition is written so that a NULL element fails it, except the
+            -- subjects', for which NULL (and blank, of any length) is valid; an array
+            -- passed as NULL stands for the default of every event.
+            WITH written AS (
+                INSERT INTO public.event_outbox (id, event_domain, event_type, event_stream, delivery_lane, event_severity,
+                                                 event_subject_table, event_subject_ref, safe_payload)
+                SELECT CAST(v_head OPERATOR(pg_catalog.||)
+                            pg_catalog.to_hex(v_tail OPERATOR(pg_catalog.+) ((e.ord OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) 281474976710656::pg_catalog.int8))
+                            AS pg_catalog.uuid),
+                       p_event_domain, p_event_type, e.stream,
+                       CASE WHEN p_delivery_lanes IS NULL THEN 'standard'::pg_catalog.text ELSE e.lane END,
+                       CASE WHEN p_event_severities IS NULL THEN 'info'::pg_catalog.text ELSE e.severity END,
+                       CASE WHEN iu_core.fn_iu_is_whitespace(e.subject_table) THEN NULL ELSE e.subject_table END,
+                       CASE WHEN iu_core.fn_iu_is_whitespace(e.subject_ref) THEN NULL ELSE e.subject_ref END,
+                       CASE WHEN p_safe_payloads IS NULL THEN '{}'::pg_catalog.jsonb ELSE e.payload END
+                  FROM public.event_type_registry r,
+                       ROWS FROM (pg_catalog.unnest(p_event_streams), pg_catalog.unnest(p_delivery_lanes),
+                                  pg_catalog.unnest(p_event_severities), pg_catalog.unnest(p_event_subject_tables),
+                                  pg_catalog.unnest(p_event_subject_refs), pg_catalog.unnest(p_safe_payloads))
+                           WITH ORDINALITY AS e(stream, lane, severity, subject_table, subject_ref, payload, ord)
+                 WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
+                   AND r.event_type OPERATOR(pg_catalog.=) p_event_type
+                   AND p_event_type OPERATOR(pg_catalog.<>) ALL ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
+                   AND NOT iu_core.fn_iu_is_whitespace(e.stream)
+                   AND pg_catalog.octet_length(e.stream) OPERATOR(pg_catalog.<=) 200
+                   AND (p_delivery_lanes IS NULL OR e.lane OPERATOR(pg_catalog.=) ANY ('{immediate,standard,batch}'::pg_catalog.text[]))
+                   AND (p_event_severities IS NULL OR e.severity OPERATOR(pg_catalog.=) ANY ('{debug,info,warning,critical}'::pg_catalog.text[]))
+                   AND (p_safe_payloads IS NULL OR e.payload OPERATOR(pg_catalog.@>) '{}'::pg_catalog.jsonb)
+                   AND (pg_catalog.octet_length(e.subject_table) OPERATOR(pg_catalog.<=) 200
+                        OR iu_core.fn_iu_is_whitespace(e.subject_table)) IS NOT FALSE
+                   AND (pg_catalog.octet_length(e.subject_ref) OPERATOR(pg_catalog.<=) 1000
+                        OR iu_core.fn_iu_is_whitespace(e.subject_ref)) IS NOT FALSE
+                RETURNING id
+            )
+            -- The ids sort in input order by construction (the position follows the
+            -- prefix), so ORDER BY id is input order.
+            SELECT pg_catalog.array_agg(w.id ORDER BY w.id) INTO v_ids FROM written w;
+        EXCEPTION WHEN check_violation THEN
+            -- A domain refused a row: a dirty payload (the WHERE keeps every other rule).
+            -- The walk below names the first event that breaks a rule, or, if none does
+            -- (not expected), the domain's error stands.
+            v_failed := true;
+        END;
+        IF NOT v_failed AND pg_catalog.cardinality(v_ids) IS NOT DISTINCT FROM v_n THEN
+            RETURN v_ids;
+        END IF;
+    END IF;
+
+    -- Fewer events written than given (or none to write): say why. The first event that
+    -- breaks a rule raises, in input order; for an empty set (its arrays empty or NULL),
+    -- only the type's own rules, with a stand-in event of emit's defaults.
+    FOR i IN 1 .. GREATEST(v_n, 1) LOOP
+        PERFORM iu_core.fn_iu_emit_event_refuse(
+            'fn_iu_emit_events',
+            ARRAY['p_event_domain', 'p_event_type', pg_catalog.format('p_event_streams[%s]', i),
+                  pg_catalog.format('p_delivery_lanes[%s]', i), pg_catalog.format('p_event_severities[%s]', i),
+                  pg_catalog.format('p_event_subject_tables[%s]', i), pg_catalog.format('p_event_subject_refs[%s]', i),
+                  pg_catalog.format('p_safe_payloads[%s]', i)],
+            p_event_domain, p_event_type,
+            CASE WHEN v_n OPERATOR(pg_catalog.=) 0 THEN 'stream'::pg_catalog.text ELSE p_event_streams[i] END,
+            CASE WHEN p_delivery_lanes IS NULL OR v_n OPERATOR(pg_catalog.=) 0 THEN 'standard'::pg_catalog.text ELSE p_delivery_lanes[i] END,
+            CASE WHEN p_event_severities IS NULL OR v_n OPERATOR(pg_catalog.=) 0 THEN 'info'::pg_catalog.text ELSE p_event_severities[i] END,
+            p_event_subject_tables[i], p_event_subject_refs[i],
+            CASE WHEN p_safe_payloads IS NULL OR v_n OPERATOR(pg_catalog.=) 0 THEN '{}'::pg_catalog.jsonb ELSE p_safe_payloads[i] END);
+    END LOOP;
+    IF NOT EXISTS (SELECT FROM public.event_type_registry r
+                    WHERE r.event_domain OPERATOR(pg_catalog.=) p_event_domain
+                      AND r.event_type OPERATOR(pg_catalog.=) p_event_type) THEN
+        RAISE EXCEPTION 'fn_iu_emit_events: event type %/% is not registered', p_event_domain, p_event_type
+            USING ERRCODE = '22023',
+                  HINT = pg_catalog.format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
+                                           p_event_domain, p_event_type);
+    END IF;
+    IF v_n OPERATOR(pg_catalog.=) 0 THEN
+        RETURN '{}'::pg_catalog.uuid[];
+    END IF;
+    -- Not expected: every rule holds and the type is registered, yet not every event was
+    -- written. Refuse rather than return a partial set (the raise rolls the INSERT back).
+    RAISE EXCEPTION 'fn_iu_emit_events: % of % events written', coalesce(pg_catalog.cardinality(v_ids), 0), v_n
+        USING ERRCODE = 'XX000';
+END;
+$_$;
 
 --
 -- Name: fn_iu_event_outbox_rebase_foreign_txids(); Type: FUNCTION; Schema: public; Owner: -
@@ -9542,7 +9773,7 @@ COMMENT ON TABLE public.dot_config IS 'Operator configuration. Gates are fail-cl
 --
 
 CREATE TABLE public.event_outbox (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    id uuid DEFAULT (("overlay"(lpad(to_hex(((date_part('epoch'::text, clock_timestamp()) * (4096000)::double precision))::bigint), 15, '0'::text), '7'::text, 13, 0) || to_hex((((random() - (2)::double precision) * ('4611686018427387904'::bigint)::double precision))::bigint)))::uuid NOT NULL,
     event_domain public.iu_event_name NOT NULL,
     event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
@@ -9574,7 +9805,7 @@ COMMENT ON COLUMN public.event_outbox.txid IS 'Top-level transaction that insert
 --
 
 CREATE TABLE public.event_outbox_default (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    id uuid DEFAULT (("overlay"(lpad(to_hex(((date_part('epoch'::text, clock_timestamp()) * (4096000)::double precision))::bigint), 15, '0'::text), '7'::text, 13, 0) || to_hex((((random() - (2)::double precision) * ('4611686018427387904'::bigint)::double precision))::bigint)))::uuid NOT NULL,
     event_domain public.iu_event_name NOT NULL,
     event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
@@ -9593,7 +9824,7 @@ CREATE TABLE public.event_outbox_default (
 --
 
 CREATE TABLE public.event_outbox_legacy (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    id uuid DEFAULT (("overlay"(lpad(to_hex(((date_part('epoch'::text, clock_timestamp()) * (4096000)::double precision))::bigint), 15, '0'::text), '7'::text, 13, 0) || to_hex((((random() - (2)::double precision) * ('4611686018427387904'::bigint)::double precision))::bigint)))::uuid NOT NULL,
     event_domain public.iu_event_name NOT NULL,
     event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
@@ -9624,7 +9855,7 @@ COMMENT ON COLUMN public.event_outbox_legacy.txid IS 'Top-level transaction that
 --
 
 CREATE TABLE public.event_outbox_p00000000000000000742 (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    id uuid DEFAULT (("overlay"(lpad(to_hex(((date_part('epoch'::text, clock_timestamp()) * (4096000)::double precision))::bigint), 15, '0'::text), '7'::text, 13, 0) || to_hex((((random() - (2)::double precision) * ('4611686018427387904'::bigint)::double precision))::bigint)))::uuid NOT NULL,
     event_domain public.iu_event_name NOT NULL,
     event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
@@ -9643,7 +9874,7 @@ CREATE TABLE public.event_outbox_p00000000000000000742 (
 --
 
 CREATE TABLE public.event_outbox_p00000000000100000742 (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    id uuid DEFAULT (("overlay"(lpad(to_hex(((date_part('epoch'::text, clock_timestamp()) * (4096000)::double precision))::bigint), 15, '0'::text), '7'::text, 13, 0) || to_hex((((random() - (2)::double precision) * ('4611686018427387904'::bigint)::double precision))::bigint)))::uuid NOT NULL,
     event_domain public.iu_event_name NOT NULL,
     event_type public.iu_event_type NOT NULL,
     event_stream public.iu_event_name NOT NULL,
@@ -11160,10 +11391,16 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_route_attempt() FROM PUBLIC;
 REVOKE ALL ON FUNCTION iu_core.fn_iu_adopt_table(p_table regclass, p_detail jsonb) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
+-- Name: FUNCTION fn_iu_emit_event_refuse(p_caller text, p_names text[], p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION iu_core.fn_iu_emit_event_refuse(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_emit_event_refuse(p_caller text, p_names text[], p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_event_new_id(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_event_new_id() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_event_outbox_append_only(); Type: ACL; Schema: iu_core; Owner: -
@@ -11976,6 +12213,14 @@ GRANT ALL ON FUNCTION public.fn_iu_core_routes_enabled() TO workflow_admin;
 REVOKE ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) TO dot_executor;
 GRANT ALL ON FUNCTION public.fn_iu_emit_event(p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text, p_event_severity text, p_event_subject_table text, p_event_subject_ref text, p_safe_payload jsonb) TO workflow_admin;
+
+--
+-- Name: FUNCTION fn_iu_emit_events(p_event_domain text, p_event_type text, p_event_streams text[], p_delivery_lanes text[], p_event_severities text[], p_event_subject_tables text[], p_event_subject_refs text[], p_safe_payloads jsonb[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.fn_iu_emit_events(p_event_domain text, p_event_type text, p_event_streams text[], p_delivery_lanes text[], p_event_severities text[], p_event_subject_tables text[], p_event_subject_refs text[], p_safe_payloads jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.fn_iu_emit_events(p_event_domain text, p_event_type text, p_event_streams text[], p_delivery_lanes text[], p_event_severities text[], p_event_subject_tables text[], p_event_subject_refs text[], p_safe_payloads jsonb[]) TO dot_executor;
+GRANT ALL ON FUNCTION public.fn_iu_emit_events(p_event_domain text, p_event_type text, p_event_streams text[], p_delivery_lanes text[], p_event_severities text[], p_event_subject_tables text[], p_event_subject_refs text[], p_safe_payloads jsonb[]) TO workflow_admin;
 
 --
 -- Name: FUNCTION fn_iu_event_outbox_rebase_foreign_txids(); Type: ACL; Schema: public; Owner: -

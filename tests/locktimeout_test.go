@@ -14,7 +14,9 @@ var lockTimeoutExempt = map[string]string{
 	// retention drop's ACCESS EXCLUSIVE, which retention bounds itself (it ends its own
 	// session after 2 s idle); a timeout here would fail producers' transactions instead.
 	"fn_iu_emit_event(text,text,text,text,text,text,text,jsonb)": "producers",
-	"fn_iu_route_deliver(uuid,text,text)":                        "fails closed at once",
+	// The same for a set of events: the same one possible wait, in the producer's transaction.
+	"fn_iu_emit_events(text,text,text[],text[],text[],text[],text[],jsonb[])": "producers",
+	"fn_iu_route_deliver(uuid,text,text)":                                     "fails closed at once",
 }
 
 // Rule (issue 21): every wait the package makes has a lock timeout. A caller's open

@@ -235,11 +235,10 @@ func TestProducers_RegistryHoldsOnlyNames(t *testing.T) {
 // path tests it: a function-prefixed message naming the argument, 22023 (42501 for the
 // stale-check's alert types), and nothing stored. The accepting path tests only what the
 // table's domains do not; payload hygiene is tested by the payload's domain alone, whose
-// refusing branch raises emit's error when the writer is fn_iu_emit_event (it sets
-// iu.emit_event for its own execution). So in the same session a direct INSERT of a dirty
-// payload, before and after a refused emit, is still the domain's 23514 naming the hygiene
-// constraint: the sign does not outlive the call; a producer that sets the sign itself is
-// still refused. The edges that are not errors: a blank subject of any length is stored as
+// refusing branch raises emit's error when the writer is fn_iu_emit_event (told by the call
+// stack). So in the same session a direct INSERT of a dirty payload, before and after a
+// refused emit, is still the domain's 23514 naming the hygiene constraint: the sign does
+// not outlive the call; a producer that fakes the sign is still refused. The edges that are not errors: a blank subject of any length is stored as
 // NULL, and names at their bounds are accepted.
 func TestProducers_EmitArgumentRulesKeepTheirErrors(t *testing.T) {
 	t.Parallel()
@@ -330,17 +329,35 @@ func TestProducers_EmitArgumentRulesKeepTheirErrors(t *testing.T) {
 		t.Fatalf("subjects at their bounds: %v", err)
 	}
 
-	// A producer that sets the sign by hand only changes the wording of its own refusal:
-	// the dirty row is still refused and nothing is stored.
+	// A producer that fakes the sign (a function of its own named fn_iu_emit_event, same
+	// argument types, first on its search_path, whose INSERT is the statement on the call
+	// stack; or a statement text quoting emit's context line) only changes the wording of its
+	// own refusal: the dirty row is still refused and nothing is stored.
 	p, _ := producer(t, db)
-	if _, err := p.Exec(c, `SET iu.emit_event = 'on'`); err != nil {
+	if _, err := p.Exec(c, `CREATE FUNCTION evil.fn_iu_emit_event(text, text, text, text, text, text, text, jsonb) RETURNS uuid
+	    LANGUAGE plpgsql AS $f$
+	    BEGIN
+	        INSERT INTO public.event_outbox (event_domain, event_type, event_stream, safe_payload)
+	        VALUES ('iu', 'args', 's', '{"a": [{"Secret": 1}]}');
+	        RETURN NULL;
+	    END $f$`); err != nil {
 		t.Fatal(err)
 	}
 	before = count()
-	_, err := p.Exec(c, `INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload)
-	                     VALUES ('iu', 'args', 's', '{"a": [{"Secret": 1}]}')`)
-	if err == nil {
-		t.Fatal("a producer posing as fn_iu_emit_event stored a dirty payload")
+	// The second quotes emit's frame inside its own statement text, which the context shows.
+	fakeFrame := "\nPL/pgSQL function public.fn_iu_emit_event(text,text,text,text,text,text,text,jsonb) line 36 at SQL statement\n"
+	for _, spoof := range []string{
+		`SET search_path = evil, public; SELECT fn_iu_emit_event('iu', 'args', 's', 'standard', 'info', NULL, NULL, '{}')`,
+		`DO $d$ BEGIN INSERT INTO public.event_outbox (event_domain, event_type, event_stream, safe_payload)
+		     VALUES ('iu', 'args', 's', '{"a": [{"Secret": 1}]}') /* ` + fakeFrame + ` */; END $d$`,
+	} {
+		if _, err := p.Exec(c, spoof); err == nil {
+			t.Fatalf("a producer posing as fn_iu_emit_event stored a dirty payload: %s", spoof)
+		} else if e := pgErr(err); e == nil || (e.Code != "23514" && e.Code != "22023" && e.Code != "42501") {
+			t.Fatalf("a producer posing as fn_iu_emit_event: %v, want a refusal of the row (%s)", err, spoof)
+		} else {
+			t.Logf("posing as emit: %s %s", e.Code, e.Message)
+		}
 	}
 	if n := count(); n != before {
 		t.Fatalf("the refused INSERT stored %d rows", n-before)

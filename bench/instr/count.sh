@@ -32,8 +32,15 @@ UPDATE dot_config SET value = 'true' WHERE key IN ('iu_core.routes_enabled', 'iu
 SELECT fn_iu_emit_event('iu', 'bench', 's') FROM generate_series(1, 10);
 SELECT fn_iu_route_worker_run('iu_outbound_default', 500);
 SELECT fn_iu_route_worker_run('iu_outbound_default', 500);
-CHECKPOINT;
 SQL
+# PgQ, the producers' baseline, where the server can install it (bench/deps/pgq.sh).
+pgq=$(psql -X -qAt -h "$work" -U postgres -d instr -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'pgq'")
+if [ "$pgq" = 1 ]; then
+  psql -X -q -o /dev/null -h "$work" -U postgres -d instr -v ON_ERROR_STOP=1 \
+    -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench_q')"
+fi
+many=$(psql -X -qAt -h "$work" -U postgres -d instr -c "SELECT count(*) FROM pg_proc WHERE proname = 'fn_iu_emit_events'")
+psql -X -q -o /dev/null -h "$work" -U postgres -d instr -c CHECKPOINT
 as_pg "$BIN/pg_ctl" -D "$work/data" -w stop >/dev/null
 
 count() { # name prepare execute n
@@ -42,11 +49,15 @@ count() { # name prepare execute n
   as_pg valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN/postgres" --single -D "$work/data" -c max_parallel_workers_per_gather=0 instr < "$f" >/dev/null 2>&1
   callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !done {gsub(",", "", $1); print $1; done = 1}'
 }
-per_call() { # name prepare execute
-  local a b
+per_call() { # name prepare execute [events per call]
+  local a b per="${4:-1}"
   [[ -z "${IU_INSTR_ONLY:-}" || "$1" =~ $IU_INSTR_ONLY ]] || return 0
   a=$(count "$1" "$2" "$3" 100); b=$(count "$1" "$2" "$3" 500)
-  printf '%-40s %8.1f k instructions per call\n' "$1" "$(echo "($b - $a) / 400 / 1000" | bc -l)"
+  if [ "$per" = 1 ]; then
+    printf '%-40s %8.1f k instructions per call\n' "$1" "$(echo "($b - $a) / 400 / 1000" | bc -l)"
+  else
+    printf '%-40s %8.1f k instructions per event (%d events per call)\n' "$1" "$(echo "($b - $a) / 400 / 1000 / $per" | bc -l)" "$per"
+  fi
 }
 per_call "SELECT 1" "PREPARE p AS SELECT 1;" "EXECUTE p;"
 per_call "idle fn_iu_route_worker_run" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('iu_outbound_default', 500);"
@@ -70,3 +81,12 @@ per_row "plain INSERT row into job_queue, key" "PREPARE p AS INSERT INTO job_que
 # One event emitted and routed: each step is two statements (each its own transaction), the
 # emit and a worker run that routes it (the full pass, one page of one event).
 per_call "emit + route one event" "PREPARE e AS SELECT fn_iu_emit_event(\$1, \$2, \$3); PREPARE r AS SELECT fn_iu_route_worker_run(\$1, \$2);" $'EXECUTE e(\'iu\', \'bench\', \'s\');\nEXECUTE r(\'iu_outbound_default\', 500);'
+if [ "$pgq" = 1 ]; then
+  per_call "pgq.insert_event" "PREPARE p AS SELECT pgq.insert_event(\$1, \$2, \$3, \$4, \$5, \$6, \$7);" "EXECUTE p('bench_q', 'bench', '{\"k\": 1}', 's', NULL, NULL, NULL);"
+else
+  echo "pgq.insert_event: PgQ is not installable here (bench/deps/pgq.sh installs it)"
+fi
+if [ "$many" != 0 ]; then
+  per_call "fn_iu_emit_events, 100 per call" "PREPARE p AS SELECT fn_iu_emit_events(\$1, \$2, \$3, NULL, NULL, NULL, NULL, \$4);" \
+    "EXECUTE p('iu', 'bench', array_fill('s'::text, ARRAY[100]), array_fill('{\"k\": 1}'::jsonb, ARRAY[100]));" 100
+fi

@@ -187,17 +187,19 @@ func (t *Tree) renderReapply(i int) ([]byte, error) {
 	var gone []string
 	for v := range prev.views {
 		if _, ok := current[v]; !ok {
-			gone = append(gone, "DROP VIEW "+v+";")
+			gone = append(gone, "DROP VIEW IF EXISTS "+v+";")
 		}
 	}
 	sort.Strings(gone)
 	var goneFns []string
 	for f := range prev.functions {
 		if _, ok := current[f]; !ok && f != PackageFunctionsName+"()" {
-			goneFns = append(goneFns, "DROP FUNCTION "+f+";")
+			goneFns = append(goneFns, "DROP FUNCTION IF EXISTS "+f+";")
 		}
 	}
 	sort.Strings(goneFns)
+	// IF EXISTS: this Up is also replayed, as it was, by the next release's Down, on a
+	// database where these are long gone.
 	if len(gone)+len(goneFns) > 0 {
 		up.WriteString("-- gone since the previous release\n")
 		for _, d := range append(gone, goneFns...) {

@@ -73,7 +73,7 @@ func TestReapply_OverThePreviousRelease(t *testing.T) {
 		t.Fatal("no Down section")
 	}
 	for _, want := range []string{
-		"DROP FUNCTION iu_core.fn_h();",
+		"DROP FUNCTION IF EXISTS iu_core.fn_h();",
 		"-- its arguments or result changed: CREATE OR REPLACE cannot change them\nDROP FUNCTION public.fn_f(integer);",
 		"RETURNS bigint",
 		"CREATE OR REPLACE FUNCTION public.fn_g()",

@@ -234,8 +234,7 @@ func TestAdopt_APIMapIsThePackagesSignatures(t *testing.T) {
 // replace or drop: its list of names is the API map's, plus the first generation's
 // dead-letter trigger function (dropped by the dead letters' adoption). The plan is held
 // verbatim by migration 001, frozen since v0.1.0, so names the API gained after that release
-// are listed in addedAfterRelease instead (the first generation has no function of those
-// names; the review of each addition says so).
+// are exempt, listed in the test (the first generation has no function of those names).
 func TestPlan_NamesEveryFunctionAdoptionReplaces(t *testing.T) {
 	t.Parallel()
 	read := func(parts ...string) string {
@@ -249,6 +248,21 @@ func TestPlan_NamesEveryFunctionAdoptionReplaces(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^\s*\('(fn_[a-z_]+)', '`).FindAllStringSubmatch(read("sql", "functions", "adopt", "fn_iu_adopt_legacy_callables.sql"), -1) {
 		names[m[1]] = true
 	}
+	// The plan is included in 001, frozen since v0.1.0 (sql/iu-core.sha256), so it cannot
+	// learn a name the API gained later. Such a name is new to the package; a first
+	// generation could hold a function of it only by coincidence. Listed here, each with
+	// the release that added it, so the exemption stays visible.
+	for _, n := range []string{
+		"fn_iu_emit_events",                  // after v0.1.0 (issue 23: a set of events in one call)
+		"fn_iu_route_worker_register_member", // after v0.1.0 (issue 23: route-worker groups)
+		"fn_iu_route_worker_remove_member",
+		"fn_iu_route_group_health",
+	} {
+		if !names[n] {
+			t.Errorf("%s is exempt from the frozen plan but is no longer in the API map: drop the exemption", n)
+		}
+		delete(names, n)
+	}
 	plan := read("sql", "adopt", "plan.sql")
 	i := strings.Index(plan, "AND p.proname IN (")
 	if i < 0 {
@@ -259,14 +273,8 @@ func TestPlan_NamesEveryFunctionAdoptionReplaces(t *testing.T) {
 	for _, m := range regexp.MustCompile(`'(fn_[a-z_]+)'`).FindAllStringSubmatch(list, -1) {
 		inPlan[m[1]] = true
 	}
-	// Public functions added after v0.1.0 (issue 23: route-worker groups).
-	addedAfterRelease := map[string]bool{
-		"fn_iu_route_worker_register_member": true,
-		"fn_iu_route_worker_remove_member":   true,
-		"fn_iu_route_group_health":           true,
-	}
 	for n := range names {
-		if !inPlan[n] && !addedAfterRelease[n] {
+		if !inPlan[n] {
 			t.Errorf("plan.sql does not announce the replacement of %s", n)
 		}
 	}

@@ -27,6 +27,7 @@ BEGIN
             ('fn_cut_heartbeat_ping', 'p_executor_name text, p_executor_kind text DEFAULT ''external_worker''::text, p_status text DEFAULT ''ok''::text, p_metadata jsonb DEFAULT ''{}''::jsonb', 'jsonb'),
             ('fn_iu_core_routes_enabled', '', 'boolean'),
             ('fn_iu_emit_event', 'p_event_domain text, p_event_type text, p_event_stream text, p_delivery_lane text DEFAULT ''standard''::text, p_event_severity text DEFAULT ''info''::text, p_event_subject_table text DEFAULT NULL::text, p_event_subject_ref text DEFAULT NULL::text, p_safe_payload jsonb DEFAULT ''{}''::jsonb', 'uuid'),
+            ('fn_iu_emit_events', 'p_event_domain text, p_event_type text, p_event_streams text[], p_delivery_lanes text[] DEFAULT NULL::text[], p_event_severities text[] DEFAULT NULL::text[], p_event_subject_tables text[] DEFAULT NULL::text[], p_event_subject_refs text[] DEFAULT NULL::text[], p_safe_payloads jsonb[] DEFAULT NULL::jsonb[]', 'uuid[]'),
             ('fn_iu_event_outbox_rebase_foreign_txids', '', 'jsonb'),
             ('fn_iu_gate_open', 'p_value text', 'boolean'),
             ('fn_iu_partition_maintain', '', 'jsonb'),

@@ -24,15 +24,17 @@ AS $$
     -- rules one by one to raise the right error (or the type is unregistered). Payload
     -- hygiene is tested once, by the payload's domain: for a dirty payload its refusing
     -- branch raises this function's own error (fn_iu_event_outbox_refuse_payload), told by
-    -- the setting iu.emit_event, on for this INSERT only (set_config in the body, not a SET
-    -- clause: PostgreSQL 15+ lets only a superuser, or a role granted SET on it, create a
-    -- function that sets a custom parameter, and the package installs without one; if the
-    -- INSERT fails, the rollback of the (sub)transaction restores the setting). A blank
-    -- subject, however long, is not an error: it is stored as NULL.
+    -- the call stack that this function's INSERT is the writer; the accepting path sets and
+    -- reads nothing for it. (It was a setting, iu.emit_event, turned on and off around the
+    -- INSERT with set_config: ~25,000 instructions a call. A SET clause of a custom
+    -- parameter is no option: PostgreSQL 15+ lets only a superuser, or a role granted SET
+    -- on it, create such a function, and the package installs without one.) A blank
+    -- subject, however long, is not an error: it is stored as NULL. The id is time-ordered
+    -- (iu_core.fn_iu_event_new_id, as the column default a direct INSERT gets).
 DECLARE
     -- Drawn here rather than by the column default and read back with RETURNING, which
     -- costs the INSERT a projection and the call a result row.
-    v_id pg_catalog.uuid := pg_catalog.gen_random_uuid();
+    v_id pg_catalog.uuid := iu_core.fn_iu_event_new_id();
 BEGIN
     -- Everything on the accepting path is schema-qualified and exactly typed, so it resolves
     -- the same under any search_path (the pinned one holds only pg_catalog and pg_temp).
@@ -43,7 +45,8 @@ BEGIN
     -- here are stricter) and the payload's hygiene (iu_safe_payload, see above). The lane,
     -- severity and object tests repeat their domains' rules: one comparison each, cheaper
     -- than a refusing branch in the domain that every direct INSERT would prepare too.
-    PERFORM pg_catalog.set_config('iu.emit_event'::pg_catalog.text, 'on'::pg_catalog.text, true);
+    -- (p_safe_payload @> '{}' holds exactly for an object, in one operator where
+    -- jsonb_typeof(...) = 'object' took two.)
     INSERT INTO public.event_outbox (id, event_domain, event_type, event_stream, delivery_lane, event_severity,
                                      event_subject_table, event_subject_ref, safe_payload)
     SELECT v_id, p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
@@ -60,7 +63,7 @@ BEGIN
        AND p_event_type OPERATOR(pg_catalog.<>) ALL ('{queue_worker_silent,queue_worker_recovered}'::pg_catalog.text[])
        AND p_delivery_lane OPERATOR(pg_catalog.=) ANY ('{immediate,standard,batch}'::pg_catalog.text[])
        AND p_event_severity OPERATOR(pg_catalog.=) ANY ('{debug,info,warning,critical}'::pg_catalog.text[])
-       AND pg_catalog.jsonb_typeof(p_safe_payload) OPERATOR(pg_catalog.=) 'object'::pg_catalog.text
+       AND p_safe_payload OPERATOR(pg_catalog.@>) '{}'::pg_catalog.jsonb
        AND (pg_catalog.octet_length(p_event_subject_table) OPERATOR(pg_catalog.<=) 200
             AND pg_catalog.octet_length(p_event_subject_ref) OPERATOR(pg_catalog.<=) 1000) IS NOT FALSE;
     IF NOT FOUND THEN
@@ -80,17 +83,16 @@ BEGIN
         END IF;
         -- Nothing written: explain why. A broken argument rule raises in the refuse
         -- function; otherwise the type is not registered.
-        PERFORM iu_core.fn_iu_emit_event_refuse(p_event_domain, p_event_type, p_event_stream, p_delivery_lane,
-                                               p_event_severity, p_event_subject_table, p_event_subject_ref,
-                                               p_safe_payload);
+        PERFORM iu_core.fn_iu_emit_event_refuse(
+            'fn_iu_emit_event',
+            '{p_event_domain,p_event_type,p_event_stream,p_delivery_lane,p_event_severity,p_event_subject_table,p_event_subject_ref,p_safe_payload}',
+            p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
+            p_event_subject_table, p_event_subject_ref, p_safe_payload);
         RAISE EXCEPTION 'fn_iu_emit_event: event type %/% is not registered', p_event_domain, p_event_type
             USING ERRCODE = '22023',
                   HINT = format('Register it first: INSERT INTO event_type_registry (event_domain, event_type, description) VALUES (%L, %L, ''...'');',
                                 p_event_domain, p_event_type);
     END IF;
-    -- (Not before the IF: a PERFORM sets FOUND. The paths above raise, which restores the
-    -- setting, or return from a call that turned it off itself.)
-    PERFORM pg_catalog.set_config('iu.emit_event'::pg_catalog.text, 'off'::pg_catalog.text, true);
     RETURN v_id;
 END;
 $$;
