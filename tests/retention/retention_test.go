@@ -263,7 +263,9 @@ func TestRetention_PartitionsStayAppendOnly(t *testing.T) {
 }
 
 // fp is what the conversion must keep: every outbox row, every attempt (ids included),
-// every dead letter, and every cursor, as text.
+// every dead letter, and every cursor, as text. A cursor's NULL columns are left out, so a
+// column a later migration adds empty (015's group_name: the conversion test migrates up to
+// the latest version) does not count as a change.
 func fp(t *testing.T, db *pgtest.DB) [4]string {
 	t.Helper()
 	var f [4]string
@@ -271,7 +273,7 @@ func fp(t *testing.T, db *pgtest.DB) [4]string {
 		`SELECT coalesce(md5(string_agg(to_jsonb(e)::text, ',' ORDER BY e.id)), '') FROM event_outbox e`,
 		`SELECT coalesce(md5(string_agg(to_jsonb(a)::text, ',' ORDER BY a.id)), '') FROM iu_route_attempt a`,
 		`SELECT coalesce(md5(string_agg(to_jsonb(d)::text, ',' ORDER BY d.id)), '') FROM iu_route_dead_letter d`,
-		`SELECT coalesce(string_agg(to_jsonb(c)::text, ',' ORDER BY c.worker_name), '') FROM iu_route_worker_cursor c`,
+		`SELECT coalesce(string_agg(jsonb_strip_nulls(to_jsonb(c))::text, ',' ORDER BY c.worker_name), '') FROM iu_route_worker_cursor c`,
 	} {
 		db.QueryRow(t, q, nil, &f[i])
 	}
