@@ -37,7 +37,8 @@ SQL
 pgq=$(psql -X -qAt -h "$work" -U postgres -d instr -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'pgq'")
 if [ "$pgq" = 1 ]; then
   psql -X -q -o /dev/null -h "$work" -U postgres -d instr -v ON_ERROR_STOP=1 \
-    -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench_q')"
+    -c "CREATE EXTENSION pgq" -c "SELECT pgq.create_queue('bench_q')" \
+    -c "SELECT pgq.create_queue('idle_q')" -c "SELECT pgq.register_consumer('idle_q', 'idle_c')"
 fi
 many=$(psql -X -qAt -h "$work" -U postgres -d instr -c "SELECT count(*) FROM pg_proc WHERE proname = 'fn_iu_emit_events'")
 psql -X -q -o /dev/null -h "$work" -U postgres -d instr -c CHECKPOINT
@@ -83,6 +84,8 @@ per_row "plain INSERT row into job_queue, key" "PREPARE p AS INSERT INTO job_que
 per_call "emit + route one event" "PREPARE e AS SELECT fn_iu_emit_event(\$1, \$2, \$3); PREPARE r AS SELECT fn_iu_route_worker_run(\$1, \$2);" $'EXECUTE e(\'iu\', \'bench\', \'s\');\nEXECUTE r(\'iu_outbound_default\', 500);'
 if [ "$pgq" = 1 ]; then
   per_call "pgq.insert_event" "PREPARE p AS SELECT pgq.insert_event(\$1, \$2, \$3, \$4, \$5, \$6, \$7);" "EXECUTE p('bench_q', 'bench', '{\"k\": 1}', 's', NULL, NULL, NULL);"
+  # The idle baseline: a consumer asking for its next batch when no tick is new (the idle run's peer).
+  per_call "empty pgq.next_batch" "PREPARE p AS SELECT pgq.next_batch(\$1, \$2);" "EXECUTE p('idle_q', 'idle_c');"
 else
   echo "pgq.insert_event: PgQ is not installable here (bench/deps/pgq.sh installs it)"
 fi
