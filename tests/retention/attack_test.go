@@ -406,9 +406,12 @@ func TestAttack_ExecutorHoldingTheMaintenanceLockIsNamed(t *testing.T) {
 // executor that keeps such a call's transaction open holds producers only until its
 // session is ended, 2 s idle in that transaction, and its changes roll back (the next call
 // makes them again): a producer's INSERT waits about that long, and goes through.
+//
+// On a cluster of its own: it steers the next transaction id to 300 below the partitions'
+// end, which other tests' transactions on the shared cluster would carry past.
 func TestAttack_ExecutorHoldingBehindMaintenanceOpen(t *testing.T) {
 	t.Parallel()
-	db := setup(t)
+	db := privateDB(t, width)
 	exe, _ := loginIn(t, db, "exe", "dot_executor")
 	var room int
 	db.QueryRow(t, `SELECT (max(upper_txid::text::numeric) - pg_snapshot_xmax(pg_current_snapshot())::text::numeric)::int

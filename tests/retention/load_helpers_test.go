@@ -27,6 +27,15 @@ import (
 // xmin horizon or takes its locks. The cluster is stopped when the test ends.
 func privateDB(t *testing.T, w int) *pgtest.DB {
 	t.Helper()
+	return setupOnWidth(t, privateHarness(t).NewDBOn(t, true), w)
+}
+
+// privateHarness starts a cluster of the test's own, as privateDB does, and returns its
+// harness (for an empty database, or one installed another way). Transaction ids are
+// cluster-wide: a test that steers them toward a partition's end needs this, since on the
+// shared cluster every other test's transactions move them too.
+func privateHarness(t *testing.T) *pgtest.Harness {
+	t.Helper()
 	ctx := pgtest.Ctx(t)
 	srv, err := pgtest.StartLocalWith(ctx, "", pgtest.LocalOptions{Settings: []string{"max_connections=60", "deadlock_timeout=1s"}})
 	if err != nil {
@@ -44,7 +53,7 @@ func privateDB(t *testing.T, w int) *pgtest.DB {
 		t.Fatalf("harness on the private cluster: %v", err)
 	}
 	t.Cleanup(func() { h.Close(context.Background()) })
-	return setupOnWidth(t, h.NewDBOn(t, true), w)
+	return h
 }
 
 // session is one connection a load goroutine works on, with its backend pid. A session
