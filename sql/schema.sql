@@ -1925,7 +1925,6 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_route_dead_letter_no_delete()',
         'iu_core.fn_iu_route_decide(text, boolean, boolean)',
         'iu_core.fn_iu_route_event(uuid)',
-        'iu_core.fn_iu_route_group_advance(text, text, text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb)',
         'iu_core.fn_iu_route_group_bucket(text)',
         'iu_core.fn_iu_route_group_buckets()',
         'iu_core.fn_iu_route_group_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer)',
@@ -1939,7 +1938,7 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_route_group_takeover(text, integer, jsonb)',
         'iu_core.fn_iu_route_idempotency_key(text, text, uuid)',
         'iu_core.fn_iu_route_run_tally_zero()',
-        'iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb)',
+        'iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text)',
         'iu_core.fn_iu_route_worker_backlog_cap()',
         'iu_core.fn_iu_route_worker_beat(text, text, jsonb)',
         'iu_core.fn_iu_route_worker_beat_due(text, text)',
@@ -3052,50 +3051,6 @@ CREATE FUNCTION iu_core.fn_iu_route_event(p_event_id uuid) RETURNS jsonb
 $$;
 
 --
--- Name: fn_iu_route_group_advance(text, text, text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
---
-
-CREATE FUNCTION iu_core.fn_iu_route_group_advance(p_member_name text, p_runner text, p_group_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb) RETURNS void
-    LANGUAGE plpgsql
-    AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_group_advance: a member's fn_iu_route_worker_advance, in the run's
-    -- transaction: the member's cursor (position and counters, as a worker's), the running
-    -- audit counts under the GROUP's name (the name its attempts carry), and the heartbeat of
-    -- the runner (p_runner: the member whose process ran this; a member taken over is not
-    -- beaten, so its silence stays visible).
-    -- ---------------------------------------------------------------------------------------
-BEGIN
-    UPDATE public.iu_route_worker_cursor cur
-       SET done_snapshot     = coalesce(p_done, cur.done_snapshot),
-           window_snapshot   = p_window,
-           window_txid       = p_after_txid,
-           window_event_id   = p_after_id,
-           system_identifier = coalesce(cur.system_identifier, (SELECT s.system_identifier FROM pg_control_system() s)),
-           last_created_at   = coalesce(p_tally.last_created_at, cur.last_created_at),
-           last_event_id     = coalesce(p_tally.last_id, cur.last_event_id),
-           events_seen       = cur.events_seen + p_tally.claimed,
-           attempts_written  = cur.attempts_written + p_tally.attempts_written,
-           dead_lettered     = cur.dead_lettered + p_tally.dead_lettered,
-           runs_total        = cur.runs_total + 1,
-           last_run_at       = now(),
-           last_run_summary  = p_summary
-     WHERE cur.worker_name = p_member_name;
-
-    PERFORM iu_core.fn_iu_route_attempt_tally_add(p_group_name, x.status, x.n, 0)
-       FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
-                    ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
-      WHERE x.n > 0;
-
-    PERFORM iu_core.fn_iu_route_worker_beat(p_runner, p_event_domain,
-        jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
-                           'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
-                           'held_open_count', jsonb_array_length(p_summary->'held_open_by'),
-                           'member', p_member_name));
-END;
-$$;
-
---
 -- Name: fn_iu_route_group_bucket(text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
@@ -3648,9 +3603,10 @@ BEGIN
         END IF;
         RETURN v_summary;
     END IF;
-    PERFORM iu_core.fn_iu_route_group_advance(c.worker_name, p_runner, g.group_name, c.event_domain,
-                                              CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
-                                              v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary);
+    PERFORM iu_core.fn_iu_route_worker_advance(c.worker_name, c.event_domain,
+                                               CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
+                                               v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary,
+                                               g.group_name, p_runner);
     -- The last member to reach the boundary settles the hand-over in its own run.
     IF v_cap IS NOT NULL AND v_pos.window_snapshot IS NULL AND v_pos.done_snapshot::text = v_cap::text
        AND iu_core.fn_iu_route_group_settle(g.group_name) THEN
@@ -4018,10 +3974,10 @@ CREATE FUNCTION iu_core.fn_iu_route_run_tally_zero() RETURNS iu_core.iu_route_ru
 $$;
 
 --
--- Name: fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb); Type: FUNCTION; Schema: iu_core; Owner: -
+-- Name: fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb, p_group_name text DEFAULT NULL::text, p_runner text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql
     AS $$
     -- ---------------------------------------------------------------------------------------
@@ -4030,6 +3986,11 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_d
     --   p_done     the new done snapshot, NULL when no window closed in this run
     --   p_window, p_after_txid, p_after_id   the open window and the position in it (NULLs: none)
     --   p_tally    what the run did;  p_summary  the run's JSON summary, kept for operators
+    --   p_group_name  a group member's run: its group, the name the running audit counts
+    --              carry (as its attempts do); NULL for a worker (its own name)
+    --   p_runner   the executor whose heartbeat is beaten: NULL for p_worker_name itself; a
+    --              member whose run another member's runner took over is not beaten, so its
+    --              silence stays visible (the beat then names the member it routed for)
     -- ---------------------------------------------------------------------------------------
 BEGIN
     UPDATE public.iu_route_worker_cursor cur
@@ -4048,15 +4009,16 @@ BEGIN
            last_run_summary  = p_summary
      WHERE cur.worker_name = p_worker_name;
 
-    PERFORM iu_core.fn_iu_route_attempt_tally_add(p_worker_name, x.status, x.n, 0)
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(coalesce(p_group_name, p_worker_name), x.status, x.n, 0)
        FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
                     ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
       WHERE x.n > 0;
 
-    PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, p_event_domain,
+    PERFORM iu_core.fn_iu_route_worker_beat(coalesce(p_runner, p_worker_name), p_event_domain,
         jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
                            'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
-                           'held_open_count', jsonb_array_length(p_summary->'held_open_by')));
+                           'held_open_count', jsonb_array_length(p_summary->'held_open_by'))
+        || CASE WHEN p_group_name IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('member', p_worker_name) END);
 END;
 $$;
 
@@ -11638,12 +11600,6 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_decide(p_route_key text, p_enabled bo
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_event(p_event_id uuid) FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_route_group_advance(p_member_name text, p_runner text, p_group_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb); Type: ACL; Schema: iu_core; Owner: -
---
-
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_advance(p_member_name text, p_runner text, p_group_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb) FROM PUBLIC;
-
---
 -- Name: FUNCTION fn_iu_route_group_bucket(p_event_stream text); Type: ACL; Schema: iu_core; Owner: -
 --
 
@@ -11722,10 +11678,10 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_idempotency_key(p_worker_name text, p
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_run_tally_zero() FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb); Type: ACL; Schema: iu_core; Owner: -
+-- Name: FUNCTION fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb, p_group_name text, p_runner text); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb, p_group_name text, p_runner text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_backlog_cap(); Type: ACL; Schema: iu_core; Owner: -

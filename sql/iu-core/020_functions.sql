@@ -7,6 +7,7 @@ SET LOCAL check_function_bodies = off;
 
 -- gone since the previous release
 DROP FUNCTION IF EXISTS iu_core.fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb);
+DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb);
 
 -- functions/rules/fn_iu_package_owner.sql
 -- +goose StatementBegin
@@ -4211,7 +4212,9 @@ CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_advance(
     p_after_txid   xid8,
     p_after_id     uuid,
     p_tally        iu_core.iu_route_run_tally,
-    p_summary      jsonb
+    p_summary      jsonb,
+    p_group_name   text DEFAULT NULL,
+    p_runner       text DEFAULT NULL
 )
 RETURNS void
 LANGUAGE plpgsql
@@ -4222,6 +4225,11 @@ AS $$
     --   p_done     the new done snapshot, NULL when no window closed in this run
     --   p_window, p_after_txid, p_after_id   the open window and the position in it (NULLs: none)
     --   p_tally    what the run did;  p_summary  the run's JSON summary, kept for operators
+    --   p_group_name  a group member's run: its group, the name the running audit counts
+    --              carry (as its attempts do); NULL for a worker (its own name)
+    --   p_runner   the executor whose heartbeat is beaten: NULL for p_worker_name itself; a
+    --              member whose run another member's runner took over is not beaten, so its
+    --              silence stays visible (the beat then names the member it routed for)
     -- ---------------------------------------------------------------------------------------
 BEGIN
     UPDATE public.iu_route_worker_cursor cur
@@ -4240,19 +4248,20 @@ BEGIN
            last_run_summary  = p_summary
      WHERE cur.worker_name = p_worker_name;
 
-    PERFORM iu_core.fn_iu_route_attempt_tally_add(p_worker_name, x.status, x.n, 0)
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(coalesce(p_group_name, p_worker_name), x.status, x.n, 0)
        FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
                     ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
       WHERE x.n > 0;
 
-    PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, p_event_domain,
+    PERFORM iu_core.fn_iu_route_worker_beat(coalesce(p_runner, p_worker_name), p_event_domain,
         jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
                            'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
-                           'held_open_count', jsonb_array_length(p_summary->'held_open_by')));
+                           'held_open_count', jsonb_array_length(p_summary->'held_open_by'))
+        || CASE WHEN p_group_name IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('member', p_worker_name) END);
 END;
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_attempt_tally_add.sql
 -- +goose StatementBegin
@@ -5596,9 +5605,10 @@ BEGIN
         END IF;
         RETURN v_summary;
     END IF;
-    PERFORM iu_core.fn_iu_route_group_advance(c.worker_name, p_runner, g.group_name, c.event_domain,
-                                              CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
-                                              v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary);
+    PERFORM iu_core.fn_iu_route_worker_advance(c.worker_name, c.event_domain,
+                                               CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
+                                               v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary,
+                                               g.group_name, p_runner);
     -- The last member to reach the boundary settles the hand-over in its own run.
     IF v_cap IS NOT NULL AND v_pos.window_snapshot IS NULL AND v_pos.done_snapshot::text = v_cap::text
        AND iu_core.fn_iu_route_group_settle(g.group_name) THEN
@@ -5839,62 +5849,6 @@ END;
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer) FROM PUBLIC;
-
--- functions/route_worker/fn_iu_route_group_advance.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_group_advance(
-    p_member_name  text,
-    p_runner       text,
-    p_group_name   text,
-    p_event_domain text,
-    p_done         pg_snapshot,
-    p_window       pg_snapshot,
-    p_after_txid   xid8,
-    p_after_id     uuid,
-    p_tally        iu_core.iu_route_run_tally,
-    p_summary      jsonb
-)
-RETURNS void
-LANGUAGE plpgsql
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_group_advance: a member's fn_iu_route_worker_advance, in the run's
-    -- transaction: the member's cursor (position and counters, as a worker's), the running
-    -- audit counts under the GROUP's name (the name its attempts carry), and the heartbeat of
-    -- the runner (p_runner: the member whose process ran this; a member taken over is not
-    -- beaten, so its silence stays visible).
-    -- ---------------------------------------------------------------------------------------
-BEGIN
-    UPDATE public.iu_route_worker_cursor cur
-       SET done_snapshot     = coalesce(p_done, cur.done_snapshot),
-           window_snapshot   = p_window,
-           window_txid       = p_after_txid,
-           window_event_id   = p_after_id,
-           system_identifier = coalesce(cur.system_identifier, (SELECT s.system_identifier FROM pg_control_system() s)),
-           last_created_at   = coalesce(p_tally.last_created_at, cur.last_created_at),
-           last_event_id     = coalesce(p_tally.last_id, cur.last_event_id),
-           events_seen       = cur.events_seen + p_tally.claimed,
-           attempts_written  = cur.attempts_written + p_tally.attempts_written,
-           dead_lettered     = cur.dead_lettered + p_tally.dead_lettered,
-           runs_total        = cur.runs_total + 1,
-           last_run_at       = now(),
-           last_run_summary  = p_summary
-     WHERE cur.worker_name = p_member_name;
-
-    PERFORM iu_core.fn_iu_route_attempt_tally_add(p_group_name, x.status, x.n, 0)
-       FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
-                    ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
-      WHERE x.n > 0;
-
-    PERFORM iu_core.fn_iu_route_worker_beat(p_runner, p_event_domain,
-        jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
-                           'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
-                           'held_open_count', jsonb_array_length(p_summary->'held_open_by'),
-                           'member', p_member_name));
-END;
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_advance(text, text, text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_group_summary.sql
 -- +goose StatementBegin
@@ -10073,7 +10027,6 @@ AS $$
         'iu_core.fn_iu_route_dead_letter_no_delete()',
         'iu_core.fn_iu_route_decide(text, boolean, boolean)',
         'iu_core.fn_iu_route_event(uuid)',
-        'iu_core.fn_iu_route_group_advance(text, text, text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb)',
         'iu_core.fn_iu_route_group_bucket(text)',
         'iu_core.fn_iu_route_group_buckets()',
         'iu_core.fn_iu_route_group_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer)',
@@ -10087,7 +10040,7 @@ AS $$
         'iu_core.fn_iu_route_group_takeover(text, integer, jsonb)',
         'iu_core.fn_iu_route_idempotency_key(text, text, uuid)',
         'iu_core.fn_iu_route_run_tally_zero()',
-        'iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb)',
+        'iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text)',
         'iu_core.fn_iu_route_worker_backlog_cap()',
         'iu_core.fn_iu_route_worker_beat(text, text, jsonb)',
         'iu_core.fn_iu_route_worker_beat_due(text, text)',
@@ -10223,7 +10176,6 @@ REVOKE EXECUTE ON FUNCTION public.fn_iu_route_group_health(text) FROM workflow_a
 DROP FUNCTION iu_core.fn_iu_route_group_takeover(text, integer, jsonb);
 DROP FUNCTION iu_core.fn_iu_route_group_settle(text);
 DROP FUNCTION iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, integer, boolean);
-DROP FUNCTION iu_core.fn_iu_route_group_advance(text, text, text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb);
 DROP FUNCTION iu_core.fn_iu_route_group_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer);
 DROP FUNCTION iu_core.fn_iu_route_group_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer, boolean);
 DROP FUNCTION iu_core.fn_iu_route_group_page(text, iu_core.iu_route_window, integer, integer, integer);
@@ -10235,6 +10187,7 @@ DROP FUNCTION iu_core.fn_iu_route_group_rebalance(text, text, text, text);
 DROP FUNCTION public.fn_iu_route_group_health(text);
 DROP FUNCTION public.fn_iu_route_worker_remove_member(text, text);
 DROP FUNCTION public.fn_iu_route_worker_register_member(text, text, text, integer);
+DROP FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text);
 DROP FUNCTION iu_core.fn_iu_route_worker_idle_new(text, pg_snapshot);
 DROP FUNCTION public.fn_iu_emit_events(text, text, text[], text[], text[], text[], text[], jsonb[]);
 DROP FUNCTION iu_core.fn_iu_emit_event_refuse(text, text[], text, text, text, text, text, text, text, jsonb);

@@ -2,71 +2,27 @@ package queuehealth
 
 import (
 	"context"
-	"encoding/json"
-	"reflect"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
 func ctx(t testing.TB) context.Context { return pgtest.Ctx(t) }
 
-// obj is a decoded jsonb object (numbers are float64).
-type obj = map[string]any
+// The JSON-call helpers every SQL test package uses (internal/pgtest/jsoncall.go).
+type (
+	obj     = pgtest.Obj
+	querier = pgtest.Querier
+)
 
-// querier is a pool, a connection or a transaction.
-type querier interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}
-
-// callJSON runs a statement returning one jsonb value and decodes it.
-func callJSON(t testing.TB, q querier, sql string, args ...any) obj {
-	t.Helper()
-	var raw []byte
-	if err := q.QueryRow(ctx(t), sql, args...).Scan(&raw); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	var out obj
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s: decoding %s: %v", sql, raw, err)
-	}
-	return out
-}
-
-// callErr runs a statement that must fail and returns the error.
-func callErr(t testing.TB, q querier, sql string, args ...any) error {
-	t.Helper()
-	_, err := q.Exec(ctx(t), sql, args...)
-	if err == nil {
-		t.Fatalf("%s: want an error, got none", sql)
-	}
-	return err
-}
-
-func requireJSONEqual(t testing.TB, got obj, want string) {
-	t.Helper()
-	var w obj
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, w) {
-		g, _ := json.Marshal(got)
-		t.Fatalf("JSON = %s, want exactly %s", g, want)
-	}
-}
-
-func num(t testing.TB, o obj, key string) float64 {
-	t.Helper()
-	v, ok := o[key].(float64)
-	if !ok {
-		t.Fatalf("key %q missing or not a number in %v", key, o)
-	}
-	return v
-}
+var (
+	callJSON         = pgtest.CallJSON
+	callErr          = pgtest.CallErr
+	requireJSONEqual = pgtest.RequireJSONEqual
+	num              = pgtest.Num
+)
 
 // register registers an executor as an operator would.
 func register(t testing.TB, db *pgtest.DB, id string, cadence, threshold int) {

@@ -36,7 +36,8 @@ func requireGroupExactlyOnce(t testing.TB, db *pgtest.DB, name string) int {
 // bucket_hi)), and the group as a whole routes each event once, under the group's name.
 // 500 events of 50 streams, two members run one after the other: each member's own count
 // (its cursor's attempts_written) equals the events of the streams in its share, both
-// shares are non-empty, and every event has one attempt of worker g.
+// shares are non-empty, every event has one attempt of worker g, and the running audit
+// counts are g's.
 func TestGroup_MembersSplitTheDomainByStream(t *testing.T) {
 	t.Parallel()
 	db, _ := setup(t)
@@ -63,6 +64,15 @@ func TestGroup_MembersSplitTheDomainByStream(t *testing.T) {
 		if wrote != want || want == 0 {
 			t.Errorf("member %s wrote %d attempts, its buckets hold %d events", m, wrote, want)
 		}
+	}
+	// The running audit counts (v_iu_route_attempt_summary reads them) are the group's, as
+	// its attempts are: a member's run adds to g's, never to a tally of its own.
+	var tallied, members int
+	db.QueryRow(t, `SELECT coalesce(sum(attempts) FILTER (WHERE worker_name = 'g'), 0),
+	                       count(*) FILTER (WHERE worker_name IN ('g-1', 'g-2'))
+	                  FROM iu_route_attempt_tally`, nil, &tallied, &members)
+	if tallied != 500 || members != 0 {
+		t.Errorf("running counts: want 500 under g and none under a member, got %d under g, %d member rows", tallied, members)
 	}
 	var health map[string]any
 	db.QueryRow(t, `SELECT fn_iu_route_group_health('g')`, nil, &health)

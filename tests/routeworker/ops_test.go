@@ -172,7 +172,6 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_remove_member(text,text)":                {"workflow_admin"},
 	"fn_iu_route_group_health(text)":                             {"workflow_admin"},
 	// Groups' internals: owner only, reached through fn_iu_route_worker_run and the three above.
-	"iu_core.fn_iu_route_group_advance(text,text,text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_core.iu_route_run_tally,jsonb)": nil,
 	"iu_core.fn_iu_route_group_bucket(text)": nil,
 	"iu_core.fn_iu_route_group_buckets()":    nil,
 	"iu_core.fn_iu_route_group_decide_each(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer,integer,integer)":         nil,
@@ -198,7 +197,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer,boolean)":        nil,
 	"iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer)":                nil,
 	"iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally,text)":                                                    nil,
-	"iu_core.fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_core.iu_route_run_tally,jsonb)":            nil,
+	"iu_core.fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_core.iu_route_run_tally,jsonb,text,text)":  nil,
 	"iu_core.fn_iu_route_worker_page(text,iu_core.iu_route_window,integer)":                                                       nil,
 	"iu_core.fn_iu_route_decide(text,boolean,boolean)":                                                                            nil,
 	"iu_core.fn_iu_route_idempotency_key(text,text,uuid)":                                                                         nil,

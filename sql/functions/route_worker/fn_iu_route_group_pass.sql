@@ -230,9 +230,10 @@ BEGIN
         END IF;
         RETURN v_summary;
     END IF;
-    PERFORM iu_core.fn_iu_route_group_advance(c.worker_name, p_runner, g.group_name, c.event_domain,
-                                              CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
-                                              v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary);
+    PERFORM iu_core.fn_iu_route_worker_advance(c.worker_name, c.event_domain,
+                                               CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
+                                               v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary,
+                                               g.group_name, p_runner);
     -- The last member to reach the boundary settles the hand-over in its own run.
     IF v_cap IS NOT NULL AND v_pos.window_snapshot IS NULL AND v_pos.done_snapshot::text = v_cap::text
        AND iu_core.fn_iu_route_group_settle(g.group_name) THEN

@@ -6,7 +6,9 @@ CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_advance(
     p_after_txid   xid8,
     p_after_id     uuid,
     p_tally        iu_core.iu_route_run_tally,
-    p_summary      jsonb
+    p_summary      jsonb,
+    p_group_name   text DEFAULT NULL,
+    p_runner       text DEFAULT NULL
 )
 RETURNS void
 LANGUAGE plpgsql
@@ -17,6 +19,11 @@ AS $$
     --   p_done     the new done snapshot, NULL when no window closed in this run
     --   p_window, p_after_txid, p_after_id   the open window and the position in it (NULLs: none)
     --   p_tally    what the run did;  p_summary  the run's JSON summary, kept for operators
+    --   p_group_name  a group member's run: its group, the name the running audit counts
+    --              carry (as its attempts do); NULL for a worker (its own name)
+    --   p_runner   the executor whose heartbeat is beaten: NULL for p_worker_name itself; a
+    --              member whose run another member's runner took over is not beaten, so its
+    --              silence stays visible (the beat then names the member it routed for)
     -- ---------------------------------------------------------------------------------------
 BEGIN
     UPDATE public.iu_route_worker_cursor cur
@@ -35,14 +42,15 @@ BEGIN
            last_run_summary  = p_summary
      WHERE cur.worker_name = p_worker_name;
 
-    PERFORM iu_core.fn_iu_route_attempt_tally_add(p_worker_name, x.status, x.n, 0)
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(coalesce(p_group_name, p_worker_name), x.status, x.n, 0)
        FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
                     ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
       WHERE x.n > 0;
 
-    PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, p_event_domain,
+    PERFORM iu_core.fn_iu_route_worker_beat(coalesce(p_runner, p_worker_name), p_event_domain,
         jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
                            'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
-                           'held_open_count', jsonb_array_length(p_summary->'held_open_by')));
+                           'held_open_count', jsonb_array_length(p_summary->'held_open_by'))
+        || CASE WHEN p_group_name IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('member', p_worker_name) END);
 END;
 $$;
