@@ -12,10 +12,7 @@ import (
 func ctx(t testing.TB) context.Context { return pgtest.Ctx(t) }
 
 // The JSON-call helpers every SQL test package uses (internal/pgtest/jsoncall.go).
-type (
-	obj     = pgtest.Obj
-	querier = pgtest.Querier
-)
+type querier = pgtest.Querier
 
 var (
 	callJSON         = pgtest.CallJSON
