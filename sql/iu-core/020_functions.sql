@@ -7374,7 +7374,7 @@ AS $$
 --   * the two rules over several columns (job_queue_lease_ck, job_queue_token_ck) live in
 --     a domain over the lease columns (018), cast by one short table CHECK, since a table
 --     CHECK's expression is parsed from its text and planned again for every call: the
---     two CHECKs were ~59,000 instructions a call, the cast is ~37,000. What remains of
+--     two CHECKs were ~60,000 instructions a call, the cast is ~37,000. What remains of
 --     the INSERT's cost per call is PostgreSQL's executor set up for one row: the 18-column
 --     projection, six indexes opened and closed, the five partial index predicates
 --     prepared (bench/README.md, "The single enqueue against a plain INSERT");
@@ -7419,6 +7419,8 @@ BEGIN
         -- The arguments as job_queue's column domains: checked here, not again by the INSERT.
         -- Only p_payload can be refused here (hygiene, with this function's own error: see
         -- above); the condition already holds the others to stricter rules than the domains'.
+        -- The payload's copy must stay here, in this function's own frame: that frame is the
+        -- sign the refusing branch reads (a copy in a helper would get the domain's 23514).
         v_kind    iu_core.iu_job_kind         := p_job_kind;
         v_domain  iu_core.iu_job_domain       := p_event_domain;
         v_payload iu_core.iu_job_payload      := coalesce(p_payload, '{}'::jsonb);
