@@ -22,30 +22,41 @@ AS $$
 -- Why it is written this way: it is called once per job, often many times in one statement
 -- (a trigger, an INSERT ... SELECT over orders), so what it costs per call is what matters.
 -- Every statement PL/pgSQL runs is an executor start; every rule a statement names is
--- prepared again for each call. So:
+-- prepared again for each call (a plain INSERT of many rows prepares it once). So:
 --   * the argument rules are one condition (its plan is kept for the session), and only
 --     when it fails are they walked one by one, in the order above, to raise the first
 --     broken rule's own error;
---   * the arguments are assigned to variables of job_queue's column domains (016), and a
---     value already of the column's domain is not checked again by the INSERT, which
---     therefore prepares none of the row rules; the domains' checks run in the assignment,
---     whose cast PL/pgSQL keeps for the transaction. Payload hygiene, the costliest rule, is
---     tested there only (a dirty payload breaks job_queue_payload_hygiene, answered with
---     this function's own error);
+--   * the arguments are then copied into variables of job_queue's column domains (016), and
+--     a value already of the column's domain is not checked again by the INSERT, which
+--     therefore prepares none of the single-column rules; the domains' checks run in the
+--     copy, whose cast PL/pgSQL keeps for the transaction. The copies are declared in a
+--     block of their own, entered only once the condition holds: a domain variable declared
+--     without a value is checked against NULL on every call (~1,500 instructions for four);
+--   * payload hygiene, the costliest rule, is tested in that copy only: a dirty payload
+--     breaks job_queue_payload_hygiene, whose refusing branch
+--     (iu_core.fn_iu_event_outbox_refuse_payload, 018) raises this function's own error,
+--     told by the call stack that this function's copy is the writer. (It was a
+--     subtransaction, BEGIN ... EXCEPTION around the copy: ~6,000 instructions a call.
+--     Testing hygiene in the condition instead runs the rule twice.)
+--   * the two rules over several columns (job_queue_lease_ck, job_queue_token_ck) live in
+--     a domain over the lease columns (018), cast by one short table CHECK, since a table
+--     CHECK's expression is parsed from its text and planned again for every call: the
+--     two CHECKs were ~60,000 instructions a call, the cast is ~37,000. What remains of
+--     the INSERT's cost per call is PostgreSQL's executor set up for one row: the 18-column
+--     projection, six indexes opened and closed, the five partial index predicates
+--     prepared (bench/README.md, "The single enqueue against a plain INSERT");
 --   * the id and the timestamps are drawn here, not by the column defaults, which the
 --     INSERT would prepare for every call;
 --   * without a dedupe key the INSERT is a plain one: no conflict can arise, and ON CONFLICT
 --     would make it a speculative insertion (a probe, a token lock, a second WAL record).
+-- It pins lock_timeout although it is a producer, unlike fn_iu_emit_event: with a dedupe
+-- key its INSERT waits for any other transaction that inserted a live job of the same key
+-- and has not ended (the conflict is decided when it commits or rolls back), a caller's open
+-- transaction that must not hold it for as long as it pleases.
 DECLARE
     v_id      uuid        := iu_core.fn_job_new_id();
     v_now     timestamptz := now();
     v_after   timestamptz := coalesce(p_process_after, now());
-    v_kind    iu_core.iu_job_kind;
-    v_domain  iu_core.iu_job_domain;
-    v_payload iu_core.iu_job_payload;
-    v_max     iu_core.iu_job_max_attempts;
-    v_status  iu_core.iu_job_status  := 'queued';
-    v_attempt iu_core.iu_job_attempt := 0;
     v_live    uuid;
 BEGIN
     -- The accepting path: true exactly when every rule below holds (NULL fails it).
@@ -71,38 +82,41 @@ BEGIN
         END IF;
     END IF;
 
-    v_kind := p_job_kind;
-    v_domain := p_event_domain;
-    v_max := p_max_attempts;
+    DECLARE
+        -- The arguments as job_queue's column domains: checked here, not again by the INSERT.
+        -- Only p_payload can be refused here (hygiene, with this function's own error: see
+        -- above); the condition already holds the others to stricter rules than the domains'.
+        -- The payload's copy must stay here, in this function's own frame: that frame is the
+        -- sign the refusing branch reads (a copy in a helper would get the domain's 23514).
+        v_kind    iu_core.iu_job_kind         := p_job_kind;
+        v_domain  iu_core.iu_job_domain       := p_event_domain;
+        v_payload iu_core.iu_job_payload      := coalesce(p_payload, '{}'::jsonb);
+        v_max     iu_core.iu_job_max_attempts := p_max_attempts;
+        v_status  iu_core.iu_job_status       := 'queued';
+        v_attempt iu_core.iu_job_attempt      := 0;
     BEGIN
-        v_payload := coalesce(p_payload, '{}'::jsonb);
-    EXCEPTION WHEN check_violation THEN
-        -- job_queue_payload_hygiene: the payload argument's own error, with where the key sits.
-        PERFORM iu_core.fn_iu_payload_require_clean('fn_job_enqueue', 'p_payload', coalesce(p_payload, '{}'::jsonb));
-        RAISE;
-    END;
-
-    IF p_dedupe_key IS NULL THEN
-        INSERT INTO public.job_queue (job_id, job_kind, event_domain, status, payload, process_after, enqueued_at,
-                                      attempt, max_attempts, updated_at)
-        VALUES (v_id, v_kind, v_domain, v_status, v_payload, v_after, v_now, v_attempt, v_max, v_now);
-        RETURN v_id;
-    END IF;
-
-    -- The loop covers the race where the live job finishes between the conflict and the lookup.
-    LOOP
-        INSERT INTO public.job_queue (job_id, job_kind, event_domain, status, payload, process_after, enqueued_at,
-                                      attempt, max_attempts, updated_at, dedupe_key)
-        VALUES (v_id, v_kind, v_domain, v_status, v_payload, v_after, v_now, v_attempt, v_max, v_now, p_dedupe_key)
-        ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING;
-        IF FOUND THEN
+        IF p_dedupe_key IS NULL THEN
+            INSERT INTO public.job_queue (job_id, job_kind, event_domain, status, payload, process_after, enqueued_at,
+                                          attempt, max_attempts, updated_at)
+            VALUES (v_id, v_kind, v_domain, v_status, v_payload, v_after, v_now, v_attempt, v_max, v_now);
             RETURN v_id;
         END IF;
-        SELECT j.job_id INTO v_live FROM public.job_queue j
-         WHERE j.dedupe_key = p_dedupe_key AND j.status IN ('queued', 'running');
-        IF v_live IS NOT NULL THEN
-            RETURN v_live;
-        END IF;
-    END LOOP;
+
+        -- The loop covers the race where the live job finishes between the conflict and the lookup.
+        LOOP
+            INSERT INTO public.job_queue (job_id, job_kind, event_domain, status, payload, process_after, enqueued_at,
+                                          attempt, max_attempts, updated_at, dedupe_key)
+            VALUES (v_id, v_kind, v_domain, v_status, v_payload, v_after, v_now, v_attempt, v_max, v_now, p_dedupe_key)
+            ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING;
+            IF FOUND THEN
+                RETURN v_id;
+            END IF;
+            SELECT j.job_id INTO v_live FROM public.job_queue j
+             WHERE j.dedupe_key = p_dedupe_key AND j.status IN ('queued', 'running');
+            IF v_live IS NOT NULL THEN
+                RETURN v_live;
+            END IF;
+        END LOOP;
+    END;
 END;
 $$;
