@@ -1829,6 +1829,86 @@ CREATE FUNCTION iu_core.fn_iu_is_whitespace(p_value text) RETURNS boolean
 $$;
 
 --
+-- Name: fn_iu_outbox_hot_refresh(); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_outbox_hot_refresh() RETURNS xid8
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_outbox_hot_refresh() -> xid8: brings fn_iu_outbox_hot_txid's constant to the
+    -- lower bound of event_outbox's oldest partition not closed yet (iu_history_partition;
+    -- '0' while the oldest open partition has no lower bound, i.e. starts at the beginning;
+    -- the newest partition's upper bound when every one is closed),
+    -- replacing that function only when the bound moved; returns the bound. Called by
+    -- fn_iu_partition_maintain after it recorded closes and changed partitions, under the
+    -- maintenance lock (so two calls never race). The bound only moves up as partitions
+    -- close, so it changes once per partition width of transaction ids; replacing the function
+    -- is a catalog write that discards the plans made with the old bound (they are made again
+    -- at their next use). Internal.
+    -- The new body is the current one with its constant replaced, so its header stays as the
+    -- source file has it.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_bound xid8;
+    v_src   text;
+    v_new   text;
+BEGIN
+    -- Every partition closed (maintenance was behind and has not added the next one yet):
+    -- everything below the newest one's upper bound is closed, and rows above it are in the
+    -- default partition, which no lower bound prunes.
+    SELECT coalesce(min(coalesce(p.lower_txid, '0'::xid8)) FILTER (WHERE p.closed_at IS NULL),
+                    max(p.upper_txid), '0'::xid8)
+      INTO v_bound
+      FROM public.iu_history_partition p
+     WHERE p.table_name = 'event_outbox';
+    SELECT f.prosrc INTO v_src FROM pg_proc f
+     WHERE f.oid = 'iu_core.fn_iu_outbox_hot_txid(text)'::regprocedure;
+    v_new := regexp_replace(v_src, '''[0-9]+''::pg_catalog\.xid8', quote_literal(v_bound::text) || '::pg_catalog.xid8');
+    IF v_new IS DISTINCT FROM v_src THEN
+        EXECUTE format('CREATE OR REPLACE FUNCTION iu_core.fn_iu_outbox_hot_txid(p_event_domain text) RETURNS xid8 LANGUAGE sql STABLE AS %L', v_new);
+    END IF;
+    RETURN v_bound;
+END;
+$$;
+
+--
+-- Name: fn_iu_outbox_hot_txid(text); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_outbox_hot_txid(p_event_domain text) RETURNS xid8
+    LANGUAGE sql STABLE
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_outbox_hot_txid(p_event_domain) -> xid8: the lower bound of event_outbox's oldest
+    -- partition that is not closed yet (fn_iu_partition_record_closes), written into this
+    -- body as a constant by fn_iu_outbox_hot_refresh whenever a partition closes ('0' until
+    -- one has: no bound). Internal, owner only.
+    --
+    -- Why a constant in a function body: a statement planned once and kept (every statement
+    -- of the route worker runs on a generic plan) holds every partition of event_outbox in
+    -- its plan, and PostgreSQL (13 to 17) locks every relation of a kept plan each time it
+    -- runs it, pruned or not: a caught-up poll of a history kept for years paid one lock and
+    -- one release per partition (100 closed partitions made it ~60 % dearer). A bound the
+    -- planner sees as a constant prunes partitions when the plan is MADE, so they are not in
+    -- it at all. This function is inlined where it is called (STABLE SQL: never evaluated
+    -- ahead by the planner, always inlined), which records the plan's dependency on it: when
+    -- the refresh replaces it, PostgreSQL discards every plan made with the old constant.
+    -- p_event_domain is not read; it only keeps the call non-constant, so the planner inlines
+    -- rather than evaluates it.
+    --
+    -- How it is used: a question about the rows at or above some position asks it with
+    -- `txid >= fn_iu_outbox_hot_txid(...)` added, in the same statement that checks the
+    -- position is at or above the bound (both read the same constant: one plan), and answers
+    -- "cannot tell" otherwise. So the bound only ever decides how much a statement plans,
+    -- never what it finds; a stale or foreign bound (a dump restored into another cluster)
+    -- costs speed, not rows.
+    -- ---------------------------------------------------------------------------------------
+    SELECT '0'::pg_catalog.xid8
+$$;
+
+--
 -- Name: fn_iu_package_config_keys(); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
@@ -1894,6 +1974,8 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_history_lock_tables(regclass[], text[])',
         'iu_core.fn_iu_is_blank(text)',
         'iu_core.fn_iu_is_whitespace(text)',
+        'iu_core.fn_iu_outbox_hot_refresh()',
+        'iu_core.fn_iu_outbox_hot_txid(text)',
         'iu_core.fn_iu_package_config_keys()',
         'iu_core.fn_iu_package_functions()',
         'iu_core.fn_iu_package_owner()',
@@ -4624,21 +4706,37 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_idle_new(p_event_domain text, p_done 
     AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_idle_new(p_event_domain, p_done): half (b) of the idle path's outbox
-    -- question (fn_iu_route_worker_idle_rows): 'new' when the domain holds a row at or above
-    -- p_done's xmax that the statement can see (every row a window opened now would claim
-    -- in its second range, and every row restored from another cluster), no row otherwise.
-    -- A NULL p_done (never run) asks from the first transaction id.
-    -- Asked alone by fn_iu_route_worker_run when p_done lists no transaction in progress
-    -- (its xmin equals its xmax): half (a), the late commits, then has nothing to find, and
-    -- not setting up its scan saves an idle run about 7 % (bench/instr/count.sh).
-    -- Bounded below by a value known when the statement starts: the history partitions
-    -- below it are pruned before any scan is built.
+    -- question (fn_iu_route_worker_idle_rows), and the whole of it when p_done lists no
+    -- transaction in progress (its xmin equals its xmax: half (a), the late commits, then has
+    -- nothing to find, and not setting up its scan saves an idle run about 7 %). Rows:
+    --   'stale' when p_done lies below the outbox's hot bound (fn_iu_outbox_hot_txid: the
+    --           lower bound of its oldest partition not closed yet): this statement cannot
+    --           tell, the run takes the full pass (which also moves such a position up, so
+    --           this happens once per worker and closed partition);
+    --   'new'   when the domain holds a row at or above p_done's xmax that the statement can
+    --           see: every row a window opened now would claim in its second range;
+    -- none otherwise. A NULL p_done (never run) asks from the first transaction id.
+    -- Every bound is known when the statement is planned or starts, so the partitions outside
+    -- them are not scanned: the hot bound is a constant in the plan (the closed history
+    -- partitions are not in it at all, so a kept-forever history does not make a caught-up
+    -- poll dearer, see fn_iu_outbox_hot_txid), p_done's xmax prunes the open partitions below
+    -- it and the current snapshot's xmax those ahead of it, and the default partition
+    -- whenever the partitions cover the range (maintenance is not behind). No committed row
+    -- the statement can see lies at or above its snapshot's xmax: only rows restored from
+    -- another cluster can, and the idle path leaves those to the full pass, which refuses
+    -- them (IU002) at the first event or the first due beat, as it does a cursor from
+    -- another cluster (they are invisible to every window, so nothing is routed meanwhile).
     -- Internal: inlinable SQL, owner only.
     -- ---------------------------------------------------------------------------------------
+    SELECT 'stale'
+     WHERE pg_snapshot_xmin(coalesce(p_done, '1:1:'::pg_snapshot)) < iu_core.fn_iu_outbox_hot_txid(p_event_domain)
+    UNION ALL
     SELECT 'new'
       FROM (SELECT 1 FROM public.event_outbox o
              WHERE o.event_domain = p_event_domain
+               AND o.txid >= iu_core.fn_iu_outbox_hot_txid(p_event_domain)
                AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+               AND o.txid < pg_snapshot_xmax(pg_current_snapshot())
              LIMIT 1) b
 $$;
 
@@ -4709,18 +4807,21 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_idle_rows(p_event_domain text, p_done
     --   (a) late_commit: a transaction in p_done's in-progress list that has completed by
     --       p_now and wrote a row (one index probe per such transaction)
     --   (b) new (fn_iu_route_worker_idle_new): any row at or above p_done's xmax that the
-    --       statement can see. That is every
-    --       row the claim's second range would return (committed before p_now: visible in it),
-    --       and also every committed row whose txid lies at or beyond this cluster's next
-    --       transaction id, i.e. fn_iu_route_worker_foreign_rows' question (rows restored
-    --       from another cluster), asked in the same index range instead of a second one.
-    --       Rows still being written by producers are not visible and do not count; the
-    --       caller's own rows do (the run asks only when its transaction has written nothing).
+    --       statement can see, below its snapshot's xmax. That is every row the claim's
+    --       second range would return (committed before p_now: visible in it). Rows still
+    --       being written by producers are not visible and do not count; the caller's own
+    --       rows do (the run asks only when its transaction has written nothing). Rows
+    --       restored from another cluster with txids beyond this cluster's are left to the
+    --       full pass (fn_iu_route_worker_idle_new says why).
+    --   stale (fn_iu_route_worker_idle_new): p_done lies below the hot bound
+    --       (fn_iu_outbox_hot_txid), which (a) is bounded by too: a position that old is
+    --       answered by the full pass.
     -- It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
     -- return is found here (a test holds the two together). Every branch bounds txid by
-    -- values known when the statement starts, so the history partitions outside those bounds
-    -- are pruned before any scan is built and the cost stays flat however many partitions
-    -- history keeps. When p_done lists no transaction in progress, (a) has nothing to ask: its
+    -- the hot bound (a constant when the statement is planned: the closed partitions are not
+    -- in its plan) and by values known when the statement starts, so the partitions outside
+    -- those bounds are pruned before any scan is built and the cost stays flat however many
+    -- partitions history keeps. When p_done lists no transaction in progress, (a) has nothing to ask: its
     -- upper bound is then 0, below every partition its lower bound keeps, so no scan is
     -- started for it at all (xmin = xmax alone would still leave the partition holding that
     -- one value).
@@ -4731,6 +4832,7 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_idle_rows(p_event_domain text, p_done
      CROSS JOIN LATERAL (SELECT 1 FROM public.event_outbox o
                           WHERE o.event_domain = p_event_domain
                             AND o.txid = x.xip_txid
+                            AND o.txid >= iu_core.fn_iu_outbox_hot_txid(p_event_domain)
                             AND o.txid >= pg_snapshot_xmin(p_done)
                             AND o.txid < CASE WHEN pg_snapshot_xmin(p_done) < pg_snapshot_xmax(p_done)
                                               THEN pg_snapshot_xmax(p_done) ELSE '0'::xid8 END
@@ -4893,7 +4995,9 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limi
     --   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
     --   4. pages until the batch is full or the windows are exhausted: decide_page (or
     --      decide_each when the page statement fails), then deliver_page
-    --   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat;
+    --   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat
+    --      (and, once after a history partition closed, the position moved up to the empty
+    --      window, so the idle path can answer the next polls);
     --      otherwise fn_iu_route_worker_advance: the cursor, the counters, the heartbeat
     -- ---------------------------------------------------------------------------------------
 DECLARE
@@ -5088,6 +5192,16 @@ BEGIN
             PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, c.event_domain,
                 jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
                                    'held_open_count', jsonb_array_length(v_holders)));
+        END IF;
+        -- A position below the outbox's hot bound (a partition closed since this worker last
+        -- moved it; fn_iu_outbox_hot_txid) sends every idle run here, since the idle path's
+        -- question cannot answer for it: move it up to the empty window just closed (the
+        -- claim found nothing between the two), once, so the next polls take the idle path.
+        -- The only write of an idle run besides a due beat, once per closed partition.
+        IF pg_snapshot_xmin(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)) < iu_core.fn_iu_outbox_hot_txid(c.event_domain)
+           AND pg_snapshot_xmin(v_pos.done_snapshot) >= iu_core.fn_iu_outbox_hot_txid(c.event_domain) THEN
+            UPDATE public.iu_route_worker_cursor cur SET done_snapshot = v_pos.done_snapshot
+             WHERE cur.worker_name = p_worker_name;
         END IF;
         RETURN v_summary;
     END IF;
@@ -7052,7 +7166,8 @@ CREATE FUNCTION public.fn_iu_partition_maintain() RETURNS jsonb
     -- Keeps both history tables partitioned two to three widths (retention.partition_txids)
     -- ahead of the transaction ids in use, empties the default partitions when rows reached
     -- them, re-cuts the partitions ahead when the width setting changed, and records when a
-    -- partition closed. Called by the runner (tick, and the run loop on the stale-check
+    -- partition closed (and moves the bound the route worker's idle question prunes closed
+    -- partitions by: fn_iu_outbox_hot_refresh). Called by the runner (tick, and the run loop on the stale-check
     -- cadence); idempotent and safe to call concurrently. Call it with autocommit: what it
     -- changes holds its locks until the caller's transaction ends, so a session that
     -- changed something ends itself after 2 s idle in that transaction (its changes roll
@@ -7124,6 +7239,14 @@ BEGIN
         -- transaction ends: a caller that leaves it open must not hold producers or readers.
         PERFORM set_config('idle_in_transaction_session_timeout', '2s', true);
     END IF;
+
+    -- The bound the route worker's idle question prunes closed partitions by follows the
+    -- closes and the partitions (fn_iu_outbox_hot_txid). A catalog write only when it moved.
+    BEGIN
+        PERFORM iu_core.fn_iu_outbox_hot_refresh();
+    EXCEPTION WHEN lock_not_available THEN
+        NULL;   -- moved by a later call
+    END;
 
     SELECT p.upper_txid INTO v_upper FROM public.iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
     v_next := pg_snapshot_xmax(pg_current_snapshot());
@@ -11418,6 +11541,18 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_is_blank(p_value text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_iu_is_whitespace(p_value text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_outbox_hot_refresh(); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_outbox_hot_refresh() FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_outbox_hot_txid(p_event_domain text); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_outbox_hot_txid(p_event_domain text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_package_config_keys(); Type: ACL; Schema: iu_core; Owner: -
