@@ -25,11 +25,14 @@ BEGIN
     -- Every partition closed (maintenance was behind and has not added the next one yet):
     -- everything below the newest one's upper bound is closed, and rows above it are in the
     -- default partition, which no lower bound prunes.
-    SELECT coalesce(min(coalesce(p.lower_txid, '0'::xid8)) FILTER (WHERE p.closed_at IS NULL),
-                    max(p.upper_txid), '0'::xid8)
-      INTO v_bound
-      FROM public.iu_history_partition p
-     WHERE p.table_name = 'event_outbox';
+    -- (ORDER BY ... LIMIT 1: min and max of xid8 exist from PostgreSQL 16 on only.)
+    v_bound := coalesce(
+        (SELECT coalesce(p.lower_txid, '0'::xid8) FROM public.iu_history_partition p
+          WHERE p.table_name = 'event_outbox' AND p.closed_at IS NULL
+          ORDER BY p.lower_txid NULLS FIRST LIMIT 1),
+        (SELECT p.upper_txid FROM public.iu_history_partition p
+          WHERE p.table_name = 'event_outbox' ORDER BY p.upper_txid DESC NULLS LAST LIMIT 1),
+        '0'::xid8);
     SELECT f.prosrc INTO v_src FROM pg_proc f
      WHERE f.oid = 'iu_core.fn_iu_outbox_hot_txid(text)'::regprocedure;
     v_new := regexp_replace(v_src, '''[0-9]+''::pg_catalog\.xid8', quote_literal(v_bound::text) || '::pg_catalog.xid8');

@@ -20,12 +20,15 @@ AS $$
     -- p_event_domain is not read; it only keeps the call non-constant, so the planner inlines
     -- rather than evaluates it.
     --
-    -- How it is used: a question about the rows at or above some position asks it with
-    -- `txid >= fn_iu_outbox_hot_txid(...)` added, in the same statement that checks the
-    -- position is at or above the bound (both read the same constant: one plan), and answers
-    -- "cannot tell" otherwise. So the bound only ever decides how much a statement plans,
-    -- never what it finds; a stale or foreign bound (a dump restored into another cluster)
-    -- costs speed, not rows.
+    -- How it is used: the idle path's outbox question (fn_iu_route_worker_idle_new and
+    -- _idle_rows) adds `txid >= fn_iu_outbox_hot_txid(...)`, a no-op for a position at or
+    -- above the bound, and the run asks it only for such a position (the probe,
+    -- fn_iu_route_worker_idle_probe, checks it; the full pass answers the others and moves
+    -- them up). So the bound decides how much a statement plans, never what it finds. The
+    -- probe and the question are two statements: a refresh committed between them can make
+    -- one poll of a lagging worker read idle; the next poll sees the new bound and takes the
+    -- full pass (the idle path writes nothing, so nothing is skipped). A stale or foreign
+    -- bound (a dump restored into another cluster) costs speed, not rows.
     -- ---------------------------------------------------------------------------------------
     SELECT '0'::pg_catalog.xid8
 $$;

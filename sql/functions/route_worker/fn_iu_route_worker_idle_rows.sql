@@ -17,9 +17,8 @@ AS $$
     --       rows do (the run asks only when its transaction has written nothing). Rows
     --       restored from another cluster with txids beyond this cluster's are left to the
     --       full pass (fn_iu_route_worker_idle_new says why).
-    --   stale (fn_iu_route_worker_idle_new): p_done lies below the hot bound
-    --       (fn_iu_outbox_hot_txid), which (a) is bounded by too: a position that old is
-    --       answered by the full pass.
+    -- Both halves are bounded by the outbox's hot bound (fn_iu_outbox_hot_txid), as the
+    -- caller asks only for a position at or above it.
     -- It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
     -- return is found here (a test holds the two together). Every branch bounds txid by
     -- the hot bound (a constant when the statement is planned: the closed partitions are not
@@ -31,17 +30,7 @@ AS $$
     -- one value).
     -- Internal: inlinable SQL, owner only, called by fn_iu_route_worker_run.
     -- ---------------------------------------------------------------------------------------
-    SELECT 'late_commit'
-      FROM pg_snapshot_xip(p_done) AS x(xip_txid)
-     CROSS JOIN LATERAL (SELECT 1 FROM public.event_outbox o
-                          WHERE o.event_domain = p_event_domain
-                            AND o.txid = x.xip_txid
-                            AND o.txid >= iu_core.fn_iu_outbox_hot_txid(p_event_domain)
-                            AND o.txid >= pg_snapshot_xmin(p_done)
-                            AND o.txid < CASE WHEN pg_snapshot_xmin(p_done) < pg_snapshot_xmax(p_done)
-                                              THEN pg_snapshot_xmax(p_done) ELSE '0'::xid8 END
-                          LIMIT 1) e          -- LATERAL ... LIMIT 1: one probe, never a hash of the domain
-     WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
+    SELECT * FROM iu_core.fn_iu_route_worker_idle_late(p_event_domain, p_done, p_now)
     UNION ALL
     SELECT * FROM iu_core.fn_iu_route_worker_idle_new(p_event_domain, p_done)
 $$;
