@@ -2967,14 +2967,16 @@ AS $$
     --   1. the batch limit (22023; the worker name is checked
     --      by the full pass, since the idle probe finds no worker under a name that breaks it)
     --   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
-    --      window, a sane cursor, no beat due), fn_iu_route_worker_idle_rows finds nothing to
-    --      claim and no foreign row, and the worker's lock is free, the run returns the idle summary without another
+    --      window, a sane cursor at or above the outbox's hot bound, no beat due, no new row),
+    --      no late commit is owed (fn_iu_route_worker_idle_late, asked only when the position
+    --      lists a transaction in progress), and the worker's lock is free, the run returns the idle summary without another
     --      statement: nothing claimed, nothing written (no transaction id, no WAL, no dead
     --      row version), the same summary the full pass gives an idle run
     --   3. otherwise the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
     --      pages of decisions and audit rows, the cursor, the counters and the heartbeat
     -- The idle path is most of what a caught-up worker polling every second does, so it is
-    -- kept to two probe statements and expressions; every case it does not answer
+    -- kept to one probe statement (two when the position waits on a transaction) and
+    -- expressions; every case it does not answer
     -- exactly (a window open, a due heartbeat, a foreign cursor or rows, a closed gate, a busy
     -- lock, an unregistered worker) goes to the full pass, which decides it as before.
     -- ---------------------------------------------------------------------------------------
@@ -2999,17 +3001,12 @@ BEGIN
     SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
       INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
       FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name) p;
-    -- Then the outbox, with the position as values (pruned when the statement starts);
-    -- the lock only when both are quiet.
-    -- A position with no transaction in progress (xmin = xmax) can have no late commit:
-    -- only the new-rows half of the question is asked, one partitioned scan set up instead
-    -- of two (an idle poll's most common case).
-    IF v_quiet THEN
-        IF pg_snapshot_xmin(v_done) = pg_snapshot_xmax(v_done) THEN
-            v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_new(v_domain, v_done));
-        ELSE
-            v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()));
-        END IF;
+    -- The probe asked about the new rows too. A position that lists a transaction in
+    -- progress may also owe its late commits: that half of the outbox question is asked only
+    -- then (an idle poll's common case, nothing in progress, sets up no scan for it). The
+    -- lock only when all is quiet.
+    IF v_quiet AND pg_snapshot_xmin(v_done) <> pg_snapshot_xmax(v_done) THEN
+        v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_late(v_domain, v_done, pg_current_snapshot()));
     END IF;
     IF v_quiet AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
         -- The holders of the position it keeps, described only when one still runs.
@@ -3040,57 +3037,44 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_max_batch() FROM PUBLIC;
 
--- functions/route_worker/fn_iu_route_worker_idle_probe.sql
+-- functions/route_worker/fn_iu_outbox_hot_txid.sql
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text)
-RETURNS TABLE (lock_id integer, event_domain text, done_snapshot pg_snapshot, done_waits boolean, quiet boolean)
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_outbox_hot_txid(p_event_domain text)
+RETURNS xid8
 LANGUAGE sql STABLE
 AS $$
     -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_idle_probe(p_worker_name): the caught-up poll's first question, about
-    -- the worker itself, in one planned statement. Returns the worker's lock_id, event_domain
-    -- and done_snapshot; done_waits: a transaction in done_snapshot's in-progress list is still
-    -- running (the position waits on it, fn_iu_route_worker_holders says who it is); and
-    -- quiet = true only when
-    --   both gates are open (fn_iu_gate_open over the two keys, as the gate readers read them),
-    --   no window is open, the cursor is no group member's (a member's run is decided by
-    --   fn_iu_route_group_pass: its idle rule depends on its group's state), the caller's
-    --   transaction has no transaction id (its own uncommitted rows are the full pass's
-    --   business), no stored position lies ahead of this cluster's
-    --   transaction ids (fn_iu_route_worker_cursor_ahead) and no heartbeat is due
-    --   (fn_iu_route_worker_beat_due).
-    -- The other half of the cluster sanity rule, the recorded system_identifier, is left to
-    -- the full pass: reading it means reading the control file from disk (a fifth of an idle
-    -- run), and it cannot hide anything here. A cursor from another cluster whose positions lie
-    -- below this cluster's transaction ids sees every new event of this cluster as new (its
-    -- txid is at or above the stored done_snapshot's xmax), so the first event, like the first
-    -- due beat, sends the run to the full pass, which refuses with IU002 before it routes.
-    -- The outbox is asked separately (fn_iu_route_worker_idle_rows), with the position as
-    -- plain values, so partition pruning happens when the statement starts.
-    -- Reads the cursor without the worker's lock: the caller takes the lock afterwards and
-    -- only trusts a quiet answer. A run that committed between this statement's snapshot and
-    -- the lock either changed nothing, or routed events that are visible to the outbox
-    -- question's snapshot and not to the stale done_snapshot, so that question finds them
-    -- and the full pass re-reads the cursor under the lock.
-    -- No rows: the worker is not registered (the full pass says so, with the fix).
-    -- Internal: inlinable SQL, executed by nobody but the owner; its one caller,
-    -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
+    -- fn_iu_outbox_hot_txid(p_event_domain) -> xid8: the lower bound of event_outbox's oldest
+    -- partition that is not closed yet (fn_iu_partition_record_closes), written into this
+    -- body as a constant by fn_iu_outbox_hot_refresh whenever a partition closes ('0' until
+    -- one has: no bound). Internal, owner only.
+    --
+    -- Why a constant in a function body: a statement planned once and kept (every statement
+    -- of the route worker runs on a generic plan) holds every partition of event_outbox in
+    -- its plan, and PostgreSQL (13 to 17) locks every relation of a kept plan each time it
+    -- runs it, pruned or not: a caught-up poll of a history kept for years paid one lock and
+    -- one release per partition (100 closed partitions made it ~60 % dearer). A bound the
+    -- planner sees as a constant prunes partitions when the plan is MADE, so they are not in
+    -- it at all. This function is inlined where it is called (STABLE SQL: never evaluated
+    -- ahead by the planner, always inlined), which records the plan's dependency on it: when
+    -- the refresh replaces it, PostgreSQL discards every plan made with the old constant.
+    -- p_event_domain is not read; it only keeps the call non-constant, so the planner inlines
+    -- rather than evaluates it.
+    --
+    -- How it is used: the idle path's outbox question (fn_iu_route_worker_idle_new and
+    -- _idle_rows) adds `txid >= fn_iu_outbox_hot_txid(...)`, a no-op for a position at or
+    -- above the bound, and the run asks it only for such a position (the probe,
+    -- fn_iu_route_worker_idle_probe, checks it; the full pass answers the others and moves
+    -- them up). So the bound decides how much a statement plans, never what it finds. The
+    -- probe and the question are two statements: a refresh committed between them can make
+    -- one poll of a lagging worker read idle; the next poll sees the new bound and takes the
+    -- full pass (the idle path writes nothing, so nothing is skipped). A stale or foreign
+    -- bound (a dump restored into another cluster) costs speed, not rows.
     -- ---------------------------------------------------------------------------------------
-    SELECT c.lock_id, c.event_domain, c.done_snapshot,
-           EXISTS (SELECT 1 FROM pg_snapshot_xip(c.done_snapshot) AS x(xip_txid)
-                    WHERE NOT pg_visible_in_snapshot(x.xip_txid, pg_current_snapshot())),
-           public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.routes_enabled'))
-           AND public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
-           AND c.window_snapshot IS NULL
-           AND c.group_name IS NULL
-           AND pg_current_xact_id_if_assigned() IS NULL
-           AND NOT iu_core.fn_iu_route_worker_cursor_ahead(c)
-           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, NULL))
-      FROM public.iu_route_worker_cursor c
-     WHERE c.worker_name = p_worker_name
+    SELECT '0'::pg_catalog.xid8
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_idle_probe(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_outbox_hot_txid(text) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_idle_new.sql
 -- +goose StatementBegin
@@ -3100,25 +3084,73 @@ LANGUAGE sql STABLE
 AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_idle_new(p_event_domain, p_done): half (b) of the idle path's outbox
-    -- question (fn_iu_route_worker_idle_rows): 'new' when the domain holds a row at or above
-    -- p_done's xmax that the statement can see (every row a window opened now would claim
-    -- in its second range, and every row restored from another cluster), no row otherwise.
-    -- A NULL p_done (never run) asks from the first transaction id.
-    -- Asked alone by fn_iu_route_worker_run when p_done lists no transaction in progress
-    -- (its xmin equals its xmax): half (a), the late commits, then has nothing to find, and
-    -- not setting up its scan saves an idle run about 7 % (bench/instr/count.sh).
-    -- Bounded below by a value known when the statement starts: the history partitions
-    -- below it are pruned before any scan is built.
+    -- question (fn_iu_route_worker_idle_rows), and the whole of it when p_done lists no
+    -- transaction in progress (its xmin equals its xmax: half (a), the late commits, then has
+    -- nothing to find, and not setting up its scan saves an idle run about 7 %). A row 'new'
+    -- for each row of the domain at or above p_done's xmax that the statement can see: every
+    -- row a window opened now would claim in its second range. Asked under EXISTS, which
+    -- stops at the first (no LIMIT, so the planner flattens it into one scan node per
+    -- partition). A NULL p_done (never run) asks from the first transaction id.
+    -- Every bound is known when the statement is planned or starts, so the partitions outside
+    -- them are not scanned:
+    --   * the outbox's hot bound (fn_iu_outbox_hot_txid: the lower bound of its oldest
+    --     partition not closed yet) is a constant in the plan, so the closed history
+    --     partitions are not in it at all and a kept-forever history does not make a
+    --     caught-up poll dearer. It is a no-op for a position at or above it, and the caller
+    --     asks only for such a position (fn_iu_route_worker_idle_probe checks it; the full
+    --     pass answers the others and moves them up);
+    --   * p_done's xmax prunes the open partitions below it;
+    --   * the statement's snapshot xmax prunes those ahead of it and the default partition
+    --     whenever the partitions cover the range (maintenance is not behind). No committed
+    --     row the statement can see lies at or above its snapshot's xmax: only rows restored
+    --     from another cluster can, and the idle path leaves those to the full pass, which
+    --     refuses them (IU002) at the first event or the first due beat, as it does a cursor
+    --     from another cluster (they are invisible to every window: nothing is routed
+    --     meanwhile, and health reports them at once).
     -- Internal: inlinable SQL, owner only.
     -- ---------------------------------------------------------------------------------------
     SELECT 'new'
-      FROM (SELECT 1 FROM public.event_outbox o
-             WHERE o.event_domain = p_event_domain
-               AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
-             LIMIT 1) b
+      FROM public.event_outbox o
+     WHERE o.event_domain = p_event_domain
+       AND o.txid >= iu_core.fn_iu_outbox_hot_txid(p_event_domain)
+       AND o.txid >= pg_snapshot_xmax(coalesce(p_done, '1:1:'::pg_snapshot))
+       AND o.txid < pg_snapshot_xmax(pg_current_snapshot())
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_idle_new(text, pg_snapshot) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_idle_late.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_idle_late(p_event_domain text, p_done pg_snapshot, p_now pg_snapshot)
+RETURNS SETOF text
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_idle_late(p_event_domain, p_done, p_now): half (a) of the idle path's
+    -- outbox question (fn_iu_route_worker_idle_rows): 'late_commit' when a transaction in
+    -- p_done's in-progress list has completed by p_now and wrote a row of the domain (one
+    -- index probe per such transaction), none otherwise. Asked by fn_iu_route_worker_run only
+    -- when p_done lists a transaction in progress (the probe, fn_iu_route_worker_idle_probe,
+    -- asks half (b)). Bounded by the outbox's hot bound (fn_iu_outbox_hot_txid), a no-op for
+    -- the positions it is asked for (at or above it), and by p_done's xmin and xmax: the
+    -- closed partitions are not in its plan, the others outside the range are pruned when it
+    -- starts; when p_done lists nothing, its upper bound is 0 and no scan is started at all.
+    -- Internal: inlinable SQL, owner only.
+    -- ---------------------------------------------------------------------------------------
+    SELECT 'late_commit'
+      FROM pg_snapshot_xip(p_done) AS x(xip_txid)
+     CROSS JOIN LATERAL (SELECT 1 FROM public.event_outbox o
+                          WHERE o.event_domain = p_event_domain
+                            AND o.txid = x.xip_txid
+                            AND o.txid >= iu_core.fn_iu_outbox_hot_txid(p_event_domain)
+                            AND o.txid >= pg_snapshot_xmin(p_done)
+                            AND o.txid < CASE WHEN pg_snapshot_xmin(p_done) < pg_snapshot_xmax(p_done)
+                                              THEN pg_snapshot_xmax(p_done) ELSE '0'::xid8 END
+                          LIMIT 1) e          -- LATERAL ... LIMIT 1: one probe, never a hash of the domain
+     WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_idle_late(text, pg_snapshot, pg_snapshot) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_idle_rows.sql
 -- +goose StatementBegin
@@ -3135,38 +3167,96 @@ AS $$
     --   (a) late_commit: a transaction in p_done's in-progress list that has completed by
     --       p_now and wrote a row (one index probe per such transaction)
     --   (b) new (fn_iu_route_worker_idle_new): any row at or above p_done's xmax that the
-    --       statement can see. That is every
-    --       row the claim's second range would return (committed before p_now: visible in it),
-    --       and also every committed row whose txid lies at or beyond this cluster's next
-    --       transaction id, i.e. fn_iu_route_worker_foreign_rows' question (rows restored
-    --       from another cluster), asked in the same index range instead of a second one.
-    --       Rows still being written by producers are not visible and do not count; the
-    --       caller's own rows do (the run asks only when its transaction has written nothing).
+    --       statement can see, below its snapshot's xmax. That is every row the claim's
+    --       second range would return (committed before p_now: visible in it). Rows still
+    --       being written by producers are not visible and do not count; the caller's own
+    --       rows do (the run asks only when its transaction has written nothing). Rows
+    --       restored from another cluster with txids beyond this cluster's are left to the
+    --       full pass (fn_iu_route_worker_idle_new says why).
+    -- Both halves are bounded by the outbox's hot bound (fn_iu_outbox_hot_txid), as the
+    -- caller asks only for a position at or above it.
     -- It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
     -- return is found here (a test holds the two together). Every branch bounds txid by
-    -- values known when the statement starts, so the history partitions outside those bounds
-    -- are pruned before any scan is built and the cost stays flat however many partitions
-    -- history keeps. When p_done lists no transaction in progress, (a) has nothing to ask: its
+    -- the hot bound (a constant when the statement is planned: the closed partitions are not
+    -- in its plan) and by values known when the statement starts, so the partitions outside
+    -- those bounds are pruned before any scan is built and the cost stays flat however many
+    -- partitions history keeps. When p_done lists no transaction in progress, (a) has nothing to ask: its
     -- upper bound is then 0, below every partition its lower bound keeps, so no scan is
     -- started for it at all (xmin = xmax alone would still leave the partition holding that
     -- one value).
     -- Internal: inlinable SQL, owner only, called by fn_iu_route_worker_run.
     -- ---------------------------------------------------------------------------------------
-    SELECT 'late_commit'
-      FROM pg_snapshot_xip(p_done) AS x(xip_txid)
-     CROSS JOIN LATERAL (SELECT 1 FROM public.event_outbox o
-                          WHERE o.event_domain = p_event_domain
-                            AND o.txid = x.xip_txid
-                            AND o.txid >= pg_snapshot_xmin(p_done)
-                            AND o.txid < CASE WHEN pg_snapshot_xmin(p_done) < pg_snapshot_xmax(p_done)
-                                              THEN pg_snapshot_xmax(p_done) ELSE '0'::xid8 END
-                          LIMIT 1) e          -- LATERAL ... LIMIT 1: one probe, never a hash of the domain
-     WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
+    SELECT * FROM iu_core.fn_iu_route_worker_idle_late(p_event_domain, p_done, p_now)
     UNION ALL
     SELECT * FROM iu_core.fn_iu_route_worker_idle_new(p_event_domain, p_done)
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_idle_probe.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text)
+RETURNS TABLE (lock_id integer, event_domain text, done_snapshot pg_snapshot, done_waits boolean, quiet boolean)
+LANGUAGE sql STABLE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_idle_probe(p_worker_name): the caught-up poll's question, in one
+    -- planned statement: about the worker itself and about the new rows of its domain.
+    -- Returns the worker's lock_id, event_domain and done_snapshot; done_waits: a transaction
+    -- in done_snapshot's in-progress list is still running (the position waits on it,
+    -- fn_iu_route_worker_holders says who it is); and quiet = true only when
+    --   both gates are open (fn_iu_gate_open over the two keys, as the gate readers read them),
+    --   no window is open, the cursor is no group member's (a member's run is decided by
+    --   fn_iu_route_group_pass: its idle rule depends on its group's state), the caller's
+    --   transaction has no transaction id (its own uncommitted rows are the full pass's
+    --   business), no stored position lies ahead of this cluster's transaction ids
+    --   (fn_iu_route_worker_cursor_ahead), the position is at or above the outbox's hot bound
+    --   (fn_iu_outbox_hot_txid: below it, the outbox question, which looks at the open
+    --   partitions only, cannot answer; the full pass does, and moves the position up once),
+    --   no heartbeat is due (fn_iu_route_worker_beat_due), and the domain holds no new row
+    --   at or above the position (fn_iu_route_worker_idle_new, half (b) of the outbox
+    --   question; the caller asks half (a), the late commits, fn_iu_route_worker_idle_late,
+    --   when the position lists a transaction in progress). The new-rows question is asked
+    --   last (AND stops at the first false) and is planned over the open partitions only: the
+    --   hot bound is a constant in its plan, and the statement's snapshot xmax prunes the
+    --   partitions ahead when the statement starts; the position's xmax prunes the rest as it
+    --   runs.
+    -- The other half of the cluster sanity rule, the recorded system_identifier, is left to
+    -- the full pass: reading it means reading the control file from disk (a fifth of an idle
+    -- run), and it cannot hide anything here. A cursor from another cluster whose positions lie
+    -- below this cluster's transaction ids sees every new event of this cluster as new (its
+    -- txid is at or above the stored done_snapshot's xmax), so the first event, like the first
+    -- due beat, sends the run to the full pass, which refuses with IU002 before it routes.
+    -- Reads the cursor without the worker's lock: the caller takes the lock afterwards and
+    -- only trusts a quiet answer. A run that committed between this statement's snapshot and
+    -- the lock either changed nothing, or routed events: then this statement saw neither the
+    -- new position nor those events as routed, and it saw them (committed before it began)
+    -- as new rows, so it is not quiet and the full pass re-reads the cursor under the lock.
+    -- No rows: the worker is not registered (the full pass says so, with the fix).
+    -- Internal: inlinable SQL, executed by nobody but the owner; its one caller,
+    -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
+    -- ---------------------------------------------------------------------------------------
+    SELECT c.lock_id, c.event_domain, c.done_snapshot,
+           -- A transaction of done's in-progress list still runs exactly when some
+           -- transaction still running has an id below done's xmax (every id below it was
+           -- assigned before done was taken: one still running then was in its list), i.e.
+           -- when the current snapshot's xmin lies below done's xmax: an expression, not a
+           -- scan of the list.
+           pg_snapshot_xmin(pg_current_snapshot()) < pg_snapshot_xmax(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)),
+           public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.routes_enabled'))
+           AND public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
+           AND c.window_snapshot IS NULL
+           AND c.group_name IS NULL
+           AND pg_current_xact_id_if_assigned() IS NULL
+           AND NOT iu_core.fn_iu_route_worker_cursor_ahead(c)
+           AND pg_snapshot_xmin(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)) >= iu_core.fn_iu_outbox_hot_txid(c.event_domain)
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, NULL))
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_new(c.event_domain, c.done_snapshot))
+      FROM public.iu_route_worker_cursor c
+     WHERE c.worker_name = p_worker_name
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_idle_probe(text) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_summary.sql
 -- +goose StatementBegin
@@ -3291,7 +3381,9 @@ AS $$
     --   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
     --   4. pages until the batch is full or the windows are exhausted: decide_page (or
     --      decide_each when the page statement fails), then deliver_page
-    --   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat;
+    --   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat
+    --      (and, once after a history partition closed, the position moved up to the empty
+    --      window, so the idle path can answer the next polls);
     --      otherwise fn_iu_route_worker_advance: the cursor, the counters, the heartbeat
     -- ---------------------------------------------------------------------------------------
 DECLARE
@@ -3486,6 +3578,16 @@ BEGIN
             PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, c.event_domain,
                 jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
                                    'held_open_count', jsonb_array_length(v_holders)));
+        END IF;
+        -- A position below the outbox's hot bound (a partition closed since this worker last
+        -- moved it; fn_iu_outbox_hot_txid) sends every idle run here, since the idle path's
+        -- question cannot answer for it: move it up to the empty window just closed (the
+        -- claim found nothing between the two), once, so the next polls take the idle path.
+        -- The only write of an idle run besides a due beat, once per closed partition.
+        IF pg_snapshot_xmin(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)) < iu_core.fn_iu_outbox_hot_txid(c.event_domain)
+           AND pg_snapshot_xmin(v_pos.done_snapshot) >= iu_core.fn_iu_outbox_hot_txid(c.event_domain) THEN
+            UPDATE public.iu_route_worker_cursor cur SET done_snapshot = v_pos.done_snapshot
+             WHERE cur.worker_name = p_worker_name;
         END IF;
         RETURN v_summary;
     END IF;
@@ -4361,13 +4463,13 @@ AS $$
     -- times a second.
     -- Inlinable SQL, so an idle run asks with one planned probe before it builds a payload.
     -- ---------------------------------------------------------------------------------------
+    -- Written as "no fresh row": one index probe, no join (an idle poll asks it every time).
     SELECT true
-      FROM (SELECT 1) one
-      LEFT JOIN public.queue_heartbeat h ON h.executor_id = p_worker_name
-     WHERE h.executor_id IS NULL
-        OR NOT (h.ticks_total > 0 AND h.status = 'ok'
-                AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
-                AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM p_reason)
+     WHERE NOT EXISTS (SELECT 1 FROM public.queue_heartbeat h
+                        WHERE h.executor_id = p_worker_name
+                          AND h.ticks_total > 0 AND h.status = 'ok'
+                          AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
+                          AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM p_reason)
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_beat_due(text, text) FROM PUBLIC;
@@ -8621,6 +8723,55 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_partition_record_closes() FROM PUBLIC;
 
+-- functions/history/fn_iu_outbox_hot_refresh.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_outbox_hot_refresh()
+RETURNS xid8
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_outbox_hot_refresh() -> xid8: brings fn_iu_outbox_hot_txid's constant to the
+    -- lower bound of event_outbox's oldest partition not closed yet (iu_history_partition;
+    -- '0' while the oldest open partition has no lower bound, i.e. starts at the beginning;
+    -- the newest partition's upper bound when every one is closed),
+    -- replacing that function only when the bound moved; returns the bound. Called by
+    -- fn_iu_partition_maintain after it recorded closes and changed partitions, under the
+    -- maintenance lock (so two calls never race). The bound only moves up as partitions
+    -- close, so it changes once per partition width of transaction ids; replacing the function
+    -- is a catalog write that discards the plans made with the old bound (they are made again
+    -- at their next use). Internal.
+    -- The new body is the current one with its constant replaced, so its header stays as the
+    -- source file has it.
+    -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_bound xid8;
+    v_src   text;
+    v_new   text;
+BEGIN
+    -- Every partition closed (maintenance was behind and has not added the next one yet):
+    -- everything below the newest one's upper bound is closed, and rows above it are in the
+    -- default partition, which no lower bound prunes.
+    -- (ORDER BY ... LIMIT 1: min and max of xid8 exist from PostgreSQL 16 on only.)
+    v_bound := coalesce(
+        (SELECT coalesce(p.lower_txid, '0'::xid8) FROM public.iu_history_partition p
+          WHERE p.table_name = 'event_outbox' AND p.closed_at IS NULL
+          ORDER BY p.lower_txid NULLS FIRST LIMIT 1),
+        (SELECT p.upper_txid FROM public.iu_history_partition p
+          WHERE p.table_name = 'event_outbox' ORDER BY p.upper_txid DESC NULLS LAST LIMIT 1),
+        '0'::xid8);
+    SELECT f.prosrc INTO v_src FROM pg_proc f
+     WHERE f.oid = 'iu_core.fn_iu_outbox_hot_txid(text)'::regprocedure;
+    v_new := regexp_replace(v_src, '''[0-9]+''::pg_catalog\.xid8', quote_literal(v_bound::text) || '::pg_catalog.xid8');
+    IF v_new IS DISTINCT FROM v_src THEN
+        EXECUTE format('CREATE OR REPLACE FUNCTION iu_core.fn_iu_outbox_hot_txid(p_event_domain text) RETURNS xid8 LANGUAGE sql STABLE AS %L', v_new);
+    END IF;
+    RETURN v_bound;
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_outbox_hot_refresh() FROM PUBLIC;
+
 -- functions/history/fn_iu_history_lock.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_history_lock(p_wait_ms integer)
@@ -9157,7 +9308,8 @@ AS $$
     -- Keeps both history tables partitioned two to three widths (retention.partition_txids)
     -- ahead of the transaction ids in use, empties the default partitions when rows reached
     -- them, re-cuts the partitions ahead when the width setting changed, and records when a
-    -- partition closed. Called by the runner (tick, and the run loop on the stale-check
+    -- partition closed (and moves the bound the route worker's idle question prunes closed
+    -- partitions by: fn_iu_outbox_hot_refresh). Called by the runner (tick, and the run loop on the stale-check
     -- cadence); idempotent and safe to call concurrently. Call it with autocommit: what it
     -- changes holds its locks until the caller's transaction ends, so a session that
     -- changed something ends itself after 2 s idle in that transaction (its changes roll
@@ -9229,6 +9381,14 @@ BEGIN
         -- transaction ends: a caller that leaves it open must not hold producers or readers.
         PERFORM set_config('idle_in_transaction_session_timeout', '2s', true);
     END IF;
+
+    -- The bound the route worker's idle question prunes closed partitions by follows the
+    -- closes and the partitions (fn_iu_outbox_hot_txid). A catalog write only when it moved.
+    BEGIN
+        PERFORM iu_core.fn_iu_outbox_hot_refresh();
+    EXCEPTION WHEN lock_not_available THEN
+        NULL;   -- moved by a later call
+    END;
 
     SELECT p.upper_txid INTO v_upper FROM public.iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
     v_next := pg_snapshot_xmax(pg_current_snapshot());
@@ -10029,6 +10189,8 @@ AS $$
         'iu_core.fn_iu_history_lock_tables(regclass[], text[])',
         'iu_core.fn_iu_is_blank(text)',
         'iu_core.fn_iu_is_whitespace(text)',
+        'iu_core.fn_iu_outbox_hot_refresh()',
+        'iu_core.fn_iu_outbox_hot_txid(text)',
         'iu_core.fn_iu_package_config_keys()',
         'iu_core.fn_iu_package_functions()',
         'iu_core.fn_iu_package_owner()',
@@ -10089,6 +10251,7 @@ AS $$
         'iu_core.fn_iu_route_worker_foreign_rows(text)',
         'iu_core.fn_iu_route_worker_foreign_txids(text)',
         'iu_core.fn_iu_route_worker_holders(pg_snapshot, pg_snapshot)',
+        'iu_core.fn_iu_route_worker_idle_late(text, pg_snapshot, pg_snapshot)',
         'iu_core.fn_iu_route_worker_idle_new(text, pg_snapshot)',
         'iu_core.fn_iu_route_worker_idle_probe(text)',
         'iu_core.fn_iu_route_worker_idle_rows(text, pg_snapshot, pg_snapshot)',
@@ -10206,6 +10369,7 @@ REVOKE EXECUTE ON FUNCTION public.fn_iu_emit_events(text, text, text[], text[], 
 REVOKE EXECUTE ON FUNCTION public.fn_iu_route_worker_register_member(text, text, text, integer) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_iu_route_worker_remove_member(text, text) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_iu_route_group_health(text) FROM workflow_admin;
+DROP FUNCTION iu_core.fn_iu_outbox_hot_refresh();
 DROP FUNCTION iu_core.fn_iu_route_group_takeover(text, integer, jsonb);
 DROP FUNCTION iu_core.fn_iu_route_group_settle(text);
 DROP FUNCTION iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, integer, boolean);
@@ -10221,7 +10385,9 @@ DROP FUNCTION public.fn_iu_route_group_health(text);
 DROP FUNCTION public.fn_iu_route_worker_remove_member(text, text);
 DROP FUNCTION public.fn_iu_route_worker_register_member(text, text, text, integer);
 DROP FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text);
+DROP FUNCTION iu_core.fn_iu_route_worker_idle_late(text, pg_snapshot, pg_snapshot);
 DROP FUNCTION iu_core.fn_iu_route_worker_idle_new(text, pg_snapshot);
+DROP FUNCTION iu_core.fn_iu_outbox_hot_txid(text);
 DROP FUNCTION public.fn_iu_emit_events(text, text, text[], text[], text[], text[], text[], jsonb[]);
 DROP FUNCTION iu_core.fn_iu_emit_event_refuse(text, text[], text, text, text, text, text, text, text, jsonb);
 DROP FUNCTION iu_core.fn_iu_event_new_id();

@@ -41,7 +41,12 @@ const (
 // the worker "w" registered at the start of the stream.
 func setup(t *testing.T) (*pgtest.DB, *testBundle) {
 	t.Helper()
-	db := pgtest.NewDB(t)
+	return setupOn(t, pgtest.NewDB(t))
+}
+
+// setupOn is setup on a given (migrated) database, e.g. one of another major's cluster.
+func setupOn(t *testing.T, db *pgtest.DB) (*pgtest.DB, *testBundle) {
+	t.Helper()
 	db.Exec(t, `
 		INSERT INTO event_type_registry (event_domain, event_type)
 		VALUES ('iu', 'dry'), ('iu', 'off'), ('iu', 'live'), ('iu', 'none'), ('sys', 'x');

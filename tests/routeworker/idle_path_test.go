@@ -92,7 +92,8 @@ func TestIdlePath_SummaryIsTheFullPassSummary(t *testing.T) {
 // pass must refuse or beat for, makes the probe say "not quiet", so the run takes the full
 // pass and gives the right answer: a committed event is claimed; an event of a transaction
 // that was in progress when the position was stored (it committed later) is claimed; rows
-// restored from another cluster and a cursor from another cluster are refused with IU002;
+// restored from another cluster and a cursor from another cluster are refused with IU002
+// (at the first event or the first due beat: both are invisible to every window);
 // a closed gate is reported gated; an open window is continued; a due beat is written; a
 // caller whose transaction already wrote goes the full way.
 func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
@@ -143,6 +144,13 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 		}
 	})
 
+	// Rows restored from another cluster whose txids lie beyond this cluster's are invisible
+	// to every window (nothing can be routed under them) and are the full pass's to refuse:
+	// the idle path bounds its question by the statement's snapshot (so the partitions ahead
+	// and the default one are pruned), and may read idle while there is nothing else to do,
+	// as for a cursor from another cluster; the first event and the first due beat are
+	// refused before anything is routed. A restored row below this cluster's next txid is
+	// an ordinary new row to the idle path.
 	t.Run("rows from another cluster", func(t *testing.T) {
 		t.Parallel()
 		db, b := setup(t)
@@ -150,7 +158,18 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 		// A restored row: its txid comes from a cluster far ahead of this one (the test
 		// session is a superuser, a member of the package, which may store any txid).
 		db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, txid) VALUES ('iu', 'dry', 's', '900000000')`)
-		requireRefusedNotQuiet(t, db, b.worker, "foreign rows")
+		id := emit1(t, db.Pool, typDry)
+		requireRefusedNotQuiet(t, db, b.worker, "foreign rows and an event to route")
+		if attemptCount(t, db, id) != 0 {
+			t.Fatal("an event was routed while foreign rows are in the outbox")
+		}
+
+		db2, b2 := setup(t)
+		caughtUpAndFresh(t, db2, b2.worker)
+		db2.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream, txid) VALUES ('iu', 'dry', 's', '900000000')`)
+		db2.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = $1`, b2.worker)
+		_, err := runErr(t, db2.Pool, b2.worker, 100)
+		pgtest.RequireSQLState(t, err, "IU002")
 	})
 
 	t.Run("cursor ahead of this cluster", func(t *testing.T) {
@@ -421,4 +440,127 @@ func TestSummary_NullCountIsJSONNull(t *testing.T) {
 	if counts["windows_opened"] != float64(1) || counts["idle"] != true || counts["fallback"] != false {
 		t.Errorf("the other counts: %v", counts)
 	}
+}
+
+// Rule: a history kept forever does not make a caught-up poll dearer. PostgreSQL locks every
+// relation of a kept (generic) plan each time it runs it, pruned or not, so the idle path's
+// outbox question must not have the closed partitions in its plan at all: it bounds txid by
+// the hot bound (fn_iu_outbox_hot_txid, the oldest open partition's lower bound, moved by
+// maintenance as partitions close), a constant when the statement is planned. An idle run
+// over 30+ closed partitions holds locks on the open outbox partitions only (and the
+// default one), never on a closed one; and it is still the idle path (nothing written).
+// Not parallel: transactions of concurrent tests would hold the cluster's xmin back, and no
+// partition would close.
+func TestIdlePath_PlansOnlyTheOpenPartitions(t *testing.T) {
+	plansOnlyTheOpenPartitions(t, pgtest.NewDB(t))
+}
+
+func plansOnlyTheOpenPartitions(t *testing.T, db *pgtest.DB) {
+	db, b := setupOn(t, db)
+	if parts := manyPastPartitions(t, db, 30); parts < 30 {
+		t.Fatalf("setup: %d outbox partitions, want 30 or more", parts)
+	}
+	db.Exec(t, `SELECT fn_iu_partition_maintain()`)
+	emit(t, db.Pool, "iu", typDry, 2)
+	caughtUpAndFresh(t, db, b.worker)
+
+	closed := scalar(t, db, `SELECT count(*) FROM iu_history_partition WHERE table_name = 'event_outbox' AND closed_at IS NOT NULL`)
+	if closed < 25 || scalar(t, db, `SELECT (iu_core.fn_iu_outbox_hot_txid('iu') > '0')::int`) != 1 {
+		t.Fatalf("setup: %d closed partitions and hot bound %d > 0: want 25+ and a bound", closed,
+			scalar(t, db, `SELECT iu_core.fn_iu_outbox_hot_txid('iu')::text::bigint`))
+	}
+	ctx := pgtest.Ctx(t)
+	conn := db.Conn(t)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	if m := run(t, tx, b.worker, 100); m["idle"] != true {
+		t.Fatalf("a caught-up worker: want the idle answer, got %v", m)
+	}
+	var lockedClosed, lockedOpen int
+	if err := tx.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE p.closed_at IS NOT NULL), count(*) FILTER (WHERE p.closed_at IS NULL)
+		  FROM pg_locks l JOIN iu_history_partition p ON p.partition_name = l.relation::regclass::text
+		 WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND p.table_name = 'event_outbox'`).Scan(&lockedClosed, &lockedOpen); err != nil {
+		t.Fatal(err)
+	}
+	if lockedClosed != 0 || lockedOpen == 0 {
+		t.Fatalf("an idle run locked %d closed and %d open outbox partitions: want 0 closed (of %d) and the open ones", lockedClosed, lockedOpen, closed)
+	}
+	var wrote bool
+	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id_if_assigned() IS NOT NULL`).Scan(&wrote); err != nil || wrote {
+		t.Fatalf("the idle run wrote (%v, %v)", wrote, err)
+	}
+}
+
+// Rule: a worker whose position lies below the hot bound (partitions closed since it last
+// moved) misses nothing and is not left on a dear path. A lagging worker whose events lie
+// in the closed partitions below the bound is not quiet and routes them. A caught-up worker
+// of a quiet domain: its first poll takes the full pass, which finds nothing and moves the
+// position up to the empty window it closed (one write, once); the polls after it are
+// answered by the idle path, and an event emitted then is routed exactly once.
+// Not parallel, as above.
+func TestIdlePath_PositionBelowTheHotBoundMovesUpOnce(t *testing.T) {
+	positionBelowTheHotBoundMovesUpOnce(t, pgtest.NewDB(t))
+}
+
+func positionBelowTheHotBoundMovesUpOnce(t *testing.T, db *pgtest.DB) {
+	db, b := setupOn(t, db)
+	if parts := manyPastPartitions(t, db, 5); parts < 5 {
+		t.Fatalf("setup: %d outbox partitions, want 5 or more", parts)
+	}
+	db.Exec(t, `SELECT fn_iu_partition_maintain()`)
+	const lag = "w_lag"
+	db.Exec(t, `SELECT fn_iu_route_worker_register($1)`, lag)
+	caughtUpAndFresh(t, db, lag)
+	lagged := emit(t, db.Pool, "iu", typDry, 2)
+	caughtUpAndFresh(t, db, b.worker)
+	// Three partition widths of other traffic: the worker's partition closes.
+	db.Exec(t, `DO $$ BEGIN FOR i IN 1..3000 LOOP PERFORM pg_current_xact_id(); COMMIT; END LOOP; END $$`)
+	db.Exec(t, `SELECT fn_iu_partition_maintain()`)
+	before := scalar(t, db, `SELECT pg_snapshot_xmin(done_snapshot)::text::bigint FROM iu_route_worker_cursor WHERE worker_name = $1`, b.worker)
+	hot := scalar(t, db, `SELECT iu_core.fn_iu_outbox_hot_txid('iu')::text::bigint`)
+	if hot <= before {
+		t.Fatalf("setup: the hot bound %d must lie above the position %d", hot, before)
+	}
+	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() WHERE executor_id IN ($1, $2)`, b.worker, lag)
+	if probeQuiet(t, db.Pool, lag) {
+		t.Fatal("a lagging worker whose events lie below the hot bound: the probe must not be quiet")
+	}
+	requireCounts(t, run(t, db.Pool, lag, 100), map[string]int{"claimed": 2})
+	for _, id := range lagged {
+		if attemptCount(t, db, id) != 2 {
+			t.Fatalf("event %s: want one attempt of each worker", id)
+		}
+	}
+	if probeQuiet(t, db.Pool, b.worker) {
+		t.Fatal("a position below the hot bound: the idle question cannot answer, the probe must not be quiet")
+	}
+	if m := run(t, db.Pool, b.worker, 100); m["idle"] != true || m["claimed"] != 0.0 {
+		t.Fatalf("nothing to route: want an idle answer, got %v", m)
+	}
+	after := scalar(t, db, `SELECT pg_snapshot_xmin(done_snapshot)::text::bigint FROM iu_route_worker_cursor WHERE worker_name = $1`, b.worker)
+	if after < hot {
+		t.Fatalf("the position stayed below the hot bound (%d < %d)", after, hot)
+	}
+	if !probeQuiet(t, db.Pool, b.worker) {
+		t.Fatal("after the move, a caught-up worker must be quiet again")
+	}
+	id := emit1(t, db.Pool, typDry)
+	requireCounts(t, run(t, db.Pool, b.worker, 100), map[string]int{"claimed": 1})
+	if attemptCount(t, db, id) != 1 {
+		t.Fatal("the event was not routed exactly once")
+	}
+}
+
+// Rule: the idle path's statements run on PostgreSQL 13, the oldest supported version,
+// whose run-time partition pruning refuses some query shapes 15 accepts (the probe asks the
+// outbox in a subquery correlated with the cursor row, pruned as it runs): the two rules
+// above, on a PostgreSQL 13 cluster of the test's own.
+func TestIdlePath_PostgreSQL13(t *testing.T) {
+	h := pgtest.MajorHarness(t, 13)
+	t.Run("plans only the open partitions", func(t *testing.T) { plansOnlyTheOpenPartitions(t, h.NewDBOn(t, true)) })
+	t.Run("position below the hot bound", func(t *testing.T) { positionBelowTheHotBoundMovesUpOnce(t, h.NewDBOn(t, true)) })
 }

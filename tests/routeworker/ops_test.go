@@ -209,6 +209,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_iu_route_worker_idle_probe(text)":                                                                                 nil, // the run's idle probe, owner only
 	"iu_core.fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                          nil, // the run's idle outbox question, owner only
 	"iu_core.fn_iu_route_worker_idle_new(text,pg_snapshot)":                                                                       nil, // its new-rows half, owner only
+	"iu_core.fn_iu_route_worker_idle_late(text,pg_snapshot,pg_snapshot)":                                                          nil, // its late-commit half, owner only
 	"iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)": nil,
 	"iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean)":                  nil,
 	"iu_core.fn_iu_route_run_tally_zero()":                                                                                        nil,

@@ -41,9 +41,11 @@ func TestCursor_OwnTransactionEventsAreNeverSkipped(t *testing.T) {
 
 // Rule (cursor sanity): event rows restored from another cluster carry transaction ids
 // at or beyond this cluster's next xid, so no window would ever see them. They must be
-// detected and reported (IU002 with the fix in the HINT; health says cursor_ok false), not
-// silently stall; the documented fix re-stamps only their txid, after which they are
-// routed exactly once — and the log stays append-only for every other change.
+// detected and reported (IU002 with the fix in the HINT, from the run at the latest when
+// its next beat is due, as a caught-up poll leaves them to the full pass; health says
+// cursor_ok false at once), not silently stall; the documented fix re-stamps only their
+// txid, after which they are routed exactly once — and the log stays append-only for every
+// other change.
 func TestCursor_RowsFromAnotherClusterAreReportedAndRebased(t *testing.T) {
 	t.Parallel()
 	db, b := setup(t)
@@ -58,6 +60,7 @@ func TestCursor_RowsFromAnotherClusterAreReportedAndRebased(t *testing.T) {
 	            VALUES ('iu', 'dry', 's', '900000000')`)
 	db.Exec(t, `ALTER DOMAIN iu_txid ADD CONSTRAINT event_outbox_txid_is_inserter
 	            CHECK (VALUE = pg_catalog.pg_current_xact_id() OR iu_core.fn_iu_event_outbox_package_only(NULL)) NOT VALID`)
+	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = $1`, b.worker)
 	_, err := runErr(t, db.Pool, b.worker, 100)
 	e := pgtest.RequireSQLState(t, err, "IU002")
 	if !strings.HasPrefix(e.Message, "fn_iu_route_worker_run: ") || !strings.Contains(e.Message, "another cluster") ||

@@ -12,7 +12,8 @@ AS $$
     -- Keeps both history tables partitioned two to three widths (retention.partition_txids)
     -- ahead of the transaction ids in use, empties the default partitions when rows reached
     -- them, re-cuts the partitions ahead when the width setting changed, and records when a
-    -- partition closed. Called by the runner (tick, and the run loop on the stale-check
+    -- partition closed (and moves the bound the route worker's idle question prunes closed
+    -- partitions by: fn_iu_outbox_hot_refresh). Called by the runner (tick, and the run loop on the stale-check
     -- cadence); idempotent and safe to call concurrently. Call it with autocommit: what it
     -- changes holds its locks until the caller's transaction ends, so a session that
     -- changed something ends itself after 2 s idle in that transaction (its changes roll
@@ -84,6 +85,14 @@ BEGIN
         -- transaction ends: a caller that leaves it open must not hold producers or readers.
         PERFORM set_config('idle_in_transaction_session_timeout', '2s', true);
     END IF;
+
+    -- The bound the route worker's idle question prunes closed partitions by follows the
+    -- closes and the partitions (fn_iu_outbox_hot_txid). A catalog write only when it moved.
+    BEGIN
+        PERFORM iu_core.fn_iu_outbox_hot_refresh();
+    EXCEPTION WHEN lock_not_available THEN
+        NULL;   -- moved by a later call
+    END;
 
     SELECT p.upper_txid INTO v_upper FROM public.iu_history_partition p ORDER BY p.upper_txid DESC LIMIT 1;
     v_next := pg_snapshot_xmax(pg_current_snapshot());

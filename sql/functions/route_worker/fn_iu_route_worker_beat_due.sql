@@ -13,11 +13,11 @@ AS $$
     -- times a second.
     -- Inlinable SQL, so an idle run asks with one planned probe before it builds a payload.
     -- ---------------------------------------------------------------------------------------
+    -- Written as "no fresh row": one index probe, no join (an idle poll asks it every time).
     SELECT true
-      FROM (SELECT 1) one
-      LEFT JOIN public.queue_heartbeat h ON h.executor_id = p_worker_name
-     WHERE h.executor_id IS NULL
-        OR NOT (h.ticks_total > 0 AND h.status = 'ok'
-                AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
-                AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM p_reason)
+     WHERE NOT EXISTS (SELECT 1 FROM public.queue_heartbeat h
+                        WHERE h.executor_id = p_worker_name
+                          AND h.ticks_total > 0 AND h.status = 'ok'
+                          AND now() - h.last_beat_at < make_interval(secs => h.expected_cadence_seconds / 4.0)
+                          AND (h.last_beat_payload->>'reason') IS NOT DISTINCT FROM p_reason)
 $$;

@@ -11,33 +11,26 @@ AS $$
     --   (a) late_commit: a transaction in p_done's in-progress list that has completed by
     --       p_now and wrote a row (one index probe per such transaction)
     --   (b) new (fn_iu_route_worker_idle_new): any row at or above p_done's xmax that the
-    --       statement can see. That is every
-    --       row the claim's second range would return (committed before p_now: visible in it),
-    --       and also every committed row whose txid lies at or beyond this cluster's next
-    --       transaction id, i.e. fn_iu_route_worker_foreign_rows' question (rows restored
-    --       from another cluster), asked in the same index range instead of a second one.
-    --       Rows still being written by producers are not visible and do not count; the
-    --       caller's own rows do (the run asks only when its transaction has written nothing).
+    --       statement can see, below its snapshot's xmax. That is every row the claim's
+    --       second range would return (committed before p_now: visible in it). Rows still
+    --       being written by producers are not visible and do not count; the caller's own
+    --       rows do (the run asks only when its transaction has written nothing). Rows
+    --       restored from another cluster with txids beyond this cluster's are left to the
+    --       full pass (fn_iu_route_worker_idle_new says why).
+    -- Both halves are bounded by the outbox's hot bound (fn_iu_outbox_hot_txid), as the
+    -- caller asks only for a position at or above it.
     -- It may only ever be stricter than the claim: whatever fn_iu_route_worker_claim would
     -- return is found here (a test holds the two together). Every branch bounds txid by
-    -- values known when the statement starts, so the history partitions outside those bounds
-    -- are pruned before any scan is built and the cost stays flat however many partitions
-    -- history keeps. When p_done lists no transaction in progress, (a) has nothing to ask: its
+    -- the hot bound (a constant when the statement is planned: the closed partitions are not
+    -- in its plan) and by values known when the statement starts, so the partitions outside
+    -- those bounds are pruned before any scan is built and the cost stays flat however many
+    -- partitions history keeps. When p_done lists no transaction in progress, (a) has nothing to ask: its
     -- upper bound is then 0, below every partition its lower bound keeps, so no scan is
     -- started for it at all (xmin = xmax alone would still leave the partition holding that
     -- one value).
     -- Internal: inlinable SQL, owner only, called by fn_iu_route_worker_run.
     -- ---------------------------------------------------------------------------------------
-    SELECT 'late_commit'
-      FROM pg_snapshot_xip(p_done) AS x(xip_txid)
-     CROSS JOIN LATERAL (SELECT 1 FROM public.event_outbox o
-                          WHERE o.event_domain = p_event_domain
-                            AND o.txid = x.xip_txid
-                            AND o.txid >= pg_snapshot_xmin(p_done)
-                            AND o.txid < CASE WHEN pg_snapshot_xmin(p_done) < pg_snapshot_xmax(p_done)
-                                              THEN pg_snapshot_xmax(p_done) ELSE '0'::xid8 END
-                          LIMIT 1) e          -- LATERAL ... LIMIT 1: one probe, never a hash of the domain
-     WHERE pg_visible_in_snapshot(x.xip_txid, p_now)
+    SELECT * FROM iu_core.fn_iu_route_worker_idle_late(p_event_domain, p_done, p_now)
     UNION ALL
     SELECT * FROM iu_core.fn_iu_route_worker_idle_new(p_event_domain, p_done)
 $$;

@@ -17,7 +17,9 @@ AS $$
     --   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
     --   4. pages until the batch is full or the windows are exhausted: decide_page (or
     --      decide_each when the page statement fails), then deliver_page
-    --   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat;
+    --   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat
+    --      (and, once after a history partition closed, the position moved up to the empty
+    --      window, so the idle path can answer the next polls);
     --      otherwise fn_iu_route_worker_advance: the cursor, the counters, the heartbeat
     -- ---------------------------------------------------------------------------------------
 DECLARE
@@ -212,6 +214,16 @@ BEGIN
             PERFORM iu_core.fn_iu_route_worker_beat(p_worker_name, c.event_domain,
                 jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
                                    'held_open_count', jsonb_array_length(v_holders)));
+        END IF;
+        -- A position below the outbox's hot bound (a partition closed since this worker last
+        -- moved it; fn_iu_outbox_hot_txid) sends every idle run here, since the idle path's
+        -- question cannot answer for it: move it up to the empty window just closed (the
+        -- claim found nothing between the two), once, so the next polls take the idle path.
+        -- The only write of an idle run besides a due beat, once per closed partition.
+        IF pg_snapshot_xmin(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)) < iu_core.fn_iu_outbox_hot_txid(c.event_domain)
+           AND pg_snapshot_xmin(v_pos.done_snapshot) >= iu_core.fn_iu_outbox_hot_txid(c.event_domain) THEN
+            UPDATE public.iu_route_worker_cursor cur SET done_snapshot = v_pos.done_snapshot
+             WHERE cur.worker_name = p_worker_name;
         END IF;
         RETURN v_summary;
     END IF;

@@ -15,14 +15,16 @@ AS $$
     --   1. the batch limit (22023; the worker name is checked
     --      by the full pass, since the idle probe finds no worker under a name that breaks it)
     --   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
-    --      window, a sane cursor, no beat due), fn_iu_route_worker_idle_rows finds nothing to
-    --      claim and no foreign row, and the worker's lock is free, the run returns the idle summary without another
+    --      window, a sane cursor at or above the outbox's hot bound, no beat due, no new row),
+    --      no late commit is owed (fn_iu_route_worker_idle_late, asked only when the position
+    --      lists a transaction in progress), and the worker's lock is free, the run returns the idle summary without another
     --      statement: nothing claimed, nothing written (no transaction id, no WAL, no dead
     --      row version), the same summary the full pass gives an idle run
     --   3. otherwise the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
     --      pages of decisions and audit rows, the cursor, the counters and the heartbeat
     -- The idle path is most of what a caught-up worker polling every second does, so it is
-    -- kept to two probe statements and expressions; every case it does not answer
+    -- kept to one probe statement (two when the position waits on a transaction) and
+    -- expressions; every case it does not answer
     -- exactly (a window open, a due heartbeat, a foreign cursor or rows, a closed gate, a busy
     -- lock, an unregistered worker) goes to the full pass, which decides it as before.
     -- ---------------------------------------------------------------------------------------
@@ -47,17 +49,12 @@ BEGIN
     SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
       INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
       FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name) p;
-    -- Then the outbox, with the position as values (pruned when the statement starts);
-    -- the lock only when both are quiet.
-    -- A position with no transaction in progress (xmin = xmax) can have no late commit:
-    -- only the new-rows half of the question is asked, one partitioned scan set up instead
-    -- of two (an idle poll's most common case).
-    IF v_quiet THEN
-        IF pg_snapshot_xmin(v_done) = pg_snapshot_xmax(v_done) THEN
-            v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_new(v_domain, v_done));
-        ELSE
-            v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_rows(v_domain, v_done, pg_current_snapshot()));
-        END IF;
+    -- The probe asked about the new rows too. A position that lists a transaction in
+    -- progress may also owe its late commits: that half of the outbox question is asked only
+    -- then (an idle poll's common case, nothing in progress, sets up no scan for it). The
+    -- lock only when all is quiet.
+    IF v_quiet AND pg_snapshot_xmin(v_done) <> pg_snapshot_xmax(v_done) THEN
+        v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_late(v_domain, v_done, pg_current_snapshot()));
     END IF;
     IF v_quiet AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
         -- The holders of the position it keeps, described only when one still runs.
