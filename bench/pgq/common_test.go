@@ -217,8 +217,9 @@ func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 // defaults, CHECKs and unique keys, no triggers) and one function that does a consumer's
 // whole turn in one call and one transaction, like fn_iu_route_worker_run: next_batch,
 // the same per-event audit row (route looked up in iu_outbound_route, idempotency key
-// unique), finish_batch. It returns the number of events in the batch, or -1 when
-// next_batch had none.
+// unique, in the worker's format iu_wrk:{consumer}:{route}:{event}, the consumer named
+// with the worker's length: rows of the same size on both sides), finish_batch. It returns
+// the number of events in the batch, or -1 when next_batch had none.
 //
 // The audit rows are written with a plain INSERT: a PgQ consumer that writes them in the
 // batch's own transaction needs no ON CONFLICT (the batch and its rows commit together, and
@@ -249,7 +250,7 @@ BEGIN
         INSERT INTO bench_pgq_attempt_oc (event_ref, event_txid, worker_name, route_key, route_kind, status, idempotency_key)
         SELECT e.ev_extra2::uuid, e.ev_txid::text::xid8, p_consumer, rt.route_key, rt.route_kind,
                CASE WHEN rt.id IS NULL THEN 'skipped' WHEN NOT rt.enabled THEN 'disabled' ELSE 'dry_run' END,
-               'pgq:' || p_consumer || ':' || coalesce(rt.route_key, 'none') || ':' || e.ev_extra2
+               'iu_wrk:' || p_consumer || ':' || coalesce(rt.route_key, 'none') || ':' || e.ev_extra2
           FROM pgq.get_batch_events(v_batch) e
           LEFT JOIN iu_outbound_route rt
                  ON rt.event_domain = 'iu' AND rt.event_type = e.ev_type AND rt.event_stream = e.ev_extra1
@@ -258,7 +259,7 @@ BEGIN
         INSERT INTO bench_pgq_attempt (event_ref, event_txid, worker_name, route_key, route_kind, status, idempotency_key)
         SELECT e.ev_extra2::uuid, e.ev_txid::text::xid8, p_consumer, rt.route_key, rt.route_kind,
                CASE WHEN rt.id IS NULL THEN 'skipped' WHEN NOT rt.enabled THEN 'disabled' ELSE 'dry_run' END,
-               'pgq:' || p_consumer || ':' || coalesce(rt.route_key, 'none') || ':' || e.ev_extra2
+               'iu_wrk:' || p_consumer || ':' || coalesce(rt.route_key, 'none') || ':' || e.ev_extra2
           FROM pgq.get_batch_events(v_batch) e
           LEFT JOIN iu_outbound_route rt
                  ON rt.event_domain = 'iu' AND rt.event_type = e.ev_type AND rt.event_stream = e.ev_extra1;

@@ -94,9 +94,9 @@ func BenchmarkPgqThroughput(b *testing.B) {
 				wi := cloneDB(ctx, b, h, iuOnly.Name, fmt.Sprintf("%s_wi%d", shared.Name, seq))
 				pqName := fmt.Sprintf("%s_pq%d", shared.Name, seq)
 				loader := cloneDB(ctx, b, h, iuOnly.Name, pqName)
-				pgqQueue(ctx, b, loader, "bench_q", "bench_c")
+				pgqQueue(ctx, b, loader, "bench_q", pgqConsumer)
 				// the second line's consumer (ON CONFLICT DO NOTHING) reads the same batches
-				exec(ctx, b, loader, "pgq.register_consumer", `SELECT pgq.register_consumer('bench_q', 'bench_c_oc')`)
+				exec(ctx, b, loader, "pgq.register_consumer", `SELECT pgq.register_consumer('bench_q', $1)`, pgqConsumerOC)
 				pgqLoadBatches(ctx, b, loader, "bench_q", p.batch, runs)
 				// PgQ's consumer is a session of its own, like ours: the loader's session
 				// has written MBs of WAL and touched most of shared memory, which a fresh
@@ -143,11 +143,20 @@ func BenchmarkPgqThroughput(b *testing.B) {
 	fmt.Println(tbl.String())
 }
 
+// The PgQ consumers' names have the worker's length and their audit rows the worker's key
+// prefix, so both sides write rows of the same size (the same bytes in the heap, the WAL
+// and the unique key's comparisons): only how each finds its events differs.
+const (
+	benchWorker   = "bench_worker"
+	pgqConsumer   = "bench_worker" // PgQ's own namespace: it may share the worker's name
+	pgqConsumerOC = "bench_wrk_oc"
+)
+
 // workerSide registers a fresh worker on conn; each step is one fn_iu_route_worker_run
 // that must claim a full batch.
 func workerSide(ctx context.Context, b *testing.B, name string, conn *pgx.Conn, batch int) *side {
 	b.Helper()
-	const worker = "bench_worker"
+	const worker = benchWorker
 	exec(ctx, b, conn, "registering the worker", `SELECT fn_iu_route_worker_register($1)`, worker)
 	warmSession(ctx, b, conn)
 	// The iu rows in the claim's order, through the (event_domain, txid, id) index: every
@@ -199,9 +208,9 @@ func pgqSide(ctx context.Context, b *testing.B, conn *pgx.Conn, batch int, onCon
 		warmSession(ctx, b, conn)
 		exec(ctx, b, conn, "warming the PgQ rows", `SELECT count(ev_type) FROM pgq.event_template`)
 	}
-	consumer, name := "bench_c", "PgQ"
+	consumer, name := pgqConsumer, "PgQ"
 	if onConflict {
-		consumer, name = "bench_c_oc", "PgQ, ON CONFLICT"
+		consumer, name = pgqConsumerOC, "PgQ, ON CONFLICT"
 	}
 	return &side{name: name, step: func() int {
 		var n int
