@@ -364,3 +364,32 @@ func TestGroup_LateCommitRoutedByItsOwner(t *testing.T) {
 		}
 	}
 }
+
+// Rule: a member reset to the start of the stream re-scans its own buckets only, and
+// writes nothing twice: after both members routed 1,000 events of 40 streams, g-1 is reset
+// (fn_iu_route_worker_reset_cursor) and runs until caught up with batch 150: it claims
+// exactly its own events again, every one counted already_attempted (its pages written
+// guarded, ON CONFLICT under the group's keys), none written; the group still has exactly
+// one attempt per event.
+func TestGroup_ResetMemberRescansItsBucketsGuarded(t *testing.T) {
+	t.Parallel()
+	db, _ := setup(t)
+	groupOfTwo(t, db, 1)
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream)
+	            SELECT 'iu', 'dry', 'st' || (g % 40) FROM generate_series(1, 1000) g`)
+	first := map[string]int{}
+	for _, m := range []string{"g-1", "g-2"} {
+		first[m] = runUntilCaughtUp(t, db.Pool, m, 150)["claimed"]
+	}
+	if first["g-1"] == 0 || first["g-1"]+first["g-2"] != 1000 {
+		t.Fatalf("premise: the members routed %v of 1,000 events", first)
+	}
+	db.Exec(t, `SELECT fn_iu_route_worker_reset_cursor('g-1')`)
+	again := runUntilCaughtUp(t, db.Pool, "g-1", 150)
+	if again["claimed"] != first["g-1"] || again["already_attempted"] != first["g-1"] || again["attempts_written"] != 0 {
+		t.Fatalf("the re-scan must claim g-1's %d events again, each already attempted, none written: %v", first["g-1"], again)
+	}
+	if n := requireGroupExactlyOnce(t, db, "g"); n != 1000 {
+		t.Fatalf("want 1,000 events routed by the group, got %d", n)
+	}
+}
