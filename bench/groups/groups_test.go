@@ -79,7 +79,9 @@ func connect(ctx context.Context, b *testing.B, url string) *pgx.Conn {
 	return conn
 }
 
-// drain runs worker until a run finds nothing to do; it returns the events it routed.
+// drain runs worker until a run is idle (nothing to do: no window open, the one it opened
+// empty; a member's run that only passed the others' events is not idle); it returns the
+// events it routed.
 func drain(ctx context.Context, conn *pgx.Conn, worker string, batch int) (int, error) {
 	routed := 0
 	for i := 0; i < 1_000_000; i++ {
@@ -93,7 +95,6 @@ func drain(ctx context.Context, conn *pgx.Conn, worker string, batch int) (int, 
 			CaughtUp bool `json:"caught_up"`
 			Busy     bool `json:"busy"`
 			Gated    bool `json:"gated"`
-			Passed   int  `json:"passed"`
 		}
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return routed, err
@@ -102,7 +103,7 @@ func drain(ctx context.Context, conn *pgx.Conn, worker string, batch int) (int, 
 			return routed, fmt.Errorf("%s: busy or gated: %s", worker, raw)
 		}
 		routed += s.Claimed
-		if s.Claimed == 0 && s.Passed == 0 {
+		if s.Idle {
 			return routed, nil
 		}
 	}
@@ -190,8 +191,8 @@ func group(ctx context.Context, b *testing.B, url string, batch, events int) (ti
 }
 
 // alone times member g-1 of a two-member group draining its share of a fresh clone while
-// g-2 does not run: one member's work (it reads every event, writes its share) on one
-// session. single / alone is what two members can reach on two otherwise idle cores.
+// g-2 does not run: one member's work (its scans walk every event, it routes its share) on
+// one session. single / alone is what two members can reach on two otherwise idle cores.
 func alone(ctx context.Context, b *testing.B, url string, batch int) (time.Duration, int) {
 	b.Helper()
 	conn := connect(ctx, b, url)

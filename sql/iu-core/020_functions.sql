@@ -8,6 +8,7 @@ SET LOCAL check_function_bodies = off;
 -- gone since the previous release
 DROP FUNCTION IF EXISTS iu_core.fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb);
 DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb);
+DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer);
 
 -- functions/rules/fn_iu_package_owner.sql
 -- +goose StatementBegin
@@ -3998,7 +3999,9 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_page(text, iu_core.iu_route_wi
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_claim(
     p_event_domain text,
     p_pos          iu_core.iu_route_window,
-    p_limit        integer
+    p_limit        integer,
+    p_bucket_lo    integer DEFAULT NULL,
+    p_bucket_hi    integer DEFAULT NULL
 )
 RETURNS TABLE (id uuid, txid xid8, event_type text, event_stream text, created_at timestamptz)
 LANGUAGE sql STABLE
@@ -4014,6 +4017,13 @@ AS $$
     -- keyset position (a second lower bound, e.g. txid >= xmax(done) next to a row
     -- comparison, lets the scan start at the weaker one and wade through rows it skips).
     -- The position row itself is excluded by a plain filter.
+    --
+    -- A group member's claim (p_bucket_lo, p_bucket_hi: its buckets) is the same claim with
+    -- one more filter in each branch's index scan, BEFORE its LIMIT
+    -- (fn_iu_route_group_claims: its own events and the others' waypoints): the others'
+    -- events cost the scan only, and the page is the member's next p_limit rows of the
+    -- window. A worker's call leaves both NULL: the filter folds away when the statement is
+    -- planned (a constant NULL IS NULL is true), so a worker's plan has no trace of it.
     SELECT u.id, u.txid, u.event_type, u.event_stream, u.created_at
       FROM (
             -- (a) transactions in progress when done was taken, completed by the window:
@@ -4028,6 +4038,7 @@ AS $$
                        AND o.id >= CASE WHEN x.xip_txid = (p_pos).after_txid THEN (p_pos).after_id
                                         ELSE '00000000-0000-0000-0000-000000000000'::uuid END
                        AND (x.xip_txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
+                       AND (p_bucket_lo IS NULL OR iu_core.fn_iu_route_group_claims(o.id, o.event_stream, p_bucket_lo, p_bucket_hi) IS NOT NULL)
                      ORDER BY o.id
                      LIMIT p_limit) e
               WHERE pg_visible_in_snapshot(x.xip_txid, (p_pos).window_snapshot)
@@ -4050,6 +4061,7 @@ AS $$
                 AND o.txid < pg_snapshot_xmax((p_pos).window_snapshot)
                 AND (o.txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
                 AND pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
+                AND (p_bucket_lo IS NULL OR iu_core.fn_iu_route_group_claims(o.id, o.event_stream, p_bucket_lo, p_bucket_hi) IS NOT NULL)
               ORDER BY o.txid, o.id
               LIMIT p_limit)
            ) u
@@ -4057,9 +4069,9 @@ AS $$
      LIMIT p_limit
 $$;
 -- +goose StatementEnd
-COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer) IS
-    'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer) FROM PUBLIC;
+COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer, integer, integer) IS
+    'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id); a group member''s (its buckets given) skips the other members'' events inside the scans.';
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer, integer, integer) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_decide.sql
 -- +goose StatementBegin
@@ -5212,9 +5224,10 @@ AS $$
     --   waiting_on          during a rebalance, the members not at the boundary yet
     --   orphaned            members whose own runner has been silent past takeover_seconds
     --                       (the others route their buckets; their heartbeat alerts)
-    --   backlog, backlog_capped, oldest_pending_age_seconds  the slowest member's (each member
-    --                       reads every event of the domain: its backlog is what it has not
-    --                       read past yet, capped as a worker's)
+    --   backlog, backlog_capped, oldest_pending_age_seconds  the slowest member's (each
+    --                       member's position moves over every event of the domain: its
+    --                       backlog is every event after it, the others' included, capped
+    --                       as a worker's)
     --   attempts            the group's audit counts by status (running counters)
     --   open_dead_letters   the group's
     --   members[]           each with its backlog, last run, last sign of life, window,
@@ -5492,6 +5505,51 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_bucket(text) FROM PUBLIC;
 
+-- functions/route_worker/fn_iu_route_group_claims.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_group_claims(
+    p_id           uuid,
+    p_event_stream text,
+    p_bucket_lo    integer,
+    p_bucket_hi    integer
+)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_group_claims(p_id, p_event_stream, p_bucket_lo, p_bucket_hi): what the claim
+    -- of a member whose buckets are [p_bucket_lo, p_bucket_hi) does with an event:
+    --   true   its own: its stream's bucket (fn_iu_route_group_bucket, THE bucket rule) lies
+    --          in the range; the member routes it
+    --   false  another member's, and a waypoint (about 1 in 64, by a hash of its id): read
+    --          past, it moves the member's keyset as its own events do
+    --   NULL   another member's: skipped inside the claim's index scans, never returned
+    -- Why waypoints: a window that holds none of a member's events (a domain of few streams,
+    -- a long backlog) would otherwise be read whole by one page statement, however long;
+    -- with them a page reads about 64 x its limit rows at most, and a run stays bounded as a
+    -- worker's is, at about 1.5 % of the others' events entering the page. Any deterministic
+    -- choice is correct (a waypoint is only read past); ids are time-ordered uuids whose low
+    -- bits are random (fn_iu_event_new_id), so the hash picks evenly.
+    -- The range test is one comparison: bucket - lo, taken modulo twice the number of
+    -- buckets, is below hi - lo exactly when lo <= bucket < hi (a bucket below lo wraps to
+    -- at least the number of buckets, which hi - lo never exceeds: the member table keeps
+    -- 0 <= lo <= hi <= 4,096). The scan evaluates it for every event it skips, and the pair
+    -- lo <= bucket < hi would hash the stream twice (about 1 % of a member's run).
+    -- The claim keeps a row when this IS NOT NULL, which the planner prices at 99.5 % of the
+    -- rows, so a member's page is planned as a worker's (its hash join to the routes). A
+    -- plain boolean filter is priced at a third or less: the page's estimate dropped below
+    -- the point where the routes were joined by one index probe per event (about 15 k
+    -- instructions each, +28 % on a member's run).
+    -- Inlinable SQL: planned into the scan's filter, no call per row.
+    -- ---------------------------------------------------------------------------------------
+    SELECT CASE WHEN ((iu_core.fn_iu_route_group_bucket(p_event_stream) - p_bucket_lo)
+                      & (2 * iu_core.fn_iu_route_group_buckets() - 1)) < p_bucket_hi - p_bucket_lo THEN true
+                WHEN (pg_catalog.uuid_hash(p_id) & 63) = 0 THEN false
+           END
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_claims(uuid, text, integer, integer) FROM PUBLIC;
+
 -- functions/route_worker/fn_iu_route_group_pass.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_group_pass(p_runner text, p_cursor public.iu_route_worker_cursor, p_batch_limit integer)
@@ -5504,12 +5562,18 @@ AS $$
     -- with the member's lock held and its cursor row read under it, by fn_iu_route_worker_pass
     -- (p_runner = the member run) or by fn_iu_route_group_takeover (p_runner = the member
     -- whose runner took over p_cursor's member).
-    --   1. Only the member's own buckets are routed, audited under the group's name; the
-    --      other members' events are read past (fn_iu_route_group_decide_page); claimed
-    --      counts the member's own events. The run reads up to p_batch_limit rows per
-    --      member of the group (at most fn_iu_route_worker_max_batch()), so a member's run
-    --      routes about as many events as a worker's run of the same batch: the cost of a
-    --      run (its statements' planning, its advance) is spread over as many writes.
+    --   1. Only the member's own buckets are routed, audited under the group's name
+    --      (fn_iu_route_group_decide_page); claimed counts the member's own events. The
+    --      claim skips the other members' events inside its index scans (each costs the
+    --      index entry, the heap fetch, the visibility test and the hash, and no more), so a
+    --      page is the next rows of the member's buckets in the window, plus the others'
+    --      waypoints (about 1 in 64, fn_iu_route_group_claims), which are read past: they
+    --      move the keyset as its own events do and bound what one page skips to about 64 x
+    --      its limit. A page short of its limit therefore means the window holds nothing
+    --      more of the member's: done := window, exactly as for a worker. The batch counts
+    --      the rows the pages return (its own events and waypoints), as a worker's does: a
+    --      member's run routes about as many events as a worker's run of that batch, so the
+    --      run's own cost (its statements, its advance) is spread over as many writes.
     --   2. While a rebalance is pending (the group's boundary_snapshot), every window the
     --      member opens is cut at the boundary, so its done_snapshot reaches exactly the
     --      boundary and stops there: it has then routed every event of its current buckets
@@ -5540,7 +5604,8 @@ DECLARE
     v_settled      boolean := false;   -- this run settled the hand-over
     v_done_moved   boolean := false;
     v_opened_here  boolean := false;
-    v_read         integer := 0;       -- rows read, own or not (the batch counts them)
+    v_read         integer := 0;       -- rows the pages read: own events and waypoints (the batch counts them)
+    v_held         boolean := false;   -- a window of this run held rows (its own or not): the position moves
     v_page         integer;
     v_page_limit   integer;
     v_fallback_err text;
@@ -5555,7 +5620,6 @@ DECLARE
     v_summary      jsonb;
     v_idle         boolean;
     v_res          record;             -- a page's (tally, n_read)
-    v_budget       integer;            -- rows this run may read
 BEGIN
     SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = c.group_name;
     SELECT * INTO m FROM public.iu_route_group_member gm WHERE gm.member_name = c.worker_name;
@@ -5608,7 +5672,7 @@ BEGIN
                 END IF;
                 RETURN iu_core.fn_iu_route_worker_summary(p_runner, c.event_domain, p_batch_limit,
                                                           iu_core.fn_iu_route_run_tally_zero(), false, 0, 0, NULL, true, '[]'::jsonb)
-                    || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, 0, false)
+                    || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, false)
                     || jsonb_build_object('waiting_for_rebalance', true);
             END IF;
             SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = c.group_name;
@@ -5624,11 +5688,6 @@ BEGIN
         v_cap := g.boundary_snapshot;
     END IF;
 
-    v_budget := least(p_batch_limit::bigint * (SELECT count(*) FROM public.iu_route_group_member gm
-                                                 JOIN public.iu_route_worker_cursor o ON o.worker_name = gm.member_name
-                                                WHERE o.group_name = g.group_name AND NOT gm.leaving),
-                      iu_core.fn_iu_route_worker_max_batch())::integer;
-    v_budget := greatest(v_budget, p_batch_limit);
     v_pos := ROW(coalesce(c.done_snapshot, '1:1:'::pg_snapshot), c.window_snapshot, c.window_txid, c.window_event_id);
 
     LOOP
@@ -5640,12 +5699,16 @@ BEGIN
             v_pos.after_txid      := NULL;
             v_pos.after_id        := NULL;
         END IF;
-        v_page_limit := v_budget - v_read;
+        v_page_limit := p_batch_limit - v_read;
 
+        -- The probe asks for any row of the domain (no buckets): a window that holds only
+        -- the others' events is not empty, and the position that passes them is written
+        -- (an idle run writes nothing, and would read them again on every poll).
         IF v_opened_here AND v_pos.after_txid IS NULL
            AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, ROW(v_pos.done_snapshot, v_pos.window_snapshot, NULL, NULL)::iu_core.iu_route_window, 1)) THEN
             v_page := 0;    -- an empty window this run opened: it closes below
         ELSE
+            v_held := true;
             v_page_err  := NULL;
             v_page_done := false;
             IF NOT v_guarded THEN
@@ -5699,16 +5762,16 @@ BEGIN
             v_pos.after_id        := NULL;
             v_closed     := v_closed + 1;
             -- At the boundary: no window beyond it while the hand-over is pending.
-            EXIT WHEN v_opened_here OR v_read >= v_budget
+            EXIT WHEN v_opened_here OR v_read >= p_batch_limit
                       OR (v_cap IS NOT NULL AND v_pos.done_snapshot::text = v_cap::text);
         ELSE
             EXIT;
         END IF;
     END LOOP;
 
-    -- Idle as for a worker (nothing read, no window was open), unless the window just
-    -- closed was the boundary: reaching it must be written.
-    v_idle := v_read = 0 AND c.window_snapshot IS NULL
+    -- Idle as for a worker (no window was open and the one opened held no row at all),
+    -- unless the window just closed was the boundary: reaching it must be written.
+    v_idle := NOT v_held AND c.window_snapshot IS NULL
               AND NOT (v_cap IS NOT NULL AND c.done_snapshot::text IS DISTINCT FROM v_cap::text);
     v_holders := CASE WHEN v_idle
                       THEN iu_core.fn_iu_route_worker_holders(c.done_snapshot, NULL)
@@ -5716,7 +5779,7 @@ BEGIN
     v_summary := iu_core.fn_iu_route_worker_summary(p_runner, c.event_domain, p_batch_limit, t,
                                                     v_pos.window_snapshot IS NOT NULL, v_opened, v_closed, v_fallback_err,
                                                     v_idle, v_holders)
-              || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, v_read - t.claimed, v_settled);
+              || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, v_settled);
 
     IF v_idle THEN
         IF EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_runner, NULL)) THEN
@@ -5754,23 +5817,21 @@ RETURNS TABLE (id uuid, txid xid8, created_at timestamptz, route_key text, route
 LANGUAGE sql STABLE
 AS $$
     -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_group_page: a member's page. The claim's next page of the window (every
-    -- event of the domain, fn_iu_route_worker_claim exactly as a worker reads it), each row
-    -- with mine = its stream's bucket (fn_iu_route_group_bucket) lies in [p_bucket_lo,
-    -- p_bucket_hi), and for those the route and the decision (fn_iu_route_decide), as
-    -- fn_iu_route_worker_page gives them to a worker; the others' route fields are NULL. A
-    -- member reads past the other members' events (they move its keyset and end its window
-    -- like its own) and routes only its own. Inlinable SQL, like the claim it wraps.
+    -- fn_iu_route_group_page: a member's page. The claim's next page of the window for the
+    -- member's buckets (fn_iu_route_worker_claim with [p_bucket_lo, p_bucket_hi): the other
+    -- members' events are skipped inside its index scans, before their LIMITs, but for their
+    -- waypoints), each row with its route and decision as fn_iu_route_worker_page gives them
+    -- to a worker, and mine (fn_iu_route_group_claims): true for the member's own events,
+    -- false for a waypoint, which is only read past (it moves the keyset; its route and
+    -- decision are not used). Inlinable SQL, like the claim it wraps; the test is evaluated
+    -- once a row here, and the join to the routes is the worker's.
     -- ---------------------------------------------------------------------------------------
     SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
-           CASE WHEN m.mine THEN iu_core.fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run) END,
-           m.mine
-      FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_pos, p_limit) p
-     CROSS JOIN LATERAL (SELECT b.bucket >= p_bucket_lo AND b.bucket < p_bucket_hi AS mine
-                           FROM (SELECT iu_core.fn_iu_route_group_bucket(p.event_stream) AS bucket) b) m
+           iu_core.fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run),
+           iu_core.fn_iu_route_group_claims(p.id, p.event_stream, p_bucket_lo, p_bucket_hi)
+      FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_pos, p_limit, p_bucket_lo, p_bucket_hi) p
       LEFT JOIN public.iu_outbound_route rt
-             ON m.mine
-            AND rt.event_domain = p_event_domain
+             ON rt.event_domain = p_event_domain
             AND rt.event_type = p.event_type
             AND rt.event_stream = p.event_stream
 $$;
@@ -5798,12 +5859,14 @@ AS $$
     -- the window (fn_iu_route_group_page) read in ONE statement: the member's own events
     -- (mine) decided and audited under the GROUP's name (worker_name and idempotency key
     -- iu_wrk:{group}:{route}:{event}, so each event has one audit row for the group whichever
-    -- member routes it), the other members' events only read past.
+    -- member routes it), the other members' waypoints only read past (the claim skipped the
+    -- rest of their events inside its scans).
     --   tally   the run's tally with this page's own events added (claimed counts them);
-    --           last_txid / last_id / last_created_at: the last row READ, own or not (the
-    --           keyset moves past the others' events too); deliver_*: own events bound for
-    --           the delivery seam
-    --   n_read  every row the page read: a page shorter than p_limit exhausts the window
+    --           last_txid / last_id / last_created_at: the last row READ, own or a waypoint
+    --           (the keyset moves past waypoints too); deliver_*: own events bound for the
+    --           delivery seam
+    --   n_read  every row the page read, own events and waypoints: a page shorter than
+    --           p_limit exhausts the window for this member
     -- p_guarded as for a worker: false the plain INSERT, true ON CONFLICT DO NOTHING (a
     -- re-scan, or an event a member routed before a reset). Raises what the statement raises;
     -- the member's pass redoes the page guarded (unique_violation) or event by event.
@@ -5837,12 +5900,12 @@ BEGIN
                t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
           FROM (SELECT count(*) AS n,
                        count(*) FILTER (WHERE d.mine) AS n_mine,
-                       count(*) FILTER (WHERE d.decision = 'dry_run')  AS n_dry,
-                       count(*) FILTER (WHERE d.decision = 'disabled') AS n_disabled,
-                       count(*) FILTER (WHERE d.decision = 'skipped')  AS n_skipped,
-                       array_agg(d.id ORDER BY d.txid, d.id)         FILTER (WHERE d.decision = 'deliver') AS ids,
-                       array_agg(d.route_key ORDER BY d.txid, d.id)  FILTER (WHERE d.decision = 'deliver') AS keys,
-                       array_agg(d.route_kind ORDER BY d.txid, d.id) FILTER (WHERE d.decision = 'deliver') AS kinds
+                       count(*) FILTER (WHERE d.mine AND d.decision = 'dry_run')  AS n_dry,
+                       count(*) FILTER (WHERE d.mine AND d.decision = 'disabled') AS n_disabled,
+                       count(*) FILTER (WHERE d.mine AND d.decision = 'skipped')  AS n_skipped,
+                       array_agg(d.id ORDER BY d.txid, d.id)         FILTER (WHERE d.mine AND d.decision = 'deliver') AS ids,
+                       array_agg(d.route_key ORDER BY d.txid, d.id)  FILTER (WHERE d.mine AND d.decision = 'deliver') AS keys,
+                       array_agg(d.route_kind ORDER BY d.txid, d.id) FILTER (WHERE d.mine AND d.decision = 'deliver') AS kinds
                   FROM decided d) a
           LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
                               ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
@@ -5873,7 +5936,7 @@ BEGIN
           CROSS JOIN (SELECT array_agg(d.id ORDER BY d.txid, d.id)         AS ids,
                              array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
                              array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
-                        FROM decided d WHERE d.decision = 'deliver') dv
+                        FROM decided d WHERE d.mine AND d.decision = 'deliver') dv
           LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
                               ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
     END IF;
@@ -5915,7 +5978,7 @@ AS $$
     -- fn_iu_route_worker_decide_each is a worker's: the same page, each own event decided and
     -- audited (under the group's name) in its own exception block, so one bad event becomes
     -- a failed attempt and a dead letter of the group (fn_iu_route_worker_fail) and the rest
-    -- of the page is routed; the other members' events are only read past. Same results as
+    -- of the page is routed; the other members' waypoints are only read past. Same results as
     -- fn_iu_route_group_decide_page.
     -- ---------------------------------------------------------------------------------------
 DECLARE
@@ -5977,7 +6040,6 @@ CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_group_summary(
     p_group     public.iu_route_group,
     p_member    public.iu_route_group_member,
     p_took_over boolean,
-    p_passed    integer,
     p_settled   boolean
 )
 RETURNS jsonb
@@ -5988,7 +6050,6 @@ AS $$
     --   group      the group (the name its audit rows carry)
     --   member     the member whose position moved (the worker the call named, unless
     --              took_over: then a member its runner routed for, fn_iu_route_group_takeover)
-    --   passed     events of the other members' buckets read past
     --   buckets    [lo, hi) of the member's buckets in this run
     --   rebalance  null when settled; else {generation, boundary_at, next_buckets, leaving}
     --   rebalance_settled  this run settled a hand-over
@@ -5998,7 +6059,6 @@ AS $$
                'group', (p_group).group_name,
                'member', (p_member).member_name,
                'took_over', p_took_over,
-               'passed', p_passed,
                'buckets', jsonb_build_array((p_member).bucket_lo, (p_member).bucket_hi),
                'generation', (p_group).generation,
                'rebalance', CASE WHEN (p_group).boundary_snapshot IS NOT NULL THEN
@@ -6008,7 +6068,7 @@ AS $$
                'rebalance_settled', p_settled)
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, integer, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, boolean) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_group_settle.sql
 -- +goose StatementBegin
@@ -9872,8 +9932,8 @@ UNION ALL
 -- (a hand-over is pending: detail.waiting_on names the members not at the boundary yet),
 -- orphaned (a member's own runner silent past the group's takeover_seconds: the others
 -- route its buckets, its heartbeat row goes stale), never_run, backlog (the slowest
--- member's: each reads every event of the domain) or caught_up. fn_iu_route_group_health
--- tells the whole group.
+-- member's: each position moves over every event of the domain) or caught_up.
+-- fn_iu_route_group_health tells the whole group.
 SELECT 'route_group'::text,
        g.group_name,
        g.event_domain,
@@ -10224,6 +10284,7 @@ AS $$
         'iu_core.fn_iu_route_event(uuid)',
         'iu_core.fn_iu_route_group_bucket(text)',
         'iu_core.fn_iu_route_group_buckets()',
+        'iu_core.fn_iu_route_group_claims(uuid, text, integer, integer)',
         'iu_core.fn_iu_route_group_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer)',
         'iu_core.fn_iu_route_group_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer, boolean)',
         'iu_core.fn_iu_route_group_doc(text)',
@@ -10231,7 +10292,7 @@ AS $$
         'iu_core.fn_iu_route_group_pass(text, public.iu_route_worker_cursor, integer)',
         'iu_core.fn_iu_route_group_rebalance(text, text, text, text)',
         'iu_core.fn_iu_route_group_settle(text)',
-        'iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, integer, boolean)',
+        'iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, boolean)',
         'iu_core.fn_iu_route_group_takeover(text, integer, jsonb)',
         'iu_core.fn_iu_route_idempotency_key(text, text, uuid)',
         'iu_core.fn_iu_route_run_tally_zero()',
@@ -10239,7 +10300,7 @@ AS $$
         'iu_core.fn_iu_route_worker_backlog_cap()',
         'iu_core.fn_iu_route_worker_beat(text, text, jsonb)',
         'iu_core.fn_iu_route_worker_beat_due(text, text)',
-        'iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer)',
+        'iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer, integer, integer)',
         'iu_core.fn_iu_route_worker_cursor_ahead(public.iu_route_worker_cursor)',
         'iu_core.fn_iu_route_worker_cursor_check(public.iu_route_worker_cursor)',
         'iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor)',
@@ -10372,11 +10433,12 @@ REVOKE EXECUTE ON FUNCTION public.fn_iu_route_group_health(text) FROM workflow_a
 DROP FUNCTION iu_core.fn_iu_outbox_hot_refresh();
 DROP FUNCTION iu_core.fn_iu_route_group_takeover(text, integer, jsonb);
 DROP FUNCTION iu_core.fn_iu_route_group_settle(text);
-DROP FUNCTION iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, integer, boolean);
+DROP FUNCTION iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, boolean);
 DROP FUNCTION iu_core.fn_iu_route_group_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer);
 DROP FUNCTION iu_core.fn_iu_route_group_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, integer, integer, boolean);
 DROP FUNCTION iu_core.fn_iu_route_group_page(text, iu_core.iu_route_window, integer, integer, integer);
 DROP FUNCTION iu_core.fn_iu_route_group_pass(text, public.iu_route_worker_cursor, integer);
+DROP FUNCTION iu_core.fn_iu_route_group_claims(uuid, text, integer, integer);
 DROP FUNCTION iu_core.fn_iu_route_group_bucket(text);
 DROP FUNCTION iu_core.fn_iu_route_group_buckets();
 DROP FUNCTION iu_core.fn_iu_route_group_doc(text);
@@ -10385,6 +10447,7 @@ DROP FUNCTION public.fn_iu_route_group_health(text);
 DROP FUNCTION public.fn_iu_route_worker_remove_member(text, text);
 DROP FUNCTION public.fn_iu_route_worker_register_member(text, text, text, integer);
 DROP FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text);
+DROP FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer, integer, integer);
 DROP FUNCTION iu_core.fn_iu_route_worker_idle_late(text, pg_snapshot, pg_snapshot);
 DROP FUNCTION iu_core.fn_iu_route_worker_idle_new(text, pg_snapshot);
 DROP FUNCTION iu_core.fn_iu_outbox_hot_txid(text);

@@ -41,8 +41,8 @@ UNION ALL
 -- (a hand-over is pending: detail.waiting_on names the members not at the boundary yet),
 -- orphaned (a member's own runner silent past the group's takeover_seconds: the others
 -- route its buckets, its heartbeat row goes stale), never_run, backlog (the slowest
--- member's: each reads every event of the domain) or caught_up. fn_iu_route_group_health
--- tells the whole group.
+-- member's: each position moves over every event of the domain) or caught_up.
+-- fn_iu_route_group_health tells the whole group.
 SELECT 'route_group'::text,
        g.group_name,
        g.event_domain,

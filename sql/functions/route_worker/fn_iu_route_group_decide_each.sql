@@ -16,7 +16,7 @@ AS $$
     -- fn_iu_route_worker_decide_each is a worker's: the same page, each own event decided and
     -- audited (under the group's name) in its own exception block, so one bad event becomes
     -- a failed attempt and a dead letter of the group (fn_iu_route_worker_fail) and the rest
-    -- of the page is routed; the other members' events are only read past. Same results as
+    -- of the page is routed; the other members' waypoints are only read past. Same results as
     -- fn_iu_route_group_decide_page.
     -- ---------------------------------------------------------------------------------------
 DECLARE

@@ -17,12 +17,14 @@ AS $$
     -- the window (fn_iu_route_group_page) read in ONE statement: the member's own events
     -- (mine) decided and audited under the GROUP's name (worker_name and idempotency key
     -- iu_wrk:{group}:{route}:{event}, so each event has one audit row for the group whichever
-    -- member routes it), the other members' events only read past.
+    -- member routes it), the other members' waypoints only read past (the claim skipped the
+    -- rest of their events inside its scans).
     --   tally   the run's tally with this page's own events added (claimed counts them);
-    --           last_txid / last_id / last_created_at: the last row READ, own or not (the
-    --           keyset moves past the others' events too); deliver_*: own events bound for
-    --           the delivery seam
-    --   n_read  every row the page read: a page shorter than p_limit exhausts the window
+    --           last_txid / last_id / last_created_at: the last row READ, own or a waypoint
+    --           (the keyset moves past waypoints too); deliver_*: own events bound for the
+    --           delivery seam
+    --   n_read  every row the page read, own events and waypoints: a page shorter than
+    --           p_limit exhausts the window for this member
     -- p_guarded as for a worker: false the plain INSERT, true ON CONFLICT DO NOTHING (a
     -- re-scan, or an event a member routed before a reset). Raises what the statement raises;
     -- the member's pass redoes the page guarded (unique_violation) or event by event.
@@ -56,12 +58,12 @@ BEGIN
                t.deliver_ids, t.deliver_route_keys, t.deliver_route_kinds
           FROM (SELECT count(*) AS n,
                        count(*) FILTER (WHERE d.mine) AS n_mine,
-                       count(*) FILTER (WHERE d.decision = 'dry_run')  AS n_dry,
-                       count(*) FILTER (WHERE d.decision = 'disabled') AS n_disabled,
-                       count(*) FILTER (WHERE d.decision = 'skipped')  AS n_skipped,
-                       array_agg(d.id ORDER BY d.txid, d.id)         FILTER (WHERE d.decision = 'deliver') AS ids,
-                       array_agg(d.route_key ORDER BY d.txid, d.id)  FILTER (WHERE d.decision = 'deliver') AS keys,
-                       array_agg(d.route_kind ORDER BY d.txid, d.id) FILTER (WHERE d.decision = 'deliver') AS kinds
+                       count(*) FILTER (WHERE d.mine AND d.decision = 'dry_run')  AS n_dry,
+                       count(*) FILTER (WHERE d.mine AND d.decision = 'disabled') AS n_disabled,
+                       count(*) FILTER (WHERE d.mine AND d.decision = 'skipped')  AS n_skipped,
+                       array_agg(d.id ORDER BY d.txid, d.id)         FILTER (WHERE d.mine AND d.decision = 'deliver') AS ids,
+                       array_agg(d.route_key ORDER BY d.txid, d.id)  FILTER (WHERE d.mine AND d.decision = 'deliver') AS keys,
+                       array_agg(d.route_kind ORDER BY d.txid, d.id) FILTER (WHERE d.mine AND d.decision = 'deliver') AS kinds
                   FROM decided d) a
           LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
                               ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
@@ -92,7 +94,7 @@ BEGIN
           CROSS JOIN (SELECT array_agg(d.id ORDER BY d.txid, d.id)         AS ids,
                              array_agg(d.route_key ORDER BY d.txid, d.id)  AS keys,
                              array_agg(d.route_kind ORDER BY d.txid, d.id) AS kinds
-                        FROM decided d WHERE d.decision = 'deliver') dv
+                        FROM decided d WHERE d.mine AND d.decision = 'deliver') dv
           LEFT JOIN LATERAL (SELECT d.txid, d.id, d.created_at FROM decided d
                               ORDER BY d.txid DESC, d.id DESC LIMIT 1) l ON true;
     END IF;

@@ -11,9 +11,10 @@ AS $$
     --   waiting_on          during a rebalance, the members not at the boundary yet
     --   orphaned            members whose own runner has been silent past takeover_seconds
     --                       (the others route their buckets; their heartbeat alerts)
-    --   backlog, backlog_capped, oldest_pending_age_seconds  the slowest member's (each member
-    --                       reads every event of the domain: its backlog is what it has not
-    --                       read past yet, capped as a worker's)
+    --   backlog, backlog_capped, oldest_pending_age_seconds  the slowest member's (each
+    --                       member's position moves over every event of the domain: its
+    --                       backlog is every event after it, the others' included, capped
+    --                       as a worker's)
     --   attempts            the group's audit counts by status (running counters)
     --   open_dead_letters   the group's
     --   members[]           each with its backlog, last run, last sign of life, window,

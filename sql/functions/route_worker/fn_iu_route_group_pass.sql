@@ -8,12 +8,18 @@ AS $$
     -- with the member's lock held and its cursor row read under it, by fn_iu_route_worker_pass
     -- (p_runner = the member run) or by fn_iu_route_group_takeover (p_runner = the member
     -- whose runner took over p_cursor's member).
-    --   1. Only the member's own buckets are routed, audited under the group's name; the
-    --      other members' events are read past (fn_iu_route_group_decide_page); claimed
-    --      counts the member's own events. The run reads up to p_batch_limit rows per
-    --      member of the group (at most fn_iu_route_worker_max_batch()), so a member's run
-    --      routes about as many events as a worker's run of the same batch: the cost of a
-    --      run (its statements' planning, its advance) is spread over as many writes.
+    --   1. Only the member's own buckets are routed, audited under the group's name
+    --      (fn_iu_route_group_decide_page); claimed counts the member's own events. The
+    --      claim skips the other members' events inside its index scans (each costs the
+    --      index entry, the heap fetch, the visibility test and the hash, and no more), so a
+    --      page is the next rows of the member's buckets in the window, plus the others'
+    --      waypoints (about 1 in 64, fn_iu_route_group_claims), which are read past: they
+    --      move the keyset as its own events do and bound what one page skips to about 64 x
+    --      its limit. A page short of its limit therefore means the window holds nothing
+    --      more of the member's: done := window, exactly as for a worker. The batch counts
+    --      the rows the pages return (its own events and waypoints), as a worker's does: a
+    --      member's run routes about as many events as a worker's run of that batch, so the
+    --      run's own cost (its statements, its advance) is spread over as many writes.
     --   2. While a rebalance is pending (the group's boundary_snapshot), every window the
     --      member opens is cut at the boundary, so its done_snapshot reaches exactly the
     --      boundary and stops there: it has then routed every event of its current buckets
@@ -44,7 +50,8 @@ DECLARE
     v_settled      boolean := false;   -- this run settled the hand-over
     v_done_moved   boolean := false;
     v_opened_here  boolean := false;
-    v_read         integer := 0;       -- rows read, own or not (the batch counts them)
+    v_read         integer := 0;       -- rows the pages read: own events and waypoints (the batch counts them)
+    v_held         boolean := false;   -- a window of this run held rows (its own or not): the position moves
     v_page         integer;
     v_page_limit   integer;
     v_fallback_err text;
@@ -59,7 +66,6 @@ DECLARE
     v_summary      jsonb;
     v_idle         boolean;
     v_res          record;             -- a page's (tally, n_read)
-    v_budget       integer;            -- rows this run may read
 BEGIN
     SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = c.group_name;
     SELECT * INTO m FROM public.iu_route_group_member gm WHERE gm.member_name = c.worker_name;
@@ -112,7 +118,7 @@ BEGIN
                 END IF;
                 RETURN iu_core.fn_iu_route_worker_summary(p_runner, c.event_domain, p_batch_limit,
                                                           iu_core.fn_iu_route_run_tally_zero(), false, 0, 0, NULL, true, '[]'::jsonb)
-                    || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, 0, false)
+                    || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, false)
                     || jsonb_build_object('waiting_for_rebalance', true);
             END IF;
             SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = c.group_name;
@@ -128,11 +134,6 @@ BEGIN
         v_cap := g.boundary_snapshot;
     END IF;
 
-    v_budget := least(p_batch_limit::bigint * (SELECT count(*) FROM public.iu_route_group_member gm
-                                                 JOIN public.iu_route_worker_cursor o ON o.worker_name = gm.member_name
-                                                WHERE o.group_name = g.group_name AND NOT gm.leaving),
-                      iu_core.fn_iu_route_worker_max_batch())::integer;
-    v_budget := greatest(v_budget, p_batch_limit);
     v_pos := ROW(coalesce(c.done_snapshot, '1:1:'::pg_snapshot), c.window_snapshot, c.window_txid, c.window_event_id);
 
     LOOP
@@ -144,12 +145,16 @@ BEGIN
             v_pos.after_txid      := NULL;
             v_pos.after_id        := NULL;
         END IF;
-        v_page_limit := v_budget - v_read;
+        v_page_limit := p_batch_limit - v_read;
 
+        -- The probe asks for any row of the domain (no buckets): a window that holds only
+        -- the others' events is not empty, and the position that passes them is written
+        -- (an idle run writes nothing, and would read them again on every poll).
         IF v_opened_here AND v_pos.after_txid IS NULL
            AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_claim(c.event_domain, ROW(v_pos.done_snapshot, v_pos.window_snapshot, NULL, NULL)::iu_core.iu_route_window, 1)) THEN
             v_page := 0;    -- an empty window this run opened: it closes below
         ELSE
+            v_held := true;
             v_page_err  := NULL;
             v_page_done := false;
             IF NOT v_guarded THEN
@@ -203,16 +208,16 @@ BEGIN
             v_pos.after_id        := NULL;
             v_closed     := v_closed + 1;
             -- At the boundary: no window beyond it while the hand-over is pending.
-            EXIT WHEN v_opened_here OR v_read >= v_budget
+            EXIT WHEN v_opened_here OR v_read >= p_batch_limit
                       OR (v_cap IS NOT NULL AND v_pos.done_snapshot::text = v_cap::text);
         ELSE
             EXIT;
         END IF;
     END LOOP;
 
-    -- Idle as for a worker (nothing read, no window was open), unless the window just
-    -- closed was the boundary: reaching it must be written.
-    v_idle := v_read = 0 AND c.window_snapshot IS NULL
+    -- Idle as for a worker (no window was open and the one opened held no row at all),
+    -- unless the window just closed was the boundary: reaching it must be written.
+    v_idle := NOT v_held AND c.window_snapshot IS NULL
               AND NOT (v_cap IS NOT NULL AND c.done_snapshot::text IS DISTINCT FROM v_cap::text);
     v_holders := CASE WHEN v_idle
                       THEN iu_core.fn_iu_route_worker_holders(c.done_snapshot, NULL)
@@ -220,7 +225,7 @@ BEGIN
     v_summary := iu_core.fn_iu_route_worker_summary(p_runner, c.event_domain, p_batch_limit, t,
                                                     v_pos.window_snapshot IS NOT NULL, v_opened, v_closed, v_fallback_err,
                                                     v_idle, v_holders)
-              || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, v_read - t.claimed, v_settled);
+              || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, v_settled);
 
     IF v_idle THEN
         IF EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_runner, NULL)) THEN

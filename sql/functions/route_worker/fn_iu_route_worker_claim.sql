@@ -1,7 +1,9 @@
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_claim(
     p_event_domain text,
     p_pos          iu_core.iu_route_window,
-    p_limit        integer
+    p_limit        integer,
+    p_bucket_lo    integer DEFAULT NULL,
+    p_bucket_hi    integer DEFAULT NULL
 )
 RETURNS TABLE (id uuid, txid xid8, event_type text, event_stream text, created_at timestamptz)
 LANGUAGE sql STABLE
@@ -17,6 +19,13 @@ AS $$
     -- keyset position (a second lower bound, e.g. txid >= xmax(done) next to a row
     -- comparison, lets the scan start at the weaker one and wade through rows it skips).
     -- The position row itself is excluded by a plain filter.
+    --
+    -- A group member's claim (p_bucket_lo, p_bucket_hi: its buckets) is the same claim with
+    -- one more filter in each branch's index scan, BEFORE its LIMIT
+    -- (fn_iu_route_group_claims: its own events and the others' waypoints): the others'
+    -- events cost the scan only, and the page is the member's next p_limit rows of the
+    -- window. A worker's call leaves both NULL: the filter folds away when the statement is
+    -- planned (a constant NULL IS NULL is true), so a worker's plan has no trace of it.
     SELECT u.id, u.txid, u.event_type, u.event_stream, u.created_at
       FROM (
             -- (a) transactions in progress when done was taken, completed by the window:
@@ -31,6 +40,7 @@ AS $$
                        AND o.id >= CASE WHEN x.xip_txid = (p_pos).after_txid THEN (p_pos).after_id
                                         ELSE '00000000-0000-0000-0000-000000000000'::uuid END
                        AND (x.xip_txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
+                       AND (p_bucket_lo IS NULL OR iu_core.fn_iu_route_group_claims(o.id, o.event_stream, p_bucket_lo, p_bucket_hi) IS NOT NULL)
                      ORDER BY o.id
                      LIMIT p_limit) e
               WHERE pg_visible_in_snapshot(x.xip_txid, (p_pos).window_snapshot)
@@ -53,6 +63,7 @@ AS $$
                 AND o.txid < pg_snapshot_xmax((p_pos).window_snapshot)
                 AND (o.txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
                 AND pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
+                AND (p_bucket_lo IS NULL OR iu_core.fn_iu_route_group_claims(o.id, o.event_stream, p_bucket_lo, p_bucket_hi) IS NOT NULL)
               ORDER BY o.txid, o.id
               LIMIT p_limit)
            ) u
@@ -60,5 +71,5 @@ AS $$
      LIMIT p_limit
 $$;
 
-COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer) IS
-    'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id).';
+COMMENT ON FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer, integer, integer) IS
+    'Internal (route worker): the next page of a snapshot-difference window, two bounded index range scans on event_outbox (event_domain, txid, id); a group member''s (its buckets given) skips the other members'' events inside the scans.';
