@@ -3010,12 +3010,18 @@ BEGIN
         v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_late(v_domain, v_done, pg_current_snapshot()));
     END IF;
     IF v_quiet AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
-        -- The holders of the position it keeps, described only when one still runs.
-        v_holders := CASE WHEN v_waits THEN iu_core.fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
-        -- As the full pass reports an idle run: one empty window opened and closed.
+        -- As the full pass reports an idle run: one empty window opened and closed. The
+        -- holders of the position it keeps are described only when one still runs; with
+        -- none, everything but four keys of the answer is one constant of the plan.
+        IF v_waits THEN
+            v_holders := iu_core.fn_iu_route_worker_holders(v_done, NULL);
+            RETURN iu_core.fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
+                                              iu_core.fn_iu_route_run_tally_zero(),
+                                              false, 1, 1, NULL, true, v_holders);
+        END IF;
         RETURN iu_core.fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
                                           iu_core.fn_iu_route_run_tally_zero(),
-                                          false, 1, 1, NULL, true, v_holders);
+                                          false, 1, 1, NULL, true, '[]'::jsonb);
     END IF;
     RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
 END;
@@ -3284,13 +3290,19 @@ AS $$
     -- Inlinable SQL (the caller passes plain values: computed holders, not a call), so
     -- building it costs no call.
     -- ---------------------------------------------------------------------------------------
-    SELECT iu_core.fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
+    -- The holders are joined to the counts as JSON text (IMMUTABLE, as the counts are: see
+    -- fn_iu_route_worker_summary_counts), not built per call: called with no holder (the
+    -- constant '[]' an idle run mostly passes) they fold, with the counts, into one
+    -- constant when the run's plan is made, so an idle run builds only the four keys that
+    -- vary by call. (A list of holders goes through its text once: a run that has one is
+    -- rare, and the list is short.)
+    SELECT (iu_core.fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
+            || ('{"held_open_count": ' || jsonb_array_length(p_holders)::text
+                || ', "held_open_by": ' || p_holders::text || '}')::jsonb)
         || jsonb_build_object(
                'worker', p_worker_name,
                'event_domain', p_event_domain,
                'batch_limit', p_batch_limit,
-               'held_open_count', jsonb_array_length(p_holders),
-               'held_open_by', p_holders,
                'run_at', now())
 $$;
 -- +goose StatementEnd

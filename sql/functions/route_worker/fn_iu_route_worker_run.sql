@@ -57,12 +57,18 @@ BEGIN
         v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_late(v_domain, v_done, pg_current_snapshot()));
     END IF;
     IF v_quiet AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
-        -- The holders of the position it keeps, described only when one still runs.
-        v_holders := CASE WHEN v_waits THEN iu_core.fn_iu_route_worker_holders(v_done, NULL) ELSE '[]'::jsonb END;
-        -- As the full pass reports an idle run: one empty window opened and closed.
+        -- As the full pass reports an idle run: one empty window opened and closed. The
+        -- holders of the position it keeps are described only when one still runs; with
+        -- none, everything but four keys of the answer is one constant of the plan.
+        IF v_waits THEN
+            v_holders := iu_core.fn_iu_route_worker_holders(v_done, NULL);
+            RETURN iu_core.fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
+                                              iu_core.fn_iu_route_run_tally_zero(),
+                                              false, 1, 1, NULL, true, v_holders);
+        END IF;
         RETURN iu_core.fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
                                           iu_core.fn_iu_route_run_tally_zero(),
-                                          false, 1, 1, NULL, true, v_holders);
+                                          false, 1, 1, NULL, true, '[]'::jsonb);
     END IF;
     RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
 END;

@@ -21,12 +21,18 @@ AS $$
     -- Inlinable SQL (the caller passes plain values: computed holders, not a call), so
     -- building it costs no call.
     -- ---------------------------------------------------------------------------------------
-    SELECT iu_core.fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
+    -- The holders are joined to the counts as JSON text (IMMUTABLE, as the counts are: see
+    -- fn_iu_route_worker_summary_counts), not built per call: called with no holder (the
+    -- constant '[]' an idle run mostly passes) they fold, with the counts, into one
+    -- constant when the run's plan is made, so an idle run builds only the four keys that
+    -- vary by call. (A list of holders goes through its text once: a run that has one is
+    -- rare, and the list is short.)
+    SELECT (iu_core.fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
+            || ('{"held_open_count": ' || jsonb_array_length(p_holders)::text
+                || ', "held_open_by": ' || p_holders::text || '}')::jsonb)
         || jsonb_build_object(
                'worker', p_worker_name,
                'event_domain', p_event_domain,
                'batch_limit', p_batch_limit,
-               'held_open_count', jsonb_array_length(p_holders),
-               'held_open_by', p_holders,
                'run_at', now())
 $$;
