@@ -8345,6 +8345,7 @@ CREATE FUNCTION public.fn_job_claim(p_worker text, p_job_kinds text[], p_limit i
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET lock_timeout TO '5s'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 -- Leases up to p_limit due queued jobs of the asked kinds (paused kinds skipped) to
 -- p_worker for p_lease_seconds, oldest due first, in one statement: FOR UPDATE SKIP
@@ -8354,6 +8355,12 @@ CREATE FUNCTION public.fn_job_claim(p_worker text, p_job_kinds text[], p_limit i
 -- One kind (the common case) reads the due index in order and stops after p_limit rows.
 -- Several kinds read the index once per kind (up to p_limit each, in order) and keep the
 -- p_limit oldest; the extra rows it locked are released when the claim commits.
+-- The claimed rows are then updated through their key (job_queue_pkey), one lookup each,
+-- from the array of the ids picked, unnested in the order picked (rows come back oldest due
+-- first). Joined to the picking CTE instead, a kept plan estimates a tenth of the backlog
+-- on that side and reads all of job_queue to find them: a hash join over a seq scan with
+-- 20,000 due jobs of one kind, a merge join along the whole primary key with a million. An
+-- array's elements are always estimated at 10.
 DECLARE
     v_kinds  text[];
     -- Lease tokens are md5(secret || job_id): one draw of the strong generator per claim
@@ -8371,6 +8378,16 @@ BEGIN
             iu_core.fn_job_require_range('fn_job_claim', 'p_limit', p_limit, 1, 1000),
             iu_core.fn_job_require_range('fn_job_claim', 'p_lease_seconds', p_lease_seconds, 1, 86400),
             (SELECT count(iu_core.fn_iu_require_name('fn_job_claim', 'p_job_kinds', k)) FROM unnest(p_job_kinds) AS k);
+    -- A plan is made for job_queue's size at the time (its file's length), and a kept plan
+    -- stays until the table is next analyzed or vacuumed. Below ~55 pages a whole-table scan
+    -- costs less than the key lookups, so a plan made then scans the table; kept, it goes on
+    -- scanning it after a burst of enqueues ("auto" kept such a plan too, from the sixth
+    -- claim: 40-80 ms a claim at 200,000 jobs, planned at 50). So while job_queue is under
+    -- 1 MiB (128 pages) the claim is planned per call. SET LOCAL inside a function with its
+    -- own SET of the parameter ends when the function returns.
+    IF pg_catalog.pg_relation_size('public.job_queue'::pg_catalog.regclass) < 1048576 THEN
+        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
+    END IF;
 
     IF cardinality(p_job_kinds) = 1 THEN
         -- One kind: the pause check is part of the claim statement (evaluated once).
@@ -8395,8 +8412,8 @@ BEGIN
                lease_session_user = session_user,
                attempt          = j.attempt + 1,
                updated_at       = now()
-          FROM due
-         WHERE j.job_id = due.job_id
+          FROM unnest(ARRAY(SELECT d.job_id FROM due d)) AS c(job_id)
+         WHERE j.job_id = c.job_id
         RETURNING j.*;
         RETURN;
     END IF;
@@ -8433,8 +8450,8 @@ BEGIN
            lease_session_user = session_user,
            attempt          = j.attempt + 1,
            updated_at       = now()
-      FROM due
-     WHERE j.job_id = due.job_id
+      FROM unnest(ARRAY(SELECT d.job_id FROM due d)) AS c(job_id)
+     WHERE j.job_id = c.job_id
     RETURNING j.*;
 END;
 $$;

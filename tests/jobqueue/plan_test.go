@@ -1,6 +1,7 @@
 package jobqueue
 
 import (
+	"context"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,34 +18,46 @@ import (
 // the plans PostgreSQL reported for it.
 func claimPlans(t *testing.T, db *pgtest.DB, kinds []string, limit int) string {
 	t.Helper()
+	conn, plans := explainedConn(t, db)
+	if got := claimTokens(t, conn, "w", kinds, limit, 60); len(got) != limit {
+		t.Fatalf("claimed %d, want %d", len(got), limit)
+	}
+	return plans()
+}
+
+// explainedConn opens a session with auto_explain on (nested statements, analyze); plans
+// returns what it reported since the last call.
+func explainedConn(t *testing.T, db *pgtest.DB) (conn *pgx.Conn, plans func() string) {
+	t.Helper()
 	cfg, err := pgx.ParseConfig(db.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var plans strings.Builder
+	var out strings.Builder
 	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
 		mu.Lock()
-		plans.WriteString(n.Message + "\n")
+		out.WriteString(n.Message + "\n")
 		mu.Unlock()
 	}
-	conn, err := pgx.ConnectConfig(ctx(t), cfg)
+	conn, err = pgx.ConnectConfig(ctx(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx(t))
+	t.Cleanup(func() { conn.Close(context.Background()) })
 	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`, `SET auto_explain.log_nested_statements = on`,
 		`SET auto_explain.log_analyze = on`, `SET auto_explain.log_level = notice`, `SET client_min_messages = notice`} {
 		if _, err := conn.Exec(ctx(t), s); err != nil {
 			pgtest.Unavailable(t, "auto_explain unavailable: %v", err)
 		}
 	}
-	if got := claimTokens(t, conn, "w", kinds, limit, 60); len(got) != limit {
-		t.Fatalf("claimed %d, want %d", len(got), limit)
+	return conn, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		s := out.String()
+		out.Reset()
+		return s
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return plans.String()
 }
 
 var indexScanRows = regexp.MustCompile(`Index Scan using job_queue_due_idx on job_queue j\w*[^\n]*actual time=[^\n]* rows=(\d+) loops=(\d+)`)
@@ -94,4 +107,105 @@ func duePlan(plans string) string {
 		rest = rest[:j]
 	}
 	return rest
+}
+
+var (
+	pkeyLookups = regexp.MustCompile(`Index Scan using job_queue_pkey on job_queue j\w*[^\n]*actual time=[^\n]* rows=1 loops=(\d+)`)
+	// Any other way of reaching job_queue's rows than the due index and the key: a
+	// whole-table scan (and the hash or merge join over it), or a sort of what it read.
+	wholeTable = regexp.MustCompile(`Seq Scan on job_queue|Bitmap Heap Scan on job_queue|Hash Join|Merge Join|Sort Key`)
+)
+
+// requireClaimPlan fails unless the claim's plan read job_queue_due_idx in order (no sort)
+// and stopped after limit entries, then found each claimed job by its key, one lookup each,
+// and never read job_queue any other way.
+func requireClaimPlan(t *testing.T, plans string, limit int) {
+	t.Helper()
+	m := indexScanRows.FindAllStringSubmatch(plans, -1)
+	if len(m) != 1 {
+		t.Fatalf("want one ordered scan of job_queue_due_idx; plans:\n%s", plans)
+	}
+	if rows, _ := strconv.Atoi(m[0][1]); rows != limit {
+		t.Fatalf("the due index scan returned %d rows for a claim of %d; plans:\n%s", rows, limit, plans)
+	}
+	k := pkeyLookups.FindAllStringSubmatch(plans, -1)
+	if len(k) != 1 {
+		t.Fatalf("want the claimed jobs found by job_queue_pkey; plans:\n%s", plans)
+	}
+	if loops, _ := strconv.Atoi(k[0][1]); loops != limit {
+		t.Fatalf("%d key lookups for a claim of %d; plans:\n%s", loops, limit, plans)
+	}
+	if w := wholeTable.FindString(plans); w != "" {
+		t.Fatalf("the claim reads job_queue another way (%s); plans:\n%s", w, plans)
+	}
+}
+
+// Rule: a claim plans its statement once per session and keeps it (planning it per call
+// cost about half of a one-job claim), and the kept plan is the per-call plan's shape: the
+// due index read in order, stopping after the claim's limit, then one key lookup per
+// claimed job, whatever the backlog. The backlog here is 20,000 due jobs of one kind: a
+// kept plan that joined the picked ids to job_queue (rather than looking each up by key)
+// estimated a tenth of them and scanned all of job_queue, on every claim. That the plan is
+// kept shows as planner settings changed between two claims of one session not reaching
+// the second claim: a statement planned again would scan the table.
+func TestJobClaim_KeepsOnePlanThatReadsTheDueIndexInOrder(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	// An ANALYZE between the two claims would drop the kept plan (rightly): none may run.
+	db.Exec(t, `ALTER TABLE job_queue SET (autovacuum_enabled = off)`)
+	db.Exec(t, `INSERT INTO job_queue (job_kind, event_domain, process_after)
+	            SELECT 'a', 'iu', now() - make_interval(secs => g) FROM generate_series(1, 20000) g`)
+	db.Exec(t, `VACUUM ANALYZE job_queue`)
+
+	conn, plans := explainedConn(t, db)
+	if got := claimTokens(t, conn, "w", []string{"a"}, 50, 60); len(got) != 50 {
+		t.Fatalf("claimed %d, want 50", len(got))
+	}
+	requireClaimPlan(t, plans(), 50)
+
+	for _, s := range []string{`SET enable_indexscan = off`, `SET enable_bitmapscan = off`} {
+		if _, err := conn.Exec(ctx(t), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := claimTokens(t, conn, "w", []string{"a"}, 50, 60); len(got) != 50 {
+		t.Fatalf("second claim: %d, want 50", len(got))
+	}
+	requireClaimPlan(t, plans(), 50)
+}
+
+// Rule: a claim never keeps a plan made while job_queue was small. A plan is made for the
+// table's size at the time; below ~55 pages a whole-table scan costs less than the key
+// lookups, and a plan made then and kept went on scanning the whole table after a burst of
+// enqueues, until the table was next analyzed (before: "auto" kept it too, from the sixth
+// claim on). So while job_queue is under 1 MiB a claim is planned per call, and a session
+// that started on an almost empty queue reads the due index in order once it is full. The
+// setting that does it ends with the claim: the caller's plan_cache_mode is untouched.
+func TestJobClaim_SmallQueueIsPlannedPerCall(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	// No ANALYZE may come between the burst and the claim (it would drop any kept plan).
+	db.Exec(t, `ALTER TABLE job_queue SET (autovacuum_enabled = off)`)
+	db.Exec(t, `INSERT INTO job_queue (job_kind, event_domain, process_after)
+	            SELECT 'a', 'iu', now() - interval '1 day' - make_interval(secs => g) FROM generate_series(1, 50) g`)
+	db.Exec(t, `ANALYZE job_queue`)
+
+	conn, plans := explainedConn(t, db)
+	for i := range 7 {
+		if got := claimTokens(t, conn, "w", []string{"a"}, 1, 60); len(got) != 1 {
+			t.Fatalf("claim %d on the small queue: %d jobs, want 1", i, len(got))
+		}
+	}
+	var mode string
+	if err := conn.QueryRow(ctx(t), `SHOW plan_cache_mode`).Scan(&mode); err != nil || mode != "auto" {
+		t.Fatalf("the session's plan_cache_mode after a claim: %q (%v), want auto", mode, err)
+	}
+	plans()
+
+	db.Exec(t, `INSERT INTO job_queue (job_kind, event_domain, process_after)
+	            SELECT 'a', 'iu', now() - make_interval(secs => g) FROM generate_series(1, 20000) g`)
+	if got := claimTokens(t, conn, "w", []string{"a"}, 50, 60); len(got) != 50 {
+		t.Fatalf("claim after the burst: %d, want 50", len(got))
+	}
+	requireClaimPlan(t, plans(), 50)
 }
