@@ -141,9 +141,10 @@ func exec(ctx context.Context, b *testing.B, conn *pgx.Conn, what, sql string, a
 
 // runResult is the part of fn_iu_route_worker_run's answer the benches check.
 type runResult struct {
-	Claimed int  `json:"claimed"`
-	Gated   bool `json:"gated"`
-	Busy    bool `json:"busy"`
+	Claimed       int  `json:"claimed"`
+	Gated         bool `json:"gated"`
+	Busy          bool `json:"busy"`
+	HeldOpenCount int  `json:"held_open_count"`
 }
 
 // workerRun calls fn_iu_route_worker_run once and decodes its answer.

@@ -26,10 +26,13 @@ func flatness(ds []time.Duration, block int) float64 {
 
 // BenchmarkPgqIdle: an fn_iu_route_worker_run that finds nothing (a caught-up worker on
 // the shared outbox) against PgQ's pgq.next_batch with no new tick, called alternately
-// on one fresh clone per phase: "free" (nothing else running) and "held xid" (another
-// session inside a transaction that wrote, so the xmin horizon cannot advance and no
-// dead row version can be vacuumed). Per-call medians, ours/PgQ, and flatness: last
-// block / first block of 1,000 calls (target for ours: <= 1.5x PgQ, flatness <= 1.1).
+// on one fresh clone per phase: "free" (nothing else running), "held xid" (another
+// session inside a transaction that wrote, opened after the worker caught up, so the xmin
+// horizon cannot advance and no dead row version can be vacuumed), "held in position"
+// (the same transaction opened before the worker caught up: its stored position lists it
+// in progress, so every poll asks who holds it and reports it in held_open_by), and the
+// history phase below. Per-call medians, ours/PgQ, and flatness: last block / first block
+// of 1,000 calls (target for ours: <= 1.5x PgQ, flatness <= 1.1).
 func BenchmarkPgqIdle(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -60,10 +63,11 @@ func BenchmarkPgqIdle(b *testing.B) {
 	tplParts.Pool.Close()
 
 	var phases []idlePhase
-	for i, name := range []string{"free", "held xid", fmt.Sprintf("+%d parts", extraParts)} {
-		held := name == "held xid"
+	partsPhase := fmt.Sprintf("+%d parts", extraParts)
+	for i, name := range []string{"free", "held xid", "held in position", partsPhase} {
+		heldAfter, heldBefore := name == "held xid", name == "held in position"
 		src := tpl.Name
-		if i == 2 {
+		if name == partsPhase {
 			src = tplParts.Name
 		}
 		b.Run("phase="+strings.NewReplacer(" ", "_", "+", "").Replace(name), func(b *testing.B) {
@@ -74,22 +78,33 @@ func BenchmarkPgqIdle(b *testing.B) {
 				conn := cloneDB(ctx, b, h, src, dbName)
 				const worker = "bench_idle"
 				exec(ctx, b, conn, "registering the worker", `SELECT fn_iu_route_worker_register($1)`, worker)
-				caught := catchUp(ctx, b, conn, worker)
-				pgqQueue(ctx, b, conn, "idle_q", "idle_c")
 				exec(ctx, b, conn, "scratch table", `CREATE TABLE bench_hold (x int)`)
-				exec(ctx, b, conn, "vacuum analyze", `VACUUM ANALYZE`)
-				b.Logf("%s: worker caught up over %d events", name, caught)
-				if held {
+				// hold: another session's transaction that wrote a row, open for the phase.
+				hold := func() {
 					holder := connect(ctx, b, h.Server.DBURL(dbName))
 					tx, err := holder.Begin(ctx)
 					if err != nil {
 						b.Fatal(err)
 					}
-					defer tx.Rollback(context.Background())
+					b.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 					var xid *string
 					if err := tx.QueryRow(ctx, `INSERT INTO bench_hold VALUES (1) RETURNING pg_current_xact_id_if_assigned()::text`).Scan(&xid); err != nil || xid == nil {
 						b.Fatalf("holding an xid: %v %v", xid, err)
 					}
+				}
+				if heldBefore {
+					// Held, then one event committed after it: a snapshot lists in progress only
+					// ids below its xmax (the latest completed one + 1), so the window that routes
+					// that event lists the held one, and so does the position it stores.
+					hold()
+					exec(ctx, b, conn, "an event after the held xid", `SELECT fn_iu_emit_event('iu', 'unit_version_created', 'main')`)
+				}
+				caught := catchUp(ctx, b, conn, worker)
+				pgqQueue(ctx, b, conn, "idle_q", "idle_c")
+				exec(ctx, b, conn, "vacuum analyze", `VACUUM ANALYZE`)
+				b.Logf("%s: worker caught up over %d events", name, caught)
+				if heldAfter {
+					hold()
 				}
 				ph = idlePhase{name: name}
 				b.StartTimer()
@@ -98,8 +113,12 @@ func BenchmarkPgqIdle(b *testing.B) {
 						t0 := time.Now()
 						raw := workerCall(ctx, b, conn, worker, 100)
 						ph.ours = append(ph.ours, time.Since(t0))
-						if r := decodeRun(b, raw); r.Claimed != 0 {
+						r := decodeRun(b, raw)
+						if r.Claimed != 0 {
 							b.Fatalf("idle worker run claimed %d", r.Claimed)
+						}
+						if (r.HeldOpenCount != 0) != heldBefore {
+							b.Fatalf("%s: the run reports %d holders of its position", name, r.HeldOpenCount)
 						}
 					}
 					pgqCall := func() {
@@ -130,16 +149,17 @@ func BenchmarkPgqIdle(b *testing.B) {
 
 	var tbl strings.Builder
 	fmt.Fprintf(&tbl, "idle cost: caught-up fn_iu_route_worker_run(w, 100) vs empty pgq.next_batch, %d calls each per phase, alternating; shared outbox %d rows\n", calls, rows)
-	fmt.Fprintf(&tbl, "%-10s | %10s %10s %8s | %11s %11s %11s %11s\n", "phase", "ours µs", "PgQ µs", "ours/PgQ",
+	fmt.Fprintf(&tbl, "%-16s | %10s %10s %8s | %11s %11s %11s %11s\n", "phase", "ours µs", "PgQ µs", "ours/PgQ",
 		"ours first", "ours last", "ours l/f", "PgQ l/f")
 	for _, ph := range phases {
-		fmt.Fprintf(&tbl, "%-10s | %10.0f %10.0f %8s | %11.0f %11.0f %11s %11s\n", ph.name,
+		fmt.Fprintf(&tbl, "%-16s | %10.0f %10.0f %8s | %11.0f %11.0f %11s %11s\n", ph.name,
 			us(median(ph.ours)), us(median(ph.pgq)), fmtRatio(float64(median(ph.ours))/float64(median(ph.pgq))),
 			us(median(ph.ours[:block])), us(median(ph.ours[len(ph.ours)-block:])),
 			fmtRatio(flatness(ph.ours, block)), fmtRatio(flatness(ph.pgq, block)))
 	}
 	fmt.Fprintf(&tbl, "µs = median per call (round trip included); first/last = median of the first/last block of %d calls; l/f = last/first\n", block)
-	fmt.Fprintf(&tbl, "held xid: another session's open transaction that wrote a row, for the whole phase\n")
+	fmt.Fprintf(&tbl, "held xid: another session's open transaction that wrote a row, for the whole phase, opened after the worker caught up\n")
+	fmt.Fprintf(&tbl, "held in position: the same, opened before the worker caught up: its stored position lists it, so every poll reports it (held_open_by)\n")
 	fmt.Fprintf(&tbl, "+%d parts: as free, over %d more closed history partitions per table (each attached partition is a relation every worker statement's plan holds)\n", extraParts, extraParts)
 	fmt.Fprintf(&tbl, "target: ours/PgQ <= 1.5 and ours l/f <= 1.1 with the held xid")
 	fmt.Println(tbl.String())

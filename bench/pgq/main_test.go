@@ -19,8 +19,9 @@
 //     Each side runs on its own fresh clone; runs are interleaved; medians.
 //   - BenchmarkPgqIdle: the per-call cost of a run that finds nothing (a caught-up
 //     worker) against PgQ's empty pgq.next_batch, without and with another session
-//     holding an xid open (a transaction that wrote), and its flatness: median of the
-//     last block of 1,000 calls / median of the first.
+//     holding an xid open (a transaction that wrote), opened after the worker caught up
+//     and, in another phase, before (its stored position lists it, so every run reports
+//     it), and its flatness: median of the last block of 1,000 calls / median of the first.
 //   - BenchmarkPgqProducers: single-row insert rates with 2 concurrent clients,
 //     synchronous_commit off, ~1M rows already present: pgq.insert_event,
 //     fn_iu_emit_event, a direct INSERT into event_outbox, a bare table with the

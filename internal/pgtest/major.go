@@ -3,6 +3,8 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,11 +18,32 @@ import (
 // shapes that later majors accept).
 func MajorHarness(t testing.TB, major int) *Harness {
 	t.Helper()
-	bindir := MajorBinDir(t, major)
+	return startMajorHarness(t, major, MajorBinDir(t, major), false, LocalOptions{})
+}
+
+// MajorHarnessWith is MajorHarness on a cluster started with lo: for a rule that needs a
+// setting the shared cluster does not have (max_prepared_transactions, say) on every
+// supported major. A major without binaries of its own under MajorBinDir's path (15, the
+// major the default local binaries run here) runs from the default local binaries, when
+// they are that major (else it is unavailable: a failure in CI, a skip elsewhere).
+func MajorHarnessWith(t testing.TB, major int, lo LocalOptions) *Harness {
+	t.Helper()
+	bindir, fallback := majorBinDirPath(major), false
+	if _, err := os.Stat(filepath.Join(bindir, "postgres")); err != nil {
+		bindir, fallback = "", true
+	}
+	return startMajorHarness(t, major, bindir, fallback, lo)
+}
+
+// startMajorHarness starts the cluster from bindir ("" = the default local binaries) and
+// checks its major: a mismatch fails the test, or, when the default binaries stood in for
+// a major's own (fallback), reports the major unavailable.
+func startMajorHarness(t testing.TB, major int, bindir string, fallback bool, lo LocalOptions) *Harness {
+	t.Helper()
 	ctx := Ctx(t)
-	srv, err := StartLocalAt(ctx, bindir)
+	srv, err := StartLocalWith(ctx, bindir, lo)
 	if err != nil {
-		t.Fatalf("starting PostgreSQL %d from %s: %v", major, bindir, err)
+		t.Fatalf("starting PostgreSQL %d from %q: %v", major, bindir, err)
 	}
 	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
 	c, err := pgx.Connect(ctx, srv.AdminURL)
@@ -34,6 +57,9 @@ func MajorHarness(t testing.TB, major int) *Harness {
 		t.Fatalf("reading the server version: %v", err)
 	}
 	if !strings.HasPrefix(version, fmt.Sprintf("%d.", major)) {
+		if fallback {
+			Unavailable(t, "no PostgreSQL %d server binaries (set PGTEST_PG%d_BINDIR, or run .ci/run); the default ones run %s", major, major, version)
+		}
 		t.Fatalf("%s runs PostgreSQL %s, want %d", bindir, version, major)
 	}
 	h, err := NewHarness(ctx, Options{SkipContainer: true,

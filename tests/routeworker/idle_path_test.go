@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
@@ -141,6 +143,53 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 		requireCounts(t, run(t, db.Pool, b.worker, 100), map[string]int{"claimed": 1})
 		if attemptCount(t, db, id) != 1 {
 			t.Fatal("the late event was not routed")
+		}
+	})
+
+	// The run asks the late-commit question only when a transaction the position lists has
+	// completed since (while all still run, it has nothing to find): the question is asked
+	// when one has, whichever it is. Here the younger of two commits a late event while the
+	// older still runs (so "the oldest listed has completed" would not do).
+	t.Run("late commit while an older transaction of the position still runs", func(t *testing.T) {
+		t.Parallel()
+		db, b := setup(t)
+		var txs []pgx.Tx
+		var xids []string
+		for range 2 {
+			tx, err := db.Conn(t).Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(context.Background()) //nolint:errcheck
+			var xid string
+			if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
+				t.Fatal(err)
+			}
+			txs, xids = append(txs, tx), append(xids, xid)
+		}
+		older, younger := txs[0], txs[1]
+		emit1(t, db.Pool, typDry) // routed while both run: both land in done's in-progress list
+		caughtUpAndFresh(t, db, b.worker)
+		if n := scalar(t, db, `SELECT count(*) FROM iu_route_worker_cursor c, pg_snapshot_xip(c.done_snapshot) x
+		                        WHERE c.worker_name = $1 AND x::text = ANY ($2::text[])`, b.worker, xids); n != 2 {
+			t.Fatalf("setup: the stored position lists %d of the 2 transactions in progress", n)
+		}
+		if m := run(t, db.Pool, b.worker, 100); m["idle"] != true || num(t, m, "held_open_count") != 2 {
+			t.Fatalf("both running: want an idle run held by both, got %v", m)
+		}
+		id := emit1(t, younger, typDry)
+		if err := younger.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !claimHasRows(t, db.Pool, b.worker) || probeQuiet(t, db.Pool, b.worker) {
+			t.Fatal("a late commit: the claim has it, the probe must not be quiet")
+		}
+		requireCounts(t, run(t, db.Pool, b.worker, 100), map[string]int{"claimed": 1})
+		if attemptCount(t, db, id) != 1 {
+			t.Fatal("the late event was not routed while the older transaction runs")
+		}
+		if _, err := older.Exec(ctx, `SELECT 1`); err != nil {
+			t.Fatalf("the older transaction must still be open: %v", err)
 		}
 	})
 

@@ -7,11 +7,13 @@ AS $$
     -- outbox question (fn_iu_route_worker_idle_rows): 'late_commit' when a transaction in
     -- p_done's in-progress list has completed by p_now and wrote a row of the domain (one
     -- index probe per such transaction), none otherwise. Asked by fn_iu_route_worker_run only
-    -- when p_done lists a transaction in progress (the probe, fn_iu_route_worker_idle_probe,
-    -- asks half (b)). Bounded by the outbox's hot bound (fn_iu_outbox_hot_txid), a no-op for
-    -- the positions it is asked for (at or above it), and by p_done's xmin and xmax: the
-    -- closed partitions are not in its plan, the others outside the range are pruned when it
-    -- starts; when p_done lists nothing, its upper bound is 0 and no scan is started at all.
+    -- when p_done lists a transaction in progress and p_now no longer lists one of them (while
+    -- all still run, none is visible to p_now and there is nothing to find; the probe,
+    -- fn_iu_route_worker_idle_probe, asks half (b)). Bounded by the outbox's hot bound
+    -- (fn_iu_outbox_hot_txid), a no-op for the positions it is asked for (at or above it),
+    -- and by p_done's xmin and xmax: the closed partitions are not in its plan, the others
+    -- outside the range are pruned when it starts; when p_done lists nothing, its upper bound
+    -- is 0 and no scan is started at all.
     -- Internal: inlinable SQL, owner only.
     -- ---------------------------------------------------------------------------------------
     SELECT 'late_commit'

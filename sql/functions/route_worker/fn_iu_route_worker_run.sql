@@ -16,8 +16,9 @@ AS $$
     --      by the full pass, since the idle probe finds no worker under a name that breaks it)
     --   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
     --      window, a sane cursor at or above the outbox's hot bound, no beat due, no new row),
-    --      no late commit is owed (fn_iu_route_worker_idle_late, asked only when the position
-    --      lists a transaction in progress), and the worker's lock is free, the run returns the idle summary without another
+    --      no late commit is owed (fn_iu_route_worker_idle_late, asked only when a transaction
+    --      the position lists in progress has completed since), and the worker's lock is
+    --      free, the run returns the idle summary without another
     --      statement: nothing claimed, nothing written (no transaction id, no WAL, no dead
     --      row version), the same summary the full pass gives an idle run
     --   3. otherwise the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
@@ -51,10 +52,21 @@ BEGIN
       FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name) p;
     -- The probe asked about the new rows too. A position that lists a transaction in
     -- progress may also owe its late commits: that half of the outbox question is asked only
-    -- then (an idle poll's common case, nothing in progress, sets up no scan for it). The
+    -- then (an idle poll's common case, nothing in progress, sets up no scan for it), and
+    -- only when one of the transactions it lists has completed since. While all of them
+    -- still run (a long transaction holding the position, poll after poll), each is in the
+    -- current snapshot's in-progress list, so none is visible to it, and the question, which
+    -- probes the outbox only for the listed ones now visible, cannot find a row. The lists
+    -- are compared as text ('xmin:xmax:xip,...', ids in decimal, so equal ids are equal
+    -- strings): an expression, where the question's plan over the open partitions costs
+    -- about a sixth of an idle run to start. Two IFs: a condition is compiled in full on its
+    -- first use in each transaction, and the common poll does not get to the second. The
     -- lock only when all is quiet.
     IF v_quiet AND pg_snapshot_xmin(v_done) <> pg_snapshot_xmax(v_done) THEN
-        v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_late(v_domain, v_done, pg_current_snapshot()));
+        IF NOT (string_to_array(split_part(v_done::text, ':', 3), ',') COLLATE pg_catalog."C"
+                <@ string_to_array(split_part(pg_current_snapshot()::text, ':', 3), ',')) THEN
+            v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_late(v_domain, v_done, pg_current_snapshot()));
+        END IF;
     END IF;
     IF v_quiet AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
         -- As the full pass reports an idle run: one empty window opened and closed. The
