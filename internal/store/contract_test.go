@@ -245,7 +245,8 @@ func TestContract_SQLRenameIsCaught(t *testing.T) {
 	if _, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict); err == nil || !strings.Contains(err.Error(), "already_attempted") {
 		t.Errorf("run with already_attempted renamed: err = %v", err)
 	}
-	rename("iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)", "held_open_count")
+	// the holders' keys are JSON text joined to the counts (so an idle run folds them too)
+	renameQuoted("iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)", "held_open_count", `"`)
 	if _, err := parseWorkerRun(callJSON(t, db.Pool, runSQL), strict); err == nil || !strings.Contains(err.Error(), "held_open_count") {
 		t.Errorf("run with held_open_count renamed: err = %v", err)
 	}
