@@ -7,8 +7,11 @@ SET LOCAL check_function_bodies = off;
 
 -- gone since the previous release
 DROP FUNCTION IF EXISTS iu_core.fn_iu_emit_event_refuse(text, text, text, text, text, text, text, jsonb);
+DROP FUNCTION IF EXISTS iu_core.fn_iu_route_attempt_tally_add(text, text, integer, integer);
 DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb);
 DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer);
+DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean);
+DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_pass(text, integer);
 
 -- functions/rules/fn_iu_package_owner.sql
 -- +goose StatementBegin
@@ -3035,7 +3038,9 @@ BEGIN
                                           iu_core.fn_iu_route_run_tally_zero(),
                                           false, 1, 1, NULL, true, '[]'::jsonb);
     END IF;
-    RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
+    -- The full pass takes the lock with the id the probe read (no lookup on the busy path's
+    -- common case).
+    RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit, v_lock_id);
 END;
 $$;
 -- +goose StatementEnd
@@ -3389,25 +3394,32 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_run_tally_zero() FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_pass.sql
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer)
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer, p_lock_id integer DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
     -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_pass(p_worker_name, p_batch_limit) -> jsonb summary: the full pass of
-    -- fn_iu_route_worker_run, for every run its idle path does not answer. Internal (nobody
-    -- but the owner may execute it); it runs inside the run, under its pinned search_path and
-    -- plan_cache_mode, after its batch-limit check; it checks the worker name first.
+    -- fn_iu_route_worker_pass(p_worker_name, p_batch_limit, p_lock_id) -> jsonb summary: the
+    -- full pass of fn_iu_route_worker_run, for every run its idle path does not answer.
+    -- Internal (nobody but the owner may execute it); it runs inside the run, under its
+    -- pinned search_path and plan_cache_mode, after its batch-limit check; it checks the
+    -- worker name first. p_lock_id: the worker's lock id as the idle probe read it (NULL:
+    -- look it up); a lock id is the cursor's for life, and the one locked is checked against
+    -- the row read under it.
     --   1. the worker's advisory lock, without waiting: when another run holds it,
     --      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
     --      P0002 with the register call as HINT. A member of a group (its cursor's
     --      group_name) goes on in fn_iu_route_group_pass, and may take over an orphaned
     --      member when it has nothing to do (fn_iu_route_group_takeover)
-    --   2. the dual fail-closed gate (master AND worker): closed -> {"gated": true, "reason"},
+    --   2. the cursor, both gates, its sanity and whether a route of its domain delivers, in
+    --      one statement under the lock;
+    --      the dual fail-closed gate (master AND worker): closed -> {"gated": true, "reason"},
     --      nothing claimed, the cursor untouched, the heartbeat beaten (an invoked worker is alive)
     --   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
     --   4. pages until the batch is full or the windows are exhausted: decide_page (or
-    --      decide_each when the page statement fails), then deliver_page
+    --      decide_each when the page statement fails), then deliver_page. With no route of
+    --      the domain deciding deliver, the page is the INSERT straight from the claim
+    --      (decide_page's p_deliverable)
     --   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat
     --      (and, once after a history partition closed, the position moved up to the empty
     --      window, so the idle path can answer the next polls);
@@ -3439,12 +3451,24 @@ DECLARE
     v_msg          text;
     v_holders      jsonb;
     v_summary      jsonb;
+    v_deliverable  boolean;
+    v_locked       integer := p_lock_id;
+    v_start        record;           -- the cursor and what the run decides by, read under the lock
 BEGIN
-    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+    -- The worker-name rule as an expression (no statement); it raises, naming the fault,
+    -- only for a name that breaks it.
+    IF NOT iu_core.fn_iu_route_worker_name_ok(p_worker_name) THEN
+        PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+    END IF;
     -- One run per worker at a time: a second run never waits, it reports busy.
     -- The answer names who holds the lock: a run in progress, a reset, or any session that
-    -- took the worker's advisory lock (no grant needed for that).
-    IF NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
+    -- took the worker's advisory lock (no grant needed for that). With the lock id the probe
+    -- read, the lock is one expression; without it (or when it is taken), the lookup and
+    -- the busy answer below.
+    IF v_locked IS NULL OR NOT iu_core.fn_iu_route_worker_try_lock(v_locked) THEN
+        v_locked := NULL;
+    END IF;
+    IF v_locked IS NULL AND NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
         v_summary := jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
                                   'reason', 'another session holds this worker''s lock (a run in progress, a reset, or a session that took its advisory lock)',
                                   'lock_held_by', iu_core.fn_iu_route_worker_lock_holders(
@@ -3458,10 +3482,34 @@ BEGIN
         END IF;
         RETURN v_summary;
     END IF;
-    SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+    -- Under the lock, one statement reads what the run needs to decide: the cursor, both
+    -- gates (as fn_iu_core_routes_enabled and fn_iu_route_worker_enabled read them), the
+    -- cursor sanity rule and the probe for rows from another cluster (both internals inlined
+    -- here), and whether a route of the domain decides deliver (fn_iu_route_decide).
+    SELECT cur AS cursor_row,
+           public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.routes_enabled')) AS routes_on,
+           public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.route_worker_enabled')) AS worker_on,
+           (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(cur) k LIMIT 1) AS problem,
+           EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(cur.event_domain)) AS foreign_rows,
+           EXISTS (SELECT 1 FROM public.iu_outbound_route r
+                    WHERE r.event_domain = cur.event_domain
+                      AND iu_core.fn_iu_route_decide(r.route_key, r.enabled, r.dry_run) = 'deliver') AS deliverable
+      INTO v_start
+      FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
     IF NOT FOUND THEN
         -- removed between the lock's lookup and the lock (a group member that left)
         PERFORM iu_core.fn_iu_route_worker_not_registered('fn_iu_route_worker_run', p_worker_name);
+    END IF;
+    c             := v_start.cursor_row;
+    v_routes_on   := v_start.routes_on;
+    v_worker_on   := v_start.worker_on;
+    v_problem     := v_start.problem;
+    v_foreign     := v_start.foreign_rows;
+    v_deliverable := v_start.deliverable;
+    IF v_locked IS NOT NULL AND v_locked <> c.lock_id THEN
+        -- The worker was removed and registered again since the probe read its lock id: the
+        -- lock taken is not this cursor's. Take this one's (or answer busy from the full path).
+        RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit, NULL);
     END IF;
     -- A member of a group routes only its buckets, under the group's name
     -- (fn_iu_route_group_pass); when it has nothing to do, its runner may route for an
@@ -3475,8 +3523,6 @@ BEGIN
     END IF;
 
     -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
-    v_routes_on := public.fn_iu_core_routes_enabled() IS TRUE;
-    v_worker_on := public.fn_iu_route_worker_enabled() IS TRUE;
     IF NOT (v_routes_on AND v_worker_on) THEN
         v_reason := CASE WHEN NOT v_routes_on AND NOT v_worker_on THEN 'master_and_worker_gates_closed'
                          WHEN NOT v_routes_on THEN 'master_gate_closed'
@@ -3492,10 +3538,7 @@ BEGIN
     END IF;
 
     -- Cursor sanity (the stored position must belong to this cluster) and rows restored
-    -- from another cluster, in one statement: both checks are internals inlined here.
-    SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(c) k LIMIT 1),
-           EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(c.event_domain))
-      INTO v_problem, v_foreign;
+    -- from another cluster, as read above.
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: %', v_problem
             USING ERRCODE = 'IU002',
@@ -3539,7 +3582,7 @@ BEGIN
             v_page_done := false;
             IF NOT v_guarded THEN
                 BEGIN
-                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_pos, v_page_limit, false);
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_pos, v_page_limit, false, v_deliverable);
                     v_page_done := true;
                 EXCEPTION
                     WHEN unique_violation THEN
@@ -3625,7 +3668,28 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pass(text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_pass(text, integer, integer) FROM PUBLIC;
+
+-- functions/route_worker/fn_iu_route_worker_name_ok.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_name_ok(p_worker_name text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_name_ok(p_worker_name) -> boolean: THE worker-name rule as a test:
+    -- true exactly when fn_iu_route_worker_require_name accepts the name (not blank, at most
+    -- 200 bytes as fn_iu_require_name's default bound, no ':'; a test holds the two equal).
+    -- Inlinable SQL, so a caller on a hot path tests a name in an expression, without a
+    -- statement, and calls fn_iu_route_worker_require_name only to raise the error that
+    -- names the fault. Internal, owner only.
+    -- ---------------------------------------------------------------------------------------
+    SELECT NOT iu_core.fn_iu_is_blank(p_worker_name)
+           AND octet_length(p_worker_name) <= 200
+           AND position(':' IN p_worker_name) = 0
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_name_ok(text) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_require_name.sql
 -- +goose StatementBegin
@@ -3636,9 +3700,14 @@ AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_require_name: the worker-name rule of every function that takes one.
     -- A worker name is a bounded, non-blank name (fn_iu_require_name) without ':' (it is part
-    -- of the idempotency key).
+    -- of the idempotency key). fn_iu_route_worker_name_ok is the same rule as a test, for
+    -- callers that test first and call this only to raise; a name it accepts returns here at
+    -- once.
     -- ---------------------------------------------------------------------------------------
 BEGIN
+    IF iu_core.fn_iu_route_worker_name_ok(p_worker_name) THEN
+        RETURN;
+    END IF;
     PERFORM iu_core.fn_iu_require_name(p_caller, 'p_worker_name', p_worker_name);
     IF position(':' IN p_worker_name) > 0 THEN
         RAISE EXCEPTION '%: p_worker_name % may not contain '':''', p_caller, quote_literal(p_worker_name)
@@ -3880,7 +3949,8 @@ CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_decide_page(
     p_event_domain text,
     p_pos          iu_core.iu_route_window,
     p_limit        integer,
-    p_guarded      boolean
+    p_guarded      boolean,
+    p_deliverable  boolean DEFAULT true
 )
 RETURNS iu_core.iu_route_run_tally
 LANGUAGE plpgsql
@@ -3892,6 +3962,9 @@ AS $$
     --   p_pos, p_limit   the window and the keyset position
     --   p_guarded      false: the plain INSERT (the common case: nothing of the page was ever
     --                  attempted); true: INSERT ... ON CONFLICT DO NOTHING (a re-scan)
+    --   p_deliverable  whether a route of the domain decides deliver (the caller asked, in the
+    --                  statement that read the cursor); false, with p_guarded false: the page
+    --                  written by the INSERT straight from the claim, below
     -- Writes one iu_route_attempt per event decided skipped / disabled / dry_run; events bound
     -- for the delivery seam are returned in deliver_* for fn_iu_route_worker_deliver_page.
     -- Raises whatever the statement raises; the caller redoes the page guarded when that is a
@@ -3906,6 +3979,20 @@ AS $$
     -- loud case is then answered by the guarded statement, which counts the existing keys as
     -- already_attempted exactly as before. Nothing is written twice either way: the failed
     -- statement's rows are rolled back with its subtransaction.
+    -- Why the INSERT straight from the claim when no route delivers (every route of the
+    -- domain dry_run or disabled, as the package ships: delivery is unbuilt): then every
+    -- event of the page is written, so the INSERT reads the page itself and what the run
+    -- needs (the counts per decision, the last position) comes back through RETURNING of
+    -- three columns, instead of the page materialized whole and read three times (by the
+    -- INSERT, the counts, the last position): about 2.2 M instructions of a 1,000-event
+    -- page's ~50 M. The last position is still the greatest (txid, id) written, whatever
+    -- order the rows come back in. A route that turns deliverable after the caller asked
+    -- makes this statement fail, never skip: its event's decision 'deliver' is not an
+    -- attempt status (iu_route_attempt_status_check), so the INSERT raises, the
+    -- subtransaction is rolled back, and the caller redoes the page event by event
+    -- (decide_each), which hands it to the seam. The last event's created_at (the cursor's
+    -- last_created_at, the keyset a rolled-back first generation resumes from) is one probe
+    -- of the outbox by its key.
     -- ---------------------------------------------------------------------------------------
 DECLARE
     t          iu_core.iu_route_run_tally := p_tally;
@@ -3917,7 +4004,32 @@ DECLARE
     l_id       uuid;
     l_created  timestamptz;
 BEGIN
-    IF NOT p_guarded THEN
+    IF NOT p_guarded AND NOT p_deliverable THEN
+        WITH ins AS (
+            INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+              FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit) d
+            RETURNING status, event_txid, event_ref
+        )
+        SELECT a.n, a.n_dry, a.n_disabled, a.n_skipped, l.event_txid, l.event_ref, e.created_at
+          INTO v_page, k_dry, k_disabled, k_skipped, l_txid, l_id, l_created
+          FROM (SELECT count(*) AS n,
+                       count(*) FILTER (WHERE i.status = 'dry_run')  AS n_dry,
+                       count(*) FILTER (WHERE i.status = 'disabled') AS n_disabled,
+                       count(*) FILTER (WHERE i.status = 'skipped')  AS n_skipped
+                  FROM ins i) a
+          LEFT JOIN LATERAL (SELECT i.event_txid, i.event_ref FROM ins i
+                              ORDER BY i.event_txid DESC, i.event_ref DESC LIMIT 1) l ON true
+          -- the last event's created_at (the cursor's last_created_at), one probe; its txid is
+          -- bounded as the claim bounds it, so only the window's partitions are set up
+          LEFT JOIN LATERAL (SELECT o.created_at FROM public.event_outbox o
+                              WHERE o.event_domain = p_event_domain
+                                AND o.txid = l.event_txid AND o.id = l.event_ref
+                                AND o.txid >= pg_snapshot_xmin(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                                AND o.txid < pg_snapshot_xmax((p_pos).window_snapshot)) e ON true;
+        t.deliver_ids := NULL; t.deliver_route_keys := NULL; t.deliver_route_kinds := NULL;
+    ELSIF NOT p_guarded THEN
         -- Every non-deliver event of the page is written (or the statement raises), so the
         -- counts are the page's decisions, read in the same pass as the deliver list.
         WITH decided AS MATERIALIZED (
@@ -3991,7 +4103,7 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean, boolean) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_page.sql
 -- +goose StatementBegin
@@ -4389,7 +4501,12 @@ AS $$
     --   p_runner   the executor whose heartbeat is beaten: NULL for p_worker_name itself; a
     --              member whose run another member's runner took over is not beaten, so its
     --              silence stays visible (the beat then names the member it routed for)
+    -- Two statements for a run whose beat is not due (the common busy run): the cursor's
+    -- UPDATE, which also asks whether the beat is due; the running counts, every status in
+    -- one statement. The beat only when due.
     -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_beat_due boolean;
 BEGIN
     UPDATE public.iu_route_worker_cursor cur
        SET done_snapshot     = coalesce(p_done, cur.done_snapshot),
@@ -4405,13 +4522,18 @@ BEGIN
            runs_total        = cur.runs_total + 1,
            last_run_at       = now(),
            last_run_summary  = p_summary
-     WHERE cur.worker_name = p_worker_name;
+     WHERE cur.worker_name = p_worker_name
+    RETURNING EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(coalesce(p_runner, p_worker_name), NULL))
+      INTO v_beat_due;
 
-    PERFORM iu_core.fn_iu_route_attempt_tally_add(coalesce(p_group_name, p_worker_name), x.status, x.n, 0)
-       FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
-                    ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
-      WHERE x.n > 0;
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(coalesce(p_group_name, p_worker_name),
+                '{dry_run,disabled,skipped,failed,sent}',
+                ARRAY[p_tally.dry_run, p_tally.disabled, p_tally.skipped, p_tally.failed, p_tally.sent],
+                '{0,0,0,0,0}');
 
+    IF NOT v_beat_due THEN
+        RETURN;
+    END IF;
     PERFORM iu_core.fn_iu_route_worker_beat(coalesce(p_runner, p_worker_name), p_event_domain,
         jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
                            'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,
@@ -4424,21 +4546,28 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapsho
 
 -- functions/route_worker/fn_iu_route_attempt_tally_add.sql
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_attempt_tally_add(p_worker_name text, p_status text, p_attempts integer, p_replays integer)
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_attempt_tally_add(p_worker_name text, p_statuses text[], p_attempts integer[], p_replays integer[])
 RETURNS void
 LANGUAGE plpgsql
 AS $$
     -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_attempt_tally_add: count p_attempts new attempt rows (p_replays of them
-    -- replays) of one worker and status into iu_route_attempt_tally, in the caller's
-    -- transaction. Called by every writer of iu_route_attempt (the run, the replay).
+    -- fn_iu_route_attempt_tally_add: count new attempt rows of one worker into
+    -- iu_route_attempt_tally, in the caller's transaction. Called by every writer of
+    -- iu_route_attempt (the run, the replay).
+    --   p_statuses  the statuses counted; p_attempts[i] new rows of p_statuses[i], p_replays[i]
+    --               of them replays (the arrays side by side; a status with no new row is
+    --               skipped, so a run passes every status and its counts)
+    -- One statement for all of them: a run's counts of three or five statuses cost one
+    -- upsert, not one each.
     -- ---------------------------------------------------------------------------------------
 BEGIN
     -- PL/pgSQL, not SQL: a SQL function whose body is an INSERT is never inlined, so it is
     -- parsed and planned again in every statement that calls it (every busy run); PL/pgSQL
     -- keeps the plan for the session.
     INSERT INTO public.iu_route_attempt_tally AS t (worker_name, status, attempts, replays)
-    VALUES (p_worker_name, p_status, p_attempts, p_replays)
+    SELECT p_worker_name, x.status, x.attempts, x.replays
+      FROM unnest(p_statuses, p_attempts, p_replays) AS x(status, attempts, replays)
+     WHERE x.attempts > 0
     ON CONFLICT (worker_name, status) DO UPDATE
        SET attempts = t.attempts + EXCLUDED.attempts,
            replays  = t.replays + EXCLUDED.replays,
@@ -4446,7 +4575,7 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_attempt_tally_add(text, text, integer, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_attempt_tally_add(text, text[], integer[], integer[]) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_beat.sql
 -- +goose StatementBegin
@@ -4876,7 +5005,7 @@ BEGIN
             jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg,
             coalesce((dl.event_snapshot->>'txid')::xid8, '0'));  -- a snapshot without txid: the oldest range
 
-    PERFORM iu_core.fn_iu_route_attempt_tally_add(dl.worker_name, v_status, 1, 1);
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(dl.worker_name, ARRAY[v_status], '{1}', '{1}');
 
     IF v_status IN ('dry_run', 'sent') THEN
         UPDATE public.iu_route_dead_letter d
@@ -10368,7 +10497,7 @@ AS $$
         'iu_core.fn_iu_rollback_check(integer, integer)',
         'iu_core.fn_iu_rollback_tables()',
         'iu_core.fn_iu_route_attempt_immutable()',
-        'iu_core.fn_iu_route_attempt_tally_add(text, text, integer, integer)',
+        'iu_core.fn_iu_route_attempt_tally_add(text, text[], integer[], integer[])',
         'iu_core.fn_iu_route_dead_letter_immutable()',
         'iu_core.fn_iu_route_dead_letter_matches(public.iu_route_dead_letter, text, text, timestamptz, timestamptz)',
         'iu_core.fn_iu_route_dead_letter_no_delete()',
@@ -10398,7 +10527,7 @@ AS $$
         'iu_core.fn_iu_route_worker_cursor_problem(public.iu_route_worker_cursor)',
         'iu_core.fn_iu_route_worker_cursor_stamp_reset()',
         'iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer)',
-        'iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean)',
+        'iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean, boolean)',
         'iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally, text)',
         'iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally, text, uuid, text, text, text, text, text, text)',
         'iu_core.fn_iu_route_worker_foreign_rows(text)',
@@ -10412,9 +10541,10 @@ AS $$
         'iu_core.fn_iu_route_worker_lock_class()',
         'iu_core.fn_iu_route_worker_lock_holders(integer)',
         'iu_core.fn_iu_route_worker_max_batch()',
+        'iu_core.fn_iu_route_worker_name_ok(text)',
         'iu_core.fn_iu_route_worker_not_registered(text, text)',
         'iu_core.fn_iu_route_worker_page(text, iu_core.iu_route_window, integer)',
-        'iu_core.fn_iu_route_worker_pass(text, integer)',
+        'iu_core.fn_iu_route_worker_pass(text, integer, integer)',
         'iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window)',
         'iu_core.fn_iu_route_worker_require_name(text, text)',
         'iu_core.fn_iu_route_worker_snapshot()',
@@ -10538,8 +10668,12 @@ DROP FUNCTION iu_core.fn_iu_route_group_rebalance(text, text, text, text);
 DROP FUNCTION public.fn_iu_route_group_health(text);
 DROP FUNCTION public.fn_iu_route_worker_remove_member(text, text);
 DROP FUNCTION public.fn_iu_route_worker_register_member(text, text, text, integer);
+DROP FUNCTION iu_core.fn_iu_route_attempt_tally_add(text, text[], integer[], integer[]);
 DROP FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text);
 DROP FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer, integer, integer);
+DROP FUNCTION iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean, boolean);
+DROP FUNCTION iu_core.fn_iu_route_worker_name_ok(text);
+DROP FUNCTION iu_core.fn_iu_route_worker_pass(text, integer, integer);
 DROP FUNCTION iu_core.fn_iu_route_worker_idle_late(text, pg_snapshot, pg_snapshot);
 DROP FUNCTION iu_core.fn_iu_route_worker_idle_new(text, pg_snapshot);
 DROP FUNCTION iu_core.fn_iu_outbox_hot_txid(text);

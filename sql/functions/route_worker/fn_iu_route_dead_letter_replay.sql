@@ -65,7 +65,7 @@ BEGIN
             jsonb_build_object('replay_of', dl.id) || coalesce(v_res, '{}'::jsonb), v_state, v_msg,
             coalesce((dl.event_snapshot->>'txid')::xid8, '0'));  -- a snapshot without txid: the oldest range
 
-    PERFORM iu_core.fn_iu_route_attempt_tally_add(dl.worker_name, v_status, 1, 1);
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(dl.worker_name, ARRAY[v_status], '{1}', '{1}');
 
     IF v_status IN ('dry_run', 'sent') THEN
         UPDATE public.iu_route_dead_letter d

@@ -24,7 +24,12 @@ AS $$
     --   p_runner   the executor whose heartbeat is beaten: NULL for p_worker_name itself; a
     --              member whose run another member's runner took over is not beaten, so its
     --              silence stays visible (the beat then names the member it routed for)
+    -- Two statements for a run whose beat is not due (the common busy run): the cursor's
+    -- UPDATE, which also asks whether the beat is due; the running counts, every status in
+    -- one statement. The beat only when due.
     -- ---------------------------------------------------------------------------------------
+DECLARE
+    v_beat_due boolean;
 BEGIN
     UPDATE public.iu_route_worker_cursor cur
        SET done_snapshot     = coalesce(p_done, cur.done_snapshot),
@@ -40,13 +45,18 @@ BEGIN
            runs_total        = cur.runs_total + 1,
            last_run_at       = now(),
            last_run_summary  = p_summary
-     WHERE cur.worker_name = p_worker_name;
+     WHERE cur.worker_name = p_worker_name
+    RETURNING EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(coalesce(p_runner, p_worker_name), NULL))
+      INTO v_beat_due;
 
-    PERFORM iu_core.fn_iu_route_attempt_tally_add(coalesce(p_group_name, p_worker_name), x.status, x.n, 0)
-       FROM (VALUES ('dry_run', p_tally.dry_run), ('disabled', p_tally.disabled), ('skipped', p_tally.skipped),
-                    ('failed', p_tally.failed), ('sent', p_tally.sent)) AS x(status, n)
-      WHERE x.n > 0;
+    PERFORM iu_core.fn_iu_route_attempt_tally_add(coalesce(p_group_name, p_worker_name),
+                '{dry_run,disabled,skipped,failed,sent}',
+                ARRAY[p_tally.dry_run, p_tally.disabled, p_tally.skipped, p_tally.failed, p_tally.sent],
+                '{0,0,0,0,0}');
 
+    IF NOT v_beat_due THEN
+        RETURN;
+    END IF;
     PERFORM iu_core.fn_iu_route_worker_beat(coalesce(p_runner, p_worker_name), p_event_domain,
         jsonb_build_object('claimed', p_tally.claimed, 'attempts_written', p_tally.attempts_written,
                            'dead_lettered', p_tally.dead_lettered, 'caught_up', p_window IS NULL,

@@ -1,22 +1,29 @@
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer)
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_pass(p_worker_name text, p_batch_limit integer, p_lock_id integer DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
     -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_pass(p_worker_name, p_batch_limit) -> jsonb summary: the full pass of
-    -- fn_iu_route_worker_run, for every run its idle path does not answer. Internal (nobody
-    -- but the owner may execute it); it runs inside the run, under its pinned search_path and
-    -- plan_cache_mode, after its batch-limit check; it checks the worker name first.
+    -- fn_iu_route_worker_pass(p_worker_name, p_batch_limit, p_lock_id) -> jsonb summary: the
+    -- full pass of fn_iu_route_worker_run, for every run its idle path does not answer.
+    -- Internal (nobody but the owner may execute it); it runs inside the run, under its
+    -- pinned search_path and plan_cache_mode, after its batch-limit check; it checks the
+    -- worker name first. p_lock_id: the worker's lock id as the idle probe read it (NULL:
+    -- look it up); a lock id is the cursor's for life, and the one locked is checked against
+    -- the row read under it.
     --   1. the worker's advisory lock, without waiting: when another run holds it,
     --      {"busy": true} at once (no wait, no beat: the run holding it beats); not registered:
     --      P0002 with the register call as HINT. A member of a group (its cursor's
     --      group_name) goes on in fn_iu_route_group_pass, and may take over an orphaned
     --      member when it has nothing to do (fn_iu_route_group_takeover)
-    --   2. the dual fail-closed gate (master AND worker): closed -> {"gated": true, "reason"},
+    --   2. the cursor, both gates, its sanity and whether a route of its domain delivers, in
+    --      one statement under the lock;
+    --      the dual fail-closed gate (master AND worker): closed -> {"gated": true, "reason"},
     --      nothing claimed, the cursor untouched, the heartbeat beaten (an invoked worker is alive)
     --   3. cursor sanity and foreign event rows (IU002, with the fix as HINT)
     --   4. pages until the batch is full or the windows are exhausted: decide_page (or
-    --      decide_each when the page statement fails), then deliver_page
+    --      decide_each when the page statement fails), then deliver_page. With no route of
+    --      the domain deciding deliver, the page is the INSERT straight from the claim
+    --      (decide_page's p_deliverable)
     --   5. idle (nothing claimed, no window was open): nothing written but a due heartbeat
     --      (and, once after a history partition closed, the position moved up to the empty
     --      window, so the idle path can answer the next polls);
@@ -48,12 +55,24 @@ DECLARE
     v_msg          text;
     v_holders      jsonb;
     v_summary      jsonb;
+    v_deliverable  boolean;
+    v_locked       integer := p_lock_id;
+    v_start        record;           -- the cursor and what the run decides by, read under the lock
 BEGIN
-    PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+    -- The worker-name rule as an expression (no statement); it raises, naming the fault,
+    -- only for a name that breaks it.
+    IF NOT iu_core.fn_iu_route_worker_name_ok(p_worker_name) THEN
+        PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+    END IF;
     -- One run per worker at a time: a second run never waits, it reports busy.
     -- The answer names who holds the lock: a run in progress, a reset, or any session that
-    -- took the worker's advisory lock (no grant needed for that).
-    IF NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
+    -- took the worker's advisory lock (no grant needed for that). With the lock id the probe
+    -- read, the lock is one expression; without it (or when it is taken), the lookup and
+    -- the busy answer below.
+    IF v_locked IS NULL OR NOT iu_core.fn_iu_route_worker_try_lock(v_locked) THEN
+        v_locked := NULL;
+    END IF;
+    IF v_locked IS NULL AND NOT iu_core.fn_iu_route_worker_lock('fn_iu_route_worker_run', p_worker_name, false) THEN
         v_summary := jsonb_build_object('worker', p_worker_name, 'gated', false, 'busy', true,
                                   'reason', 'another session holds this worker''s lock (a run in progress, a reset, or a session that took its advisory lock)',
                                   'lock_held_by', iu_core.fn_iu_route_worker_lock_holders(
@@ -67,10 +86,34 @@ BEGIN
         END IF;
         RETURN v_summary;
     END IF;
-    SELECT * INTO c FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
+    -- Under the lock, one statement reads what the run needs to decide: the cursor, both
+    -- gates (as fn_iu_core_routes_enabled and fn_iu_route_worker_enabled read them), the
+    -- cursor sanity rule and the probe for rows from another cluster (both internals inlined
+    -- here), and whether a route of the domain decides deliver (fn_iu_route_decide).
+    SELECT cur AS cursor_row,
+           public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.routes_enabled')) AS routes_on,
+           public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.route_worker_enabled')) AS worker_on,
+           (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(cur) k LIMIT 1) AS problem,
+           EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(cur.event_domain)) AS foreign_rows,
+           EXISTS (SELECT 1 FROM public.iu_outbound_route r
+                    WHERE r.event_domain = cur.event_domain
+                      AND iu_core.fn_iu_route_decide(r.route_key, r.enabled, r.dry_run) = 'deliver') AS deliverable
+      INTO v_start
+      FROM public.iu_route_worker_cursor cur WHERE cur.worker_name = p_worker_name;
     IF NOT FOUND THEN
         -- removed between the lock's lookup and the lock (a group member that left)
         PERFORM iu_core.fn_iu_route_worker_not_registered('fn_iu_route_worker_run', p_worker_name);
+    END IF;
+    c             := v_start.cursor_row;
+    v_routes_on   := v_start.routes_on;
+    v_worker_on   := v_start.worker_on;
+    v_problem     := v_start.problem;
+    v_foreign     := v_start.foreign_rows;
+    v_deliverable := v_start.deliverable;
+    IF v_locked IS NOT NULL AND v_locked <> c.lock_id THEN
+        -- The worker was removed and registered again since the probe read its lock id: the
+        -- lock taken is not this cursor's. Take this one's (or answer busy from the full path).
+        RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit, NULL);
     END IF;
     -- A member of a group routes only its buckets, under the group's name
     -- (fn_iu_route_group_pass); when it has nothing to do, its runner may route for an
@@ -84,8 +127,6 @@ BEGIN
     END IF;
 
     -- Dual fail-closed gate. A gated run is a clean no-op that still beats the heartbeat.
-    v_routes_on := public.fn_iu_core_routes_enabled() IS TRUE;
-    v_worker_on := public.fn_iu_route_worker_enabled() IS TRUE;
     IF NOT (v_routes_on AND v_worker_on) THEN
         v_reason := CASE WHEN NOT v_routes_on AND NOT v_worker_on THEN 'master_and_worker_gates_closed'
                          WHEN NOT v_routes_on THEN 'master_gate_closed'
@@ -101,10 +142,7 @@ BEGIN
     END IF;
 
     -- Cursor sanity (the stored position must belong to this cluster) and rows restored
-    -- from another cluster, in one statement: both checks are internals inlined here.
-    SELECT (SELECT k FROM iu_core.fn_iu_route_worker_cursor_check(c) k LIMIT 1),
-           EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_foreign_rows(c.event_domain))
-      INTO v_problem, v_foreign;
+    -- from another cluster, as read above.
     IF v_problem IS NOT NULL THEN
         RAISE EXCEPTION 'fn_iu_route_worker_run: %', v_problem
             USING ERRCODE = 'IU002',
@@ -148,7 +186,7 @@ BEGIN
             v_page_done := false;
             IF NOT v_guarded THEN
                 BEGIN
-                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_pos, v_page_limit, false);
+                    t := iu_core.fn_iu_route_worker_decide_page(t, p_worker_name, c.event_domain, v_pos, v_page_limit, false, v_deliverable);
                     v_page_done := true;
                 EXCEPTION
                     WHEN unique_violation THEN

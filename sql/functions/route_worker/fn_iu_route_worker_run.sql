@@ -82,6 +82,8 @@ BEGIN
                                           iu_core.fn_iu_route_run_tally_zero(),
                                           false, 1, 1, NULL, true, '[]'::jsonb);
     END IF;
-    RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit);
+    -- The full pass takes the lock with the id the probe read (no lookup on the busy path's
+    -- common case).
+    RETURN iu_core.fn_iu_route_worker_pass(p_worker_name, p_batch_limit, v_lock_id);
 END;
 $$;
