@@ -8,6 +8,7 @@
 #
 #   bench/instr/count.sh [MIGRATIONS_DIR]     (default: sql/iu-core of this checkout)
 #   IU_INSTR_ONLY='enqueue|job_queue' bench/instr/count.sh     (only the figures whose name matches, a bash ERE)
+#   IU_INSTR_ONLY='busy run' bench/instr/count.sh               (a busy run of 100 and of 1,000 events against PgQ's consumer)
 #
 # Needs valgrind, the PostgreSQL server binaries (pg_config --bindir) and bin/goose (make
 # goose). As root the cluster runs as the postgres OS user. Prints one line per figure.
@@ -61,6 +62,58 @@ SELECT (ARRAY['a', 'b', 'c', 'd'])[1 + g % 4], 'iu', 'succeeded', now() FROM gen
 VACUUM ANALYZE job_queue;
 SQL
 fi
+# A busy run against PgQ's consumer doing the same work (bench/pgq's BenchmarkPgqThroughput
+# in instructions): databases busy<B> of their own, each an outbox of only iu events as
+# bench/pgq loads it (1,000 generated rows per transaction, the same types, streams and
+# routes), worker bench_worker registered, and a PgQ queue of the same events in claim order
+# with one tick per B events, as deep as bench/pgq's (61 batches of 100, 21 of 1,000), and
+# the bench's consumer (bench/pgq/common_test.go's pgqSetup, a plain INSERT of the audit rows
+# in the batch's transaction). Each figure is per run: (11 runs - 3 runs) / 8, from the
+# middle of the queue.
+busy_sizes=()
+for b in 100 1000; do
+  if [[ "$pgq" = 1 && ( -z "${IU_INSTR_ONLY:-}" || "busy run of $b" =~ $IU_INSTR_ONLY ) ]]; then busy_sizes+=("$b"); fi
+done
+if [ "${#busy_sizes[@]}" -gt 0 ]; then
+  consumer=$(awk '/^const pgqSetup = `/ {on = 1; sub(/^const pgqSetup = `/, ""); print; next} on && /`$/ {sub(/`$/, ""); print; exit} on' bench/pgq/common_test.go)
+fi
+for b in "${busy_sizes[@]}"; do
+  chunks=$([ "$b" = 100 ] && echo 61 || echo 21)
+  psql -X -q -h "$work" -U postgres -d postgres -c "CREATE DATABASE busy$b TEMPLATE instr"
+  psql -X -q -o /dev/null -h "$work" -U postgres -d "busy$b" -v ON_ERROR_STOP=1 <<SQL
+DO \$load\$
+BEGIN
+    FOR c IN 0 .. ($b * $chunks * 20 - 1) / 1000 LOOP
+        INSERT INTO event_outbox (event_domain, event_type, event_stream, event_subject_table, event_subject_ref)
+        SELECT 'iu', (ARRAY['unit_version_created', 'unit_version_published', 'unit_archived', 'unit_flagged'])[1 + (g / 20) % 4],
+               (ARRAY['main', 'side'])[1 + (g / 80) % 2], 'unit', 'u-' || g
+          FROM generate_series(c * 1000 + 1, least((c + 1) * 1000, $b * $chunks * 20)) g WHERE g % 20 = 0;
+        COMMIT;
+    END LOOP;
+END
+\$load\$;
+INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
+  ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
+  ('iu', 'unit_version_created',   'side', 'uv_created_side',   'outbound', true,  true),
+  ('iu', 'unit_version_published', 'main', 'uv_published_main', 'webhook',  true,  true),
+  ('iu', 'unit_version_published', 'side', 'uv_published_side', 'webhook',  true,  true),
+  ('iu', 'unit_archived',          'main', 'u_archived_main',   'outbound', true,  true),
+  ('iu', 'unit_archived',          'side', 'u_archived_side',   'outbound', true,  true),
+  ('iu', 'unit_flagged',           'main', 'u_flagged_main',    'queue',    false, true);
+SELECT fn_iu_route_worker_register('bench_worker');
+UPDATE queue_heartbeat SET stale_threshold_seconds = 864000, expected_cadence_seconds = 86400 WHERE executor_id = 'bench_worker';
+SELECT pgq.set_queue_config('bench_q', 'ticker_max_count', '1');
+SELECT pgq.register_consumer('bench_q', 'bench_worker');
+SQL
+  printf '%s\n' "$consumer" | psql -X -q -o /dev/null -h "$work" -U postgres -d "busy$b" -v ON_ERROR_STOP=1
+  for i in $(seq 0 $((chunks - 1))); do
+    psql -X -q -o /dev/null -h "$work" -U postgres -d "busy$b" -v ON_ERROR_STOP=1 \
+      -c "SELECT pgq.insert_event('bench_q', o.event_type, o.safe_payload::text, o.event_stream, o.id::text, o.event_subject_ref, NULL)
+            FROM (SELECT * FROM event_outbox WHERE event_domain = 'iu' ORDER BY txid, id OFFSET $((i * b)) LIMIT $b) o" \
+      -c "SELECT pgq.ticker('bench_q')"
+  done
+  psql -X -q -o /dev/null -h "$work" -U postgres -d "busy$b" -c "VACUUM ANALYZE"
+done
 psql -X -q -o /dev/null -h "$work" -U postgres -d instr -c CHECKPOINT
 as_pg "$BIN/pg_ctl" -D "$work/data" -w stop >/dev/null
 
@@ -81,6 +134,15 @@ per_call() { # name prepare execute [events per call] [database]
   fi
 }
 per_call "SELECT 1" "PREPARE p AS SELECT 1;" "EXECUTE p;"
+per_run() { # name database prepare execute batch: instructions per run, (11 runs - 3 runs) / 8
+  local a b
+  a=$(count "$1" "$3" "$4" 3 "$2"); b=$(count "$1" "$3" "$4" 11 "$2")
+  printf '%-40s %8.1f k instructions per run (%.1f k per event)\n' "$1" "$(echo "($b - $a) / 8 / 1000" | bc -l)" "$(echo "($b - $a) / 8 / 1000 / $5" | bc -l)"
+}
+for b in "${busy_sizes[@]}"; do
+  per_run "busy run of $b, fn_iu_route_worker_run" "busy$b" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('bench_worker', $b);" "$b"
+  per_run "busy run of $b, PgQ consumer" "busy$b" "PREPARE p AS SELECT bench_pgq_consume(\$1, \$2);" "EXECUTE p('bench_q', 'bench_worker');" "$b"
+done
 per_call "idle fn_iu_route_worker_run" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('iu_outbound_default', 500);"
 per_call "fn_iu_emit_event" "PREPARE p AS SELECT fn_iu_emit_event(\$1, \$2, \$3, \$4, \$5, \$6, \$7, \$8);" "EXECUTE p('iu', 'bench', 's', 'standard', 'info', NULL, NULL, '{\"k\": 1}');"
 per_call "direct INSERT into event_outbox" "PREPARE p AS INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload) VALUES (\$1, \$2, \$3, \$4);" "EXECUTE p('iu', 'bench', 's', '{\"k\": 1}');"
