@@ -2654,12 +2654,12 @@ AS $$
     -- not an error: it is stored as NULL. The id is time-ordered (iu_core.fn_iu_event_new_id,
     -- as the column default a direct INSERT gets).
     --
-    -- Why the fast form (bench/README.md, "Producers"): PostgreSQL builds every expression
-    -- of a statement anew each time it runs it, and each step of it (a parameter, a
-    -- constant, a function call, an AND) costs several hundred instructions before it does
+    -- Why the fast form (bench/README.md, "Producers, issue 26"): PostgreSQL builds every
+    -- expression of a statement anew each time it runs it, and each step (a parameter, a
+    -- function call, an AND, a CASE jump) costs several hundred instructions before it does
     -- any work. The blank-to-NULL CASEs and btrim tests were ~20 steps of the exact form;
-    -- and its argument tests, written apart from any column of the registration, made the
-    -- planner put them in a Result node of their own above the registry scan.
+    -- and its argument tests, written apart from any column of the registration, make the
+    -- planner build a Result node of their own above the registry scan.
 DECLARE
     -- Drawn here rather than by the column default and read back with RETURNING, which
     -- costs the INSERT a projection and the call a result row.
@@ -2682,8 +2682,10 @@ BEGIN
     -- whitespace fn_iu_is_whitespace trims (all below 0x21); a multibyte first character
     -- passes (its first byte is 0xC2 or above). The conditions are one expression, ANDed
     -- inside "(...) IS TRUE" and led by the reserved-type test on the registration's
-    -- column: a condition that names no column of the scan would be moved by the planner
-    -- into a Result node above it (one more node to build on every call).
+    -- column (equal to p_event_type byte for byte: the join's texteq under the database's
+    -- default collation, which is deterministic): a condition that names no column of the
+    -- scan would be moved by the planner into a Result node above it (one more node to
+    -- build on every call).
     INSERT INTO public.event_outbox (id, event_domain, event_type, event_stream, delivery_lane, event_severity,
                                      event_subject_table, event_subject_ref, safe_payload)
     SELECT v_id, p_event_domain, p_event_type, p_event_stream, p_delivery_lane, p_event_severity,
