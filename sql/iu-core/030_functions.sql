@@ -2630,7 +2630,7 @@ AS $$
     -- is stored as NULL. Refuses (22023) a blank or over-long name, a lane or severity
     -- outside its list, a payload that is not a clean JSON object, an unregistered type;
     -- (42501) the stale-check's own alert types. Touches event_outbox (one row) and reads
-    -- event_type_registry. Algorithm: one INSERT ... SELECT from the type's registration
+    -- event_type_registry. Algorithm: an INSERT ... SELECT from the type's registration
     -- row (the registry holds only valid names, so a match proves p_event_domain and
     -- p_event_type valid) whose WHERE holds the argument rules the table's domains do not
     -- already test, or test only in a cheap comparison. It comes in two forms. The fast one
