@@ -363,3 +363,64 @@ func TestProducers_EmitArgumentRulesKeepTheirErrors(t *testing.T) {
 		t.Fatalf("the refused INSERT stored %d rows", n-before)
 	}
 }
+
+// Rule: fn_iu_emit_event's fast form (its first INSERT, whose tests are sufficient, not
+// exact: a name or subject whose first byte is above the space is not blank, so a subject
+// that passes is stored as given) writes nothing the exact form would not write, and what
+// it leaves out the exact form still writes, exactly as the rules say. So every valid call
+// is accepted with the row the rules give, whichever form wrote it: names and subjects that
+// start with whitespace or a control character but are not blank are stored as given (not
+// trimmed, not NULL), blank subjects are stored as NULL, and names with a multibyte first
+// character or at their bounds pass. A call the fast form leaves out is still one event
+// (the exact form runs only when the fast one wrote nothing).
+func TestProducers_EmitFastFormLeavesNothingOut(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	c := ctx(t)
+	conn := db.Conn(t)
+	db.Exec(t, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ('iu', 'fast')`)
+	const emit = `SELECT fn_iu_emit_event('iu', 'fast', $1, 'standard', 'info', $2, $3, '{"n": 1}')::text`
+	x := func(n int) string { return strings.Repeat("x", n) }
+	for _, tc := range []struct{ stream, table, ref any }{
+		{" main", nil, nil},                 // the fast form leaves these out: whitespace first
+		{"\tmain", " unit", "\nu-1"},        // not blank: stored as given
+		{"\x01main", "\x1funit", "\x7fu-1"}, // control characters first (0x7f is above '!')
+		{"main", "  ", "\t\r\n\f\v "},       // blank subjects: NULL
+		{"main", "", nil},                   // empty subject: NULL
+		{"main", "   ", "u-1"},              // one subject blank, the other as given
+		{"main", "unit", " "},
+		{" " + x(199), " " + x(199), " " + x(999)}, // at their bounds, whitespace first
+		{"ü-main", "ünit", "é-1"},                  // a multibyte first character: the fast form
+		{"!", "!", "!"},                            // the lowest first byte the fast form takes
+		{x(200), x(200), x(1000)},                  // at their bounds
+	} {
+		var id string
+		if err := conn.QueryRow(c, emit, tc.stream, tc.table, tc.ref).Scan(&id); err != nil {
+			t.Fatalf("emit(%q, %q, %q): %v; a valid call is accepted", tc.stream, tc.table, tc.ref, err)
+		}
+		var n int
+		var stream string
+		var table, ref *string
+		db.QueryRow(t, `SELECT count(*) OVER ()::int, event_stream, event_subject_table, event_subject_ref
+		                  FROM event_outbox WHERE id = $1::uuid`, []any{id}, &n, &stream, &table, &ref)
+		if n != 1 || stream != tc.stream {
+			t.Fatalf("emit(%q, ...): %d rows, stream stored as %q", tc.stream, n, stream)
+		}
+		for i, got := range []*string{table, ref} {
+			given, _ := []any{tc.table, tc.ref}[i].(string)
+			blank := strings.Trim(given, " \t\r\n\f\v") == ""
+			if blank != (got == nil) || (got != nil && *got != given) {
+				stored := "NULL"
+				if got != nil {
+					stored = fmt.Sprintf("%q", *got)
+				}
+				t.Fatalf("emit(%q, ...): subject %q stored as %s: a blank subject is stored as NULL, any other as given", tc.stream, given, stored)
+			}
+		}
+	}
+	var events int
+	db.QueryRow(t, `SELECT count(*)::int FROM event_outbox WHERE event_type = 'fast'`, nil, &events)
+	if events != 11 {
+		t.Fatalf("%d events stored for 11 accepted calls", events)
+	}
+}
