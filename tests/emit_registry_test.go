@@ -65,11 +65,11 @@ func requireUnregistered(t *testing.T, what string, one, set error) {
 // open and had already emitted that very type (its plans made and kept). A registry change
 // is data, not a schema change: it waits for no producer and no producer waits for it.
 // This is the rule that keeps the registered types out of a constant of emit's plans
-// (bench/README.md, "Producers, issue 26, second round"): a session revalidates its kept plans only at
-// its next transaction or its next new lock, so an open transaction holding its locks would
-// keep accepting a type deleted after its plans were made, and only a removal that waited
-// for every open producer transaction (and held new ones until it committed) would close
-// that; TestProducers_RegistryChangeWaitsForNobody rules that out.
+// (bench/README.md, "Producers, issue 26, second round"): a session revalidates its kept
+// plans only at its next transaction or its next new lock, so an open transaction holding
+// its locks would keep accepting a type deleted after its plans were made, and only a
+// removal that waited for every open producer transaction (and held new ones until it
+// committed) would close that; TestProducers_RegistryChangeWaitsForNobody rules that out.
 // Mutation caught: the registered types as a constant of a function body inlined into
 // emit's fast form (a jsonb object of the pairs, rebuilt by a statement trigger on
 // event_type_registry, writers serialized): the open transaction's emit of the deleted
