@@ -7781,12 +7781,15 @@ AS $$
 --     subtransaction, BEGIN ... EXCEPTION around the copy: ~6,000 instructions a call.
 --     Testing hygiene in the condition instead runs the rule twice.)
 --   * the two rules over several columns (job_queue_lease_ck, job_queue_token_ck) live in
---     a domain over the lease columns (018), cast by one short table CHECK, since a table
---     CHECK's expression is parsed from its text and planned again for every call: the
---     two CHECKs were ~60,000 instructions a call, the cast is ~37,000. What remains of
---     the INSERT's cost per call is PostgreSQL's executor set up for one row: the 18-column
---     projection, six indexes opened and closed, the five partial index predicates
---     prepared (bench/README.md, "The single enqueue against a plain INSERT");
+--     a domain over the lease columns (018), cast by the predicate of the index
+--     job_queue_lease_rules, which every written row is tested against and none enters
+--     (023): a table CHECK's expression is parsed from its text and planned again for every
+--     call (the two CHECKs were ~60,000 instructions a call, 018's one CHECK casting to the
+--     domain ~36,000), an index's predicate is kept parsed (the index and the cast in its
+--     predicate, ~21,000). What remains of the INSERT's cost
+--     per call is PostgreSQL's executor set up for one row: the 18-column projection, six
+--     indexes opened and closed, the five partial index predicates prepared
+--     (bench/README.md, "The single enqueue against a plain INSERT");
 --   * the id and the timestamps are drawn here, not by the column defaults, which the
 --     INSERT would prepare for every call;
 --   * without a dedupe key the INSERT is a plain one: no conflict can arise, and ON CONFLICT

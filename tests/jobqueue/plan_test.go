@@ -209,3 +209,35 @@ func TestJobClaim_SmallQueueIsPlannedPerCall(t *testing.T) {
 	}
 	requireClaimPlan(t, plans(), 50)
 }
+
+var leaseIndexScan = regexp.MustCompile(`(Index Scan|Bitmap Index Scan) using job_queue_lease_idx`)
+
+// Rule (023): the reaper finds the expired jobs through job_queue_lease_idx, running jobs by
+// lease expiry, however many queued and finished jobs the table holds. The lease rules are
+// enforced by an index predicate of their own (job_queue_lease_rules), not by this index's:
+// the planner uses a partial index only for a query whose WHERE proves its predicate, and
+// with the rules' cast in it the reaper (asking status = 'running') read the whole table.
+func TestJobReap_ReadsTheLeaseIndex(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	db.Exec(t, `INSERT INTO job_queue (job_kind, event_domain) SELECT 'a', 'iu' FROM generate_series(1, 20000)`)
+	db.Exec(t, `INSERT INTO job_queue (job_kind, event_domain, status, finished_at)
+	            SELECT 'a', 'iu', 'succeeded', now() FROM generate_series(1, 20000)`)
+	db.Exec(t, `INSERT INTO job_queue (job_kind, event_domain, status, lease_owner, lease_expires_at, lease_token, leased_at)
+	            SELECT 'a', 'iu', 'running', 'w', now() + CASE WHEN g <= 30 THEN interval '-1 minute' ELSE interval '1 hour' END,
+	                   gen_random_uuid(), now() FROM generate_series(1, 1000) g`)
+	db.Exec(t, `VACUUM ANALYZE job_queue`)
+
+	conn, plans := explainedConn(t, db)
+	var reaped int
+	if err := conn.QueryRow(ctx(t), `SELECT (fn_job_reap_expired_leases() ->> 'reaped')::int`).Scan(&reaped); err != nil {
+		t.Fatal(err)
+	}
+	if reaped != 30 {
+		t.Fatalf("reaped %d, want the 30 expired leases", reaped)
+	}
+	p := plans()
+	if !leaseIndexScan.MatchString(p) || strings.Contains(p, "Seq Scan on job_queue") {
+		t.Fatalf("the reaper must read job_queue_lease_idx, not the table; plans:\n%s", p)
+	}
+}
