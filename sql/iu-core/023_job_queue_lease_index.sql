@@ -30,13 +30,13 @@
 --
 -- What it costs: that HOT test compares two more columns (lease_owner, lease_token) for
 -- every updated row, ~1.4k instructions, against ~0.2k the predicate costs less per row
--- than the CHECK did: a statement updating more than ~12 rows pays more than before (a
--- claim of 100 jobs ~+1 %; bench/README.md, "023"). And what a writer sees differently: a
--- broken state is refused when the row reaches this index, after the primary key's and the
--- dedupe key's unique checks instead of before them (a row that breaks a rule and repeats a
--- key gets the unique violation; ON CONFLICT DO NOTHING skips a conflicting row before its
--- lease state is read, writing nothing either way). Dropping the index, which no query
--- uses, drops the rules: TestJobQueue_LeaseRulesHoldForEveryWrite fails then.
+-- than the CHECK did: a statement updating more than ~13 rows pays more than before (a
+-- batch complete of 100 jobs ~+1 %; bench/README.md, "023"). And what a writer sees
+-- differently: a broken state is refused when the row reaches this index, after the primary
+-- key's and the dedupe key's unique checks instead of before them (a row that breaks a rule
+-- and repeats a key gets the unique violation; ON CONFLICT DO NOTHING skips a conflicting
+-- row before its lease state is read, writing nothing either way). Dropping the index,
+-- which no query uses, drops the rules: TestJobQueue_LeaseRulesHoldForEveryWrite fails then.
 --
 -- Not the reaper's index: its predicate (status = 'running') with the cast in it enforced
 -- the rules as well and cost ~4k less a statement, but a partial index serves only a query

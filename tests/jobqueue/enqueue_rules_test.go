@@ -106,10 +106,9 @@ func TestJobQueue_DirectWritesRefusedBySameConstraint(t *testing.T) {
 // which every written row is tested against and none enters (023; 018's table CHECK did it
 // before): a job is running exactly when a lease owner and a lease expiry are set
 // (job_queue_lease_ck), and a running job has a lease token (job_queue_token_ck). A direct
-// INSERT, UPDATE or COPY that
-// breaks one is refused with 23514 naming it, job_queue_lease_ck first when both break (the
-// order the table CHECKs had, by name), and nothing is written; every state the rules allow
-// is still accepted (the rules did not grow stricter either).
+// INSERT, UPDATE or COPY that breaks one is refused with 23514 naming it, job_queue_lease_ck
+// first when both break (the order the table CHECKs had, by name), and nothing is written;
+// every state the rules allow is still accepted (the rules did not grow stricter either).
 func TestJobQueue_LeaseRulesHoldForEveryWrite(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
