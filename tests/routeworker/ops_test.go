@@ -193,6 +193,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                                 nil,
 	"iu_core.fn_iu_route_worker_beat(text,text,jsonb)":                                                                            nil,
 	"iu_core.fn_iu_route_worker_beat_due(text,text)":                                                                              nil,
+	"iu_core.fn_iu_route_worker_beat_fresh(text,text)":                                                                            nil, // the beat rule
 	"iu_core.fn_iu_route_event(uuid)":                                                                                             nil, // the event of an id (the oldest row)
 	"iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                         nil,
 	"iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer,boolean)":        nil,
@@ -207,10 +208,11 @@ var routeFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_iu_route_worker_lock_class()":                                                                                     nil,
 	"iu_core.fn_iu_route_worker_try_lock(integer)":                                                                                nil,
 	"iu_core.fn_iu_route_worker_pass(text,integer)":                                                                               nil, // the run's full pass
-	"iu_core.fn_iu_route_worker_idle_probe(text)":                                                                                 nil, // the run's idle probe, owner only
+	"iu_core.fn_iu_route_worker_idle_probe(text,integer)":                                                                         nil, // the run's idle probe, owner only
 	"iu_core.fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                          nil, // the run's idle outbox question, owner only
 	"iu_core.fn_iu_route_worker_idle_new(text,pg_snapshot)":                                                                       nil, // its new-rows half, owner only
 	"iu_core.fn_iu_route_worker_idle_late(text,pg_snapshot,pg_snapshot)":                                                          nil, // its late-commit half, owner only
+	"iu_core.fn_iu_route_worker_idle_above(text,pg_snapshot)":                                                                     nil, // the new rows above the hot ceiling, owner only
 	"iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)": nil,
 	"iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean)":                  nil,
 	"iu_core.fn_iu_route_run_tally_zero()":                                                                                        nil,
