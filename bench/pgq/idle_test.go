@@ -31,8 +31,10 @@ func flatness(ds []time.Duration, block int) float64 {
 // horizon cannot advance and no dead row version can be vacuumed), "held in position"
 // (the same transaction opened before the worker caught up: its stored position lists it
 // in progress, so every poll asks who holds it and reports it in held_open_by), and the
-// history phase below. Per-call medians, ours/PgQ, and flatness: last block / first block
-// of 1,000 calls (target for ours: <= 1.5x PgQ, flatness <= 1.1).
+// history phase below. Each phase's clone has had one partition maintenance call after the
+// worker caught up, as a runner's tick makes after its workers (the bounds the idle path
+// plans the outbox by are maintenance's to move). Per-call medians, ours/PgQ, and flatness:
+// last block / first block of 1,000 calls (target for ours: <= 1.0x PgQ, flatness <= 1.1).
 func BenchmarkPgqIdle(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -102,6 +104,12 @@ func BenchmarkPgqIdle(b *testing.B) {
 				caught := catchUp(ctx, b, conn, worker)
 				pgqQueue(ctx, b, conn, "idle_q", "idle_c")
 				exec(ctx, b, conn, "vacuum analyze", `VACUUM ANALYZE`)
+				// As a runner's tick runs it after its workers (internal/tick): partition
+				// maintenance records the closes and moves the bounds the idle path plans the
+				// outbox by (fn_iu_outbox_hot_refresh), as it would in production before the
+				// polls measured here. A clone nobody maintained since its load would time the
+				// state a fresh install is in until its first tick.
+				exec(ctx, b, conn, "partition maintenance", `SELECT fn_iu_partition_maintain()`)
 				b.Logf("%s: worker caught up over %d events", name, caught)
 				if heldAfter {
 					hold()
@@ -161,7 +169,7 @@ func BenchmarkPgqIdle(b *testing.B) {
 	fmt.Fprintf(&tbl, "held xid: another session's open transaction that wrote a row, for the whole phase, opened after the worker caught up\n")
 	fmt.Fprintf(&tbl, "held in position: the same, opened before the worker caught up: its stored position lists it, so every poll reports it (held_open_by)\n")
 	fmt.Fprintf(&tbl, "+%d parts: as free, over %d more closed history partitions per table (each attached partition is a relation every worker statement's plan holds)\n", extraParts, extraParts)
-	fmt.Fprintf(&tbl, "target: ours/PgQ <= 1.5 and ours l/f <= 1.1 with the held xid")
+	fmt.Fprintf(&tbl, "target: ours/PgQ <= 1.0 free and with the held xid, flat over history; ours l/f <= 1.1 with the held xid")
 	fmt.Println(tbl.String())
 }
 

@@ -22,6 +22,8 @@
 //     holding an xid open (a transaction that wrote), opened after the worker caught up
 //     and, in another phase, before (its stored position lists it, so every run reports
 //     it), and its flatness: median of the last block of 1,000 calls / median of the first.
+//     Each phase runs partition maintenance once before it is timed, as a runner's tick
+//     would have.
 //   - BenchmarkPgqProducers: single-row insert rates with 2 concurrent clients,
 //     synchronous_commit off, ~1M rows already present: pgq.insert_event,
 //     fn_iu_emit_event, a direct INSERT into event_outbox, a bare table with the

@@ -3,6 +3,7 @@ package routeworker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ func probeQuiet(t testing.TB, q querier, worker string) bool {
 	var quiet *bool
 	if err := q.QueryRow(pgtest.Ctx(t), `
 		SELECT p.quiet AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_rows(p.event_domain, p.done_snapshot, pg_current_snapshot()))
-		  FROM iu_core.fn_iu_route_worker_idle_probe($1) p`, worker).Scan(&quiet); err != nil {
+		  FROM iu_core.fn_iu_route_worker_idle_probe($1, 100) p`, worker).Scan(&quiet); err != nil {
 		t.Fatalf("idle probe: %v", err)
 	}
 	return quiet != nil && *quiet
@@ -252,6 +253,9 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 		pgtest.RequireSQLState(t, err, "IU002")
 	})
 
+	// The probe reads both gates in one statement and applies the gate rule to each row it
+	// finds: a gate is open only when its row is there and reads exactly 'true', so a value
+	// that is not 'true' and a missing row both close it, each gate on its own.
 	t.Run("closed gate", func(t *testing.T) {
 		t.Parallel()
 		db, b := setup(t)
@@ -265,6 +269,17 @@ func TestIdlePath_NeverQuieterThanTheClaim(t *testing.T) {
 				t.Fatalf("gate %s closed: want a gated run, got %v", key, m)
 			}
 			db.Exec(t, `UPDATE dot_config SET value = 'true' WHERE key = $1`, key)
+		}
+		for _, key := range []string{"iu_core.routes_enabled", "iu_core.route_worker_enabled"} {
+			caughtUpAndFresh(t, db, b.worker)
+			db.Exec(t, `DELETE FROM dot_config WHERE key = $1`, key)
+			if probeQuiet(t, db.Pool, b.worker) {
+				t.Fatalf("gate %s missing (closed): the probe must not be quiet", key)
+			}
+			if m := run(t, db.Pool, b.worker, 100); m["gated"] != true {
+				t.Fatalf("gate %s missing: want a gated run, got %v", key, m)
+			}
+			db.Exec(t, `INSERT INTO dot_config (key, value) VALUES ($1, 'true')`, key)
 		}
 	})
 
@@ -468,6 +483,166 @@ func TestIdlePath_NothingInProgressStartsNoLateCommitScan(t *testing.T) {
 	}
 }
 
+// probeColumns is what the idle probe says about a worker, as the run asks it: quiet (the
+// part of the question it asks) and more (the rest must be asked too).
+func probeColumns(t testing.TB, q querier, worker string) (quiet, more bool) {
+	t.Helper()
+	var qu, mo *bool
+	if err := q.QueryRow(pgtest.Ctx(t), `SELECT p.quiet, p.more FROM iu_core.fn_iu_route_worker_idle_probe($1, 100) p`, worker).Scan(&qu, &mo); err != nil {
+		t.Fatalf("idle probe: %v", err)
+	}
+	return qu != nil && *qu, mo != nil && *mo
+}
+
+// nextPastCeiling: the next transaction id lies at or above the hot ceiling.
+func nextPastCeiling(t testing.TB, db *pgtest.DB) bool {
+	t.Helper()
+	return scalar(t, db, `SELECT (pg_snapshot_xmax(pg_current_snapshot()) > iu_core.fn_iu_outbox_hot_ceiling('iu'))::int`) == 1
+}
+
+// Rule: between two crossings a caught-up poll plans one outbox partition. Partition
+// maintenance writes the hot bound and the hot ceiling (fn_iu_outbox_hot_refresh): the lower
+// bound of the oldest open partition and the upper bound of the one the next transaction id
+// lands in. The probe's new-rows question is planned over [bound, ceiling): one index scan
+// of that one partition, no Append, so nothing to prune when a poll starts (the partitions
+// ahead and the default one are not in the plan at all), and the probe needs no second
+// question (more is false).
+// Not parallel: transactions of concurrent tests would keep partitions open.
+func TestIdlePath_PlansOnePartitionBetweenCrossings(t *testing.T) {
+	plansOnePartitionBetweenCrossings(t, pgtest.NewDB(t))
+}
+
+func plansOnePartitionBetweenCrossings(t *testing.T, db *pgtest.DB) {
+	db, b := setupOn(t, db)
+	if parts := manyPastPartitions(t, db, 5); parts < 5 {
+		t.Fatalf("setup: %d outbox partitions, want 5 or more", parts)
+	}
+	emit(t, db.Pool, "iu", typDry, 2)
+	caughtUpAndFresh(t, db, b.worker)
+	// Partitions are 1,000 txids wide here: should txids have crossed into the next one
+	// meanwhile, maintenance again (as the runner's next tick would).
+	for i := 0; i == 0 || (i < 3 && nextPastCeiling(t, db)); i++ {
+		db.Exec(t, `SELECT fn_iu_partition_maintain()`)
+	}
+	var part string
+	var upper, ceiling int
+	db.QueryRow(t, `
+		SELECT p.partition_name, p.upper_txid::text::bigint, iu_core.fn_iu_outbox_hot_ceiling('iu')::text::bigint
+		  FROM iu_history_partition p
+		 WHERE p.table_name = 'event_outbox'
+		   AND p.lower_txid <= pg_snapshot_xmax(pg_current_snapshot()) AND p.upper_txid > pg_snapshot_xmax(pg_current_snapshot())`,
+		nil, &part, &upper, &ceiling)
+	if ceiling != upper {
+		t.Fatalf("hot ceiling %d: want %d, the upper bound of %s, the partition the next txid lands in", ceiling, upper, part)
+	}
+
+	conn := db.Conn(t)
+	ctx := pgtest.Ctx(t)
+	for _, stmt := range []string{
+		`SET plan_cache_mode = force_generic_plan`,
+		`PREPARE probe(text) AS SELECT * FROM iu_core.fn_iu_route_worker_idle_probe($1, 100)`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var raw []byte
+	if err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE probe('`+b.worker+`')`).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var out []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	var scans []string
+	appends := 0
+	walkPlan(out[0].Plan, func(n planNode) {
+		if strings.HasPrefix(n.RelationName, "event_outbox") {
+			scans = append(scans, n.RelationName)
+		}
+		if n.NodeType == "Append" || n.NodeType == "MergeAppend" {
+			appends++
+		}
+	})
+	if len(scans) != 1 || scans[0] != part || appends != 0 {
+		t.Fatalf("the idle probe's plan scans %v with %d Append nodes: want one scan of %s and no Append", scans, appends, part)
+	}
+	if quiet, more := probeColumns(t, db.Pool, b.worker); !quiet || more {
+		t.Fatalf("a caught-up worker between crossings: probe quiet %v, more %v; want true, false", quiet, more)
+	}
+	if m := run(t, db.Pool, b.worker, 100); m["idle"] != true {
+		t.Fatalf("want the idle answer, got %v", m)
+	}
+}
+
+// Rule: the hot ceiling decides what a poll plans, never what it finds. Once txids cross
+// into the partition above it (before maintenance moves it up), the probe says so (more),
+// and the run asks the rows above the ceiling too (fn_iu_route_worker_idle_above): a
+// caught-up poll is still answered by the idle path (nothing written), and an event above
+// the ceiling, which the probe's own question does not see, is routed, once. The next
+// maintenance moves the ceiling above it.
+// Not parallel, as above.
+func TestIdlePath_RowsAboveTheHotCeilingAreRouted(t *testing.T) {
+	rowsAboveTheHotCeilingAreRouted(t, pgtest.NewDB(t))
+}
+
+func rowsAboveTheHotCeilingAreRouted(t *testing.T, db *pgtest.DB) {
+	db, b := setupOn(t, db)
+	if parts := manyPastPartitions(t, db, 3); parts < 3 {
+		t.Fatalf("setup: %d outbox partitions, want 3 or more", parts)
+	}
+	emit(t, db.Pool, "iu", typDry, 2)
+	caughtUpAndFresh(t, db, b.worker)
+	db.Exec(t, `SELECT fn_iu_partition_maintain()`)
+	ceiling := scalar(t, db, `SELECT iu_core.fn_iu_outbox_hot_ceiling('iu')::text::bigint`)
+	// Other traffic, one committed transaction id at a time, into the next partition.
+	db.Exec(t, fmt.Sprintf(`DO $$ BEGIN
+		WHILE pg_snapshot_xmax(pg_current_snapshot()) <= '%d'::xid8 LOOP PERFORM pg_current_xact_id(); COMMIT; END LOOP;
+	END $$`, ceiling))
+	if !nextPastCeiling(t, db) {
+		t.Fatal("setup: txids did not pass the hot ceiling")
+	}
+	if quiet, more := probeColumns(t, db.Pool, b.worker); !quiet || !more {
+		t.Fatalf("caught up, txids past the ceiling: probe quiet %v, more %v; want true, true", quiet, more)
+	}
+	ctx := pgtest.Ctx(t)
+	tx, err := db.Conn(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := run(t, tx, b.worker, 100); m["idle"] != true || m["claimed"] != 0.0 {
+		t.Fatalf("nothing to route past the ceiling: want the idle answer, got %v", m)
+	}
+	var wrote bool
+	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id_if_assigned() IS NOT NULL`).Scan(&wrote); err != nil || wrote {
+		t.Fatalf("the idle run past the ceiling wrote (%v, %v)", wrote, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	id := emit1(t, db.Pool, typDry)
+	if above := scalar(t, db, `SELECT (txid >= iu_core.fn_iu_outbox_hot_ceiling('iu'))::int FROM event_outbox WHERE id = $1::uuid`, id); above != 1 {
+		t.Fatal("setup: the event does not lie above the hot ceiling")
+	}
+	if quiet, _ := probeColumns(t, db.Pool, b.worker); !quiet {
+		t.Fatal("setup: the probe's own question (below the ceiling) should not see the event")
+	}
+	if !claimHasRows(t, db.Pool, b.worker) || probeQuiet(t, db.Pool, b.worker) {
+		t.Fatal("an event above the ceiling: the claim has it, the idle question must not be quiet")
+	}
+	requireCounts(t, run(t, db.Pool, b.worker, 100), map[string]int{"claimed": 1})
+	if attemptCount(t, db, id) != 1 {
+		t.Fatal("the event above the ceiling was not routed exactly once")
+	}
+	db.Exec(t, `SELECT fn_iu_partition_maintain()`)
+	if moved := scalar(t, db, `SELECT iu_core.fn_iu_outbox_hot_ceiling('iu')::text::bigint`); moved <= ceiling {
+		t.Fatalf("maintenance left the ceiling at %d (was %d)", moved, ceiling)
+	}
+}
+
 // Rule: a summary never vanishes. The counts are JSON text built from the tally, so a count
 // that is NULL would null the whole text, and with it the run's answer; it is written as
 // JSON null instead, as jsonb_build_object writes a NULL.
@@ -606,10 +781,12 @@ func positionBelowTheHotBoundMovesUpOnce(t *testing.T, db *pgtest.DB) {
 
 // Rule: the idle path's statements run on PostgreSQL 13, the oldest supported version,
 // whose run-time partition pruning refuses some query shapes 15 accepts (the probe asks the
-// outbox in a subquery correlated with the cursor row, pruned as it runs): the two rules
-// above, on a PostgreSQL 13 cluster of the test's own.
+// outbox in a subquery correlated with the cursor row, pruned as it runs): the partition
+// rules above, on a PostgreSQL 13 cluster of the test's own.
 func TestIdlePath_PostgreSQL13(t *testing.T) {
 	h := pgtest.MajorHarness(t, 13)
 	t.Run("plans only the open partitions", func(t *testing.T) { plansOnlyTheOpenPartitions(t, h.NewDBOn(t, true)) })
 	t.Run("position below the hot bound", func(t *testing.T) { positionBelowTheHotBoundMovesUpOnce(t, h.NewDBOn(t, true)) })
+	t.Run("one partition between crossings", func(t *testing.T) { plansOnePartitionBetweenCrossings(t, h.NewDBOn(t, true)) })
+	t.Run("rows above the hot ceiling", func(t *testing.T) { rowsAboveTheHotCeilingAreRouted(t, h.NewDBOn(t, true)) })
 }

@@ -208,7 +208,9 @@ var routeFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_iu_route_worker_lock_class()":                                                                                      nil,
 	"iu_core.fn_iu_route_worker_try_lock(integer)":                                                                                 nil,
 	"iu_core.fn_iu_route_worker_pass(text,integer,integer)":                                                                        nil, // the run's full pass
-	"iu_core.fn_iu_route_worker_idle_probe(text)":                                                                                  nil, // the run's idle probe, owner only
+	"iu_core.fn_iu_route_worker_idle_probe(text,integer)":                                                                          nil, // the run's idle probe, owner only
+	"iu_core.fn_iu_route_worker_idle_above(text,pg_snapshot)":                                                                      nil, // the new rows above the hot ceiling, owner only
+	"iu_core.fn_iu_route_worker_beat_fresh(text,text)":                                                                             nil, // the beat rule
 	"iu_core.fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                           nil, // the run's idle outbox question, owner only
 	"iu_core.fn_iu_route_worker_idle_new(text,pg_snapshot)":                                                                        nil, // its new-rows half, owner only
 	"iu_core.fn_iu_route_worker_idle_late(text,pg_snapshot,pg_snapshot)":                                                           nil, // its late-commit half, owner only

@@ -397,6 +397,13 @@ func TestRun_BadArguments(t *testing.T) {
 	// The bounds themselves are fine.
 	run(t, db.Pool, "w", 1)
 	run(t, db.Pool, "w", 10000)
+	// A caught-up worker with a fresh beat is the idle path's (the probe checks the batch
+	// limit for it): a bad batch is refused all the same.
+	caughtUpAndFresh(t, db, "w")
+	for _, limit := range []string{"0", "10001", "NULL"} {
+		_, err := db.Pool.Exec(pgtest.Ctx(t), `SELECT fn_iu_route_worker_run('w', `+limit+`)`)
+		pgtest.RequireSQLState(t, err, "22023")
+	}
 
 	_, err := db.Pool.Exec(pgtest.Ctx(t), `SELECT fn_iu_route_worker_run('nobody')`)
 	e := pgtest.RequireSQLState(t, err, "P0002")

@@ -20,15 +20,17 @@ AS $$
     -- p_event_domain is not read; it only keeps the call non-constant, so the planner inlines
     -- rather than evaluates it.
     --
-    -- How it is used: the idle path's outbox question (fn_iu_route_worker_idle_new and
+    -- How it is used: the idle path's outbox question (fn_iu_route_worker_idle_new, _late and
     -- _idle_rows) adds `txid >= fn_iu_outbox_hot_txid(...)`, a no-op for a position at or
     -- above the bound, and the run asks it only for such a position (the probe,
-    -- fn_iu_route_worker_idle_probe, checks it; the full pass answers the others and moves
-    -- them up). So the bound decides how much a statement plans, never what it finds. The
-    -- probe and the question are two statements: a refresh committed between them can make
-    -- one poll of a lagging worker read idle; the next poll sees the new bound and takes the
-    -- full pass (the idle path writes nothing, so nothing is skipped). A stale or foreign
-    -- bound (a dump restored into another cluster) costs speed, not rows.
+    -- fn_iu_route_worker_idle_probe, checks it in the statement that asks the new rows; the
+    -- full pass answers the others and moves them up). So the bound decides how much a
+    -- statement plans, never what it finds. The late commits are a second statement: a
+    -- refresh committed between the two can make one poll of a lagging worker read idle; the
+    -- next poll sees the new bound and takes the full pass (the idle path writes nothing, so
+    -- nothing is skipped). A stale or foreign bound (a dump restored into another cluster)
+    -- costs speed, not rows. Its upper companion is fn_iu_outbox_hot_ceiling (the same
+    -- refresh keeps both): the new-rows question is planned over [bound, ceiling).
     -- ---------------------------------------------------------------------------------------
     SELECT '0'::pg_catalog.xid8
 $$;

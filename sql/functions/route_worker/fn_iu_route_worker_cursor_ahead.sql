@@ -10,7 +10,10 @@ AS $$
     -- Part of fn_iu_route_worker_cursor_check; the run's idle probe asks it alone (see there).
     -- Inlinable SQL (a scalar expression, so it costs its callers no subplan), owner only.
     -- ---------------------------------------------------------------------------------------
-    SELECT coalesce(pg_snapshot_xmax(p_cursor.done_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
-                    OR pg_snapshot_xmax(p_cursor.window_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+    -- (greatest: the two snapshots' test in one comparison; it skips a NULL as OR does. Every
+    -- function call costs the idle probe, which plans this into each poll, a lookup and a
+    -- privilege check when its statement starts.)
+    SELECT coalesce(greatest(pg_snapshot_xmax(p_cursor.done_snapshot), pg_snapshot_xmax(p_cursor.window_snapshot))
+                    > pg_snapshot_xmax(pg_current_snapshot())
                     OR p_cursor.window_txid >= pg_snapshot_xmax(pg_current_snapshot()), false)
 $$;

@@ -1,14 +1,17 @@
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text)
-RETURNS TABLE (lock_id integer, event_domain text, done_snapshot pg_snapshot, done_waits boolean, quiet boolean)
+CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text, p_batch_limit integer)
+RETURNS TABLE (lock_id integer, event_domain text, done_snapshot pg_snapshot, quiet boolean, more boolean)
 LANGUAGE sql STABLE
 AS $$
     -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_idle_probe(p_worker_name): the caught-up poll's question, in one
-    -- planned statement: about the worker itself and about the new rows of its domain.
-    -- Returns the worker's lock_id, event_domain and done_snapshot; done_waits: a transaction
-    -- in done_snapshot's in-progress list is still running (the position waits on it,
-    -- fn_iu_route_worker_holders says who it is); and quiet = true only when
-    --   both gates are open (fn_iu_gate_open over the two keys, as the gate readers read them),
+    -- fn_iu_route_worker_idle_probe(p_worker_name, p_batch_limit): the caught-up poll's
+    -- question, in one planned statement: about the call, the worker itself and the new rows
+    -- of its domain. Returns the worker's lock_id, event_domain and done_snapshot, and
+    -- quiet = true only when
+    --   the batch limit is one a run accepts (1 to fn_iu_route_worker_max_batch: the run
+    --   refuses the others, after a bad name, once the idle path has not answered),
+    --   both gates are open (fn_iu_gate_open over the two keys, as the gate readers read them:
+    --   one read of both rows, the rule applied to each; a missing row is closed, so both
+    --   rows must be there and read open),
     --   no window is open, the cursor is no group member's (a member's run is decided by
     --   fn_iu_route_group_pass: its idle rule depends on its group's state), the caller's
     --   transaction has no transaction id (its own uncommitted rows are the full pass's
@@ -16,14 +19,22 @@ AS $$
     --   (fn_iu_route_worker_cursor_ahead), the position is at or above the outbox's hot bound
     --   (fn_iu_outbox_hot_txid: below it, the outbox question, which looks at the open
     --   partitions only, cannot answer; the full pass does, and moves the position up once),
-    --   no heartbeat is due (fn_iu_route_worker_beat_due), and the domain holds no new row
-    --   at or above the position (fn_iu_route_worker_idle_new, half (b) of the outbox
-    --   question; the caller asks half (a), the late commits, fn_iu_route_worker_idle_late,
-    --   when the position lists a transaction in progress). The new-rows question is asked
-    --   last (AND stops at the first false) and is planned over the open partitions only: the
-    --   hot bound is a constant in its plan, and the statement's snapshot xmax prunes the
-    --   partitions ahead when the statement starts; the position's xmax prunes the rest as it
-    --   runs.
+    --   the heartbeat is fresh (fn_iu_route_worker_beat_fresh: no beat is due), and the
+    --   domain holds no new row at or above the position below the hot ceiling
+    --   (fn_iu_route_worker_idle_new, half (b) of the outbox question up to
+    --   fn_iu_outbox_hot_ceiling). The new-rows question is asked last (AND stops at the
+    --   first false) and is planned over the hot partitions only: the hot bound and the
+    --   ceiling are constants in its plan (one partition between two crossings, no Append);
+    --   the position's xmax prunes the rest as it runs.
+    -- more = the quiet answer is not the whole answer yet: the position lists a transaction
+    --   in progress (its late commits, half (a), fn_iu_route_worker_idle_late, may be owed,
+    --   and it may still run: the answer then names who holds the position), or this
+    --   statement's snapshot passed the hot ceiling (txids crossed into the next partition
+    --   since maintenance last moved it: rows may lie above it,
+    --   fn_iu_route_worker_idle_above). The caller asks those only then: the common poll
+    --   evaluates nothing else. Every function call here costs each poll a lookup and a
+    --   privilege check when the statement starts, so the probe computes only what that
+    --   poll needs.
     -- The other half of the cluster sanity rule, the recorded system_identifier, is left to
     -- the full pass: reading it means reading the control file from disk (a fifth of an idle
     -- run), and it cannot hide anything here. A cursor from another cluster whose positions lie
@@ -40,21 +51,18 @@ AS $$
     -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
     -- ---------------------------------------------------------------------------------------
     SELECT c.lock_id, c.event_domain, c.done_snapshot,
-           -- A transaction of done's in-progress list still runs exactly when some
-           -- transaction still running has an id below done's xmax (every id below it was
-           -- assigned before done was taken: one still running then was in its list), i.e.
-           -- when the current snapshot's xmin lies below done's xmax: an expression, not a
-           -- scan of the list.
-           pg_snapshot_xmin(pg_current_snapshot()) < pg_snapshot_xmax(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)),
-           public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.routes_enabled'))
-           AND public.fn_iu_gate_open((SELECT g.value FROM public.dot_config g WHERE g.key = 'iu_core.route_worker_enabled'))
+           p_batch_limit >= 1 AND p_batch_limit <= iu_core.fn_iu_route_worker_max_batch()
+           AND ARRAY(SELECT public.fn_iu_gate_open(g.value) FROM public.dot_config g
+                  WHERE g.key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled')) = '{t,t}'::boolean[]
            AND c.window_snapshot IS NULL
            AND c.group_name IS NULL
            AND pg_current_xact_id_if_assigned() IS NULL
            AND NOT iu_core.fn_iu_route_worker_cursor_ahead(c)
            AND pg_snapshot_xmin(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)) >= iu_core.fn_iu_outbox_hot_txid(c.event_domain)
-           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_worker_name, NULL))
-           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_new(c.event_domain, c.done_snapshot))
+           AND EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_fresh(p_worker_name, NULL))
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_new(c.event_domain, c.done_snapshot)),
+           pg_snapshot_xmin(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)) < pg_snapshot_xmax(coalesce(c.done_snapshot, '1:1:'::pg_snapshot))
+           OR pg_snapshot_xmax(pg_current_snapshot()) > iu_core.fn_iu_outbox_hot_ceiling(c.event_domain)
       FROM public.iu_route_worker_cursor c
      WHERE c.worker_name = p_worker_name
 $$;

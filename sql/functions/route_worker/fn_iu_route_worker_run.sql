@@ -12,19 +12,23 @@ AS $$
     -- ---------------------------------------------------------------------------------------
     -- fn_iu_route_worker_run(p_worker_name, p_batch_limit DEFAULT 100) -> jsonb summary
     -- One transactional pass of one worker, in the caller's transaction:
-    --   1. the batch limit (22023; the worker name is checked
-    --      by the full pass, since the idle probe finds no worker under a name that breaks it)
-    --   2. the idle path: when fn_iu_route_worker_idle_probe says quiet (both gates open, no
-    --      window, a sane cursor at or above the outbox's hot bound, no beat due, no new row),
-    --      no late commit is owed (fn_iu_route_worker_idle_late, asked only when a transaction
-    --      the position lists in progress has completed since), and the worker's lock is
-    --      free, the run returns the idle summary without another
+    --   1. the idle path: when fn_iu_route_worker_idle_probe says quiet (a batch limit a run
+    --      accepts, both gates open, no window, a sane cursor at or above the outbox's hot
+    --      bound, no beat due, no new row below the hot ceiling), no row is owed that the
+    --      probe does not look for (asked only when it says there may be one, `more`: the
+    --      late commits of a transaction the position lists in progress,
+    --      fn_iu_route_worker_idle_late, once one of them has completed; the rows above the
+    --      hot ceiling, fn_iu_route_worker_idle_above, once txids passed it), and the
+    --      worker's lock is free, the run returns the idle summary without another
     --      statement: nothing claimed, nothing written (no transaction id, no WAL, no dead
     --      row version), the same summary the full pass gives an idle run
-    --   3. otherwise the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
+    --   2. otherwise the batch limit (22023; the worker name is checked by the full pass,
+    --      since the idle probe finds no worker under a name that breaks it)
+    --   3. and the full pass, fn_iu_route_worker_pass: busy, gated, cursor sanity (IU002),
     --      pages of decisions and audit rows, the cursor, the counters and the heartbeat
     -- The idle path is most of what a caught-up worker polling every second does, so it is
-    -- kept to one probe statement (two when the position waits on a transaction) and
+    -- kept to one probe statement (two when the position waits on a transaction that
+    -- completed, or txids passed the hot ceiling since maintenance last moved it) and
     -- expressions; every case it does not answer
     -- exactly (a window open, a due heartbeat, a foreign cursor or rows, a closed gate, a busy
     -- lock, an unregistered worker) goes to the full pass, which decides it as before.
@@ -35,39 +39,43 @@ DECLARE
     v_done    pg_snapshot;
     v_waits   boolean;
     v_quiet   boolean;
+    v_more    boolean;
     v_holders jsonb;
 BEGIN
-    -- The worker name is checked by the full pass: a name that breaks the name rule was
-    -- never registered, so the idle probe finds no worker for it and the full pass refuses
-    -- it (22023). Only a bad batch limit must be refused here, after a bad name (the
-    -- order in which a call with both learns about them).
-    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > iu_core.fn_iu_route_worker_max_batch() THEN
-        PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
-        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and %, got %',
-            iu_core.fn_iu_route_worker_max_batch(), coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
-    END IF;
-
-    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.done_waits, p.quiet
-      INTO v_lock_id, v_domain, v_done, v_waits, v_quiet
-      FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name) p;
-    -- The probe asked about the new rows too. A position that lists a transaction in
-    -- progress may also owe its late commits: that half of the outbox question is asked only
-    -- then (an idle poll's common case, nothing in progress, sets up no scan for it), and
-    -- only when one of the transactions it lists has completed since. While all of them
-    -- still run (a long transaction holding the position, poll after poll), each is in the
-    -- current snapshot's in-progress list, so none is visible to it, and the question, which
-    -- probes the outbox only for the listed ones now visible, cannot find a row. The lists
-    -- are compared as text ('xmin:xmax:xip,...', ids in decimal, so equal ids are equal
-    -- strings): an expression, where the question's plan over the open partitions costs
-    -- about a sixth of an idle run to start. Two IFs: a condition is compiled in full on its
-    -- first use in each transaction, and the common poll does not get to the second. The
-    -- lock only when all is quiet.
-    IF v_quiet AND pg_snapshot_xmin(v_done) <> pg_snapshot_xmax(v_done) THEN
-        IF NOT (string_to_array(split_part(v_done::text, ':', 3), ',') COLLATE pg_catalog."C"
-                <@ string_to_array(split_part(pg_current_snapshot()::text, ':', 3), ',')) THEN
-            v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_late(v_domain, v_done, pg_current_snapshot()));
+    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.quiet, p.more
+      INTO v_lock_id, v_domain, v_done, v_quiet, v_more
+      FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name, p_batch_limit) p;
+    -- The probe asked about the new rows below the hot ceiling. It says when that is not the
+    -- whole question (more), and the rest is asked only then, so the common poll compiles
+    -- none of it (a condition is compiled in full on its first use in each transaction).
+    IF v_quiet AND v_more THEN
+        -- A position that lists a transaction in progress may owe its late commits, asked only
+        -- when one of the transactions it lists has completed since. While all of them still
+        -- run (a long transaction holding the position, poll after poll), each is in the
+        -- current snapshot's in-progress list, so none is visible to it, and the question,
+        -- which probes the outbox only for the listed ones now visible, cannot find a row.
+        -- The lists are compared as text ('xmin:xmax:xip,...', ids in decimal, so equal ids
+        -- are equal strings): an expression, where the question's plan over the open
+        -- partitions costs about a sixth of an idle run to start.
+        IF pg_snapshot_xmin(v_done) <> pg_snapshot_xmax(v_done) THEN
+            -- One of them still runs exactly when some transaction still running has an id
+            -- below done's xmax (every id below it was assigned before done was taken: one
+            -- still running then was in its list), i.e. when the current snapshot's xmin lies
+            -- below it: an expression, not a scan of the list. The answer then names them.
+            v_waits := pg_snapshot_xmin(pg_current_snapshot()) < pg_snapshot_xmax(v_done);
+            IF NOT (string_to_array(split_part(v_done::text, ':', 3), ',') COLLATE pg_catalog."C"
+                    <@ string_to_array(split_part(pg_current_snapshot()::text, ':', 3), ',')) THEN
+                v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_late(v_domain, v_done, pg_current_snapshot()));
+            END IF;
+        END IF;
+        -- Txids passed the hot ceiling (they crossed into the next partition since partition
+        -- maintenance last moved it): the rows above it too, until the next maintenance.
+        -- (This expression's snapshot is newer than the probe's, so it sees at least as far.)
+        IF v_quiet AND pg_snapshot_xmax(pg_current_snapshot()) > iu_core.fn_iu_outbox_hot_ceiling(v_domain) THEN
+            v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_above(v_domain, v_done));
         END IF;
     END IF;
+    -- The lock only when all is quiet.
     IF v_quiet AND iu_core.fn_iu_route_worker_try_lock(v_lock_id) THEN
         -- As the full pass reports an idle run: one empty window opened and closed. The
         -- holders of the position it keeps are described only when one still runs; with
@@ -81,6 +89,16 @@ BEGIN
         RETURN iu_core.fn_iu_route_worker_summary(p_worker_name, v_domain, p_batch_limit,
                                           iu_core.fn_iu_route_run_tally_zero(),
                                           false, 1, 1, NULL, true, '[]'::jsonb);
+    END IF;
+    -- Not answered by the idle path. The worker name is checked by the full pass: a name that
+    -- breaks the name rule was never registered, so the idle probe finds no worker for it and
+    -- the full pass refuses it (22023). Only a bad batch limit must be refused here (the
+    -- probe is never quiet for one), after a bad name (the order in which a call with both
+    -- learns about them).
+    IF p_batch_limit IS NULL OR p_batch_limit < 1 OR p_batch_limit > iu_core.fn_iu_route_worker_max_batch() THEN
+        PERFORM iu_core.fn_iu_route_worker_require_name('fn_iu_route_worker_run', p_worker_name);
+        RAISE EXCEPTION 'fn_iu_route_worker_run: p_batch_limit must be between 1 and %, got %',
+            iu_core.fn_iu_route_worker_max_batch(), coalesce(p_batch_limit::text, 'NULL') USING ERRCODE = '22023';
     END IF;
     -- The full pass takes the lock with the id the probe read (no lookup on the busy path's
     -- common case).

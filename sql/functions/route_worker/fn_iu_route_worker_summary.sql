@@ -27,12 +27,15 @@ AS $$
     -- constant when the run's plan is made, so an idle run builds only the four keys that
     -- vary by call. (A list of holders goes through its text once: a run that has one is
     -- rare, and the list is short.)
-    SELECT (iu_core.fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
-            || ('{"held_open_count": ' || jsonb_array_length(p_holders)::text
-                || ', "held_open_by": ' || p_holders::text || '}')::jsonb)
-        || jsonb_build_object(
+    -- The four keys come first: jsonb sorts an object's keys when it is built, and the
+    -- concatenation sorts fewer moves that way (about 2 k instructions a call less; the keys
+    -- and values are the same whichever way round, none of them appears on both sides).
+    SELECT jsonb_build_object(
                'worker', p_worker_name,
                'event_domain', p_event_domain,
                'batch_limit', p_batch_limit,
                'run_at', now())
+        || (iu_core.fn_iu_route_worker_summary_counts(p_tally, p_window_open, p_opened, p_closed, p_fallback_err, p_idle)
+            || ('{"held_open_count": ' || jsonb_array_length(p_holders)::text
+                || ', "held_open_by": ' || p_holders::text || '}')::jsonb)
 $$;

@@ -201,7 +201,7 @@ w3 AS (
                        FROM pg_proc p WHERE p.oid = to_regprocedure('iu_core.fn_iu_route_worker_pass(text,integer)')), false)
            AND coalesce((SELECT p.prosrc ~ '\mfn_iu_gate_open\M' AND p.prosrc ~ '''iu_core\.routes_enabled'''
                                 AND p.prosrc ~ '''iu_core\.route_worker_enabled'''
-                           FROM pg_proc p WHERE p.oid = to_regprocedure('iu_core.fn_iu_route_worker_idle_probe(text)')), false) AS run_checks_both
+                           FROM pg_proc p WHERE p.oid = to_regprocedure('iu_core.fn_iu_route_worker_idle_probe(text,integer)')), false) AS run_checks_both
 ),
 w4 AS (
     SELECT c.worker_name, c.event_domain, c.system_identifier,
