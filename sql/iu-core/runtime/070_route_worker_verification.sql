@@ -195,10 +195,11 @@ w3 AS (
            (SELECT value FROM public.dot_config WHERE key = 'iu_core.route_worker_enabled') AS worker_value,
            nullif(current_setting('iu_verify.w3_master_reads', true), '')::boolean AS master_reads,
            nullif(current_setting('iu_verify.w3_worker_reads', true), '')::boolean AS worker_reads,
-           -- A run consults both gates on both of its paths: the full pass calls both
-           -- readers, the idle probe applies the gate rule to both keys.
-           coalesce((SELECT p.prosrc ~ '\mfn_iu_core_routes_enabled\M' AND p.prosrc ~ '\mfn_iu_route_worker_enabled\M'
-                       FROM pg_proc p WHERE p.oid = to_regprocedure('iu_core.fn_iu_route_worker_pass(text,integer)')), false)
+           -- A run consults both gates on both of its paths: the full pass and the idle
+           -- probe each apply the gate rule to both keys.
+           coalesce((SELECT p.prosrc ~ '\mfn_iu_gate_open\M' AND p.prosrc ~ '''iu_core\.routes_enabled'''
+                            AND p.prosrc ~ '''iu_core\.route_worker_enabled'''
+                       FROM pg_proc p WHERE p.oid = to_regprocedure('iu_core.fn_iu_route_worker_pass(text,integer,integer)')), false)
            AND coalesce((SELECT p.prosrc ~ '\mfn_iu_gate_open\M' AND p.prosrc ~ '''iu_core\.routes_enabled'''
                                 AND p.prosrc ~ '''iu_core\.route_worker_enabled'''
                            FROM pg_proc p WHERE p.oid = to_regprocedure('iu_core.fn_iu_route_worker_idle_probe(text,integer)')), false) AS run_checks_both
