@@ -4364,7 +4364,16 @@ AS $$
     SELECT u.id, u.txid, u.event_type, u.event_stream, u.created_at
       FROM (
             -- (a) transactions in progress when done was taken, completed by the window:
-            --     one probe per such xid, on (event_domain, txid = x, id >= ...)
+            --     one probe per such xid, on (event_domain, txid = x, id >= ...). Every id
+            --     done lists lies in [xmin(done), xmax(done)), and the branch says so in two
+            --     scalar bounds of txid: they change no row, but they are known when the
+            --     statement starts, so PostgreSQL prunes by them before it builds a scan, and a
+            --     page sets up the probe on the partitions that range overlaps (usually one)
+            --     instead of on every partition history keeps (the probe's own txid is known
+            --     only row by row). The same bounds on branch (b) would pair with its upper
+            --     bound into a range whose default estimate (0.5 %) turns the generic plan's
+            --     route join into a nested loop; here, under an equality on txid, they leave
+            --     the estimates as they were.
             (SELECT e.id, e.txid, e.event_type, e.event_stream, e.created_at
                FROM pg_snapshot_xip(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) AS x(xip_txid)
               CROSS JOIN LATERAL (
@@ -4372,6 +4381,8 @@ AS $$
                       FROM public.event_outbox o
                      WHERE o.event_domain = p_event_domain
                        AND o.txid = x.xip_txid
+                       AND o.txid >= pg_snapshot_xmin(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
+                       AND o.txid < pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
                        AND o.id >= CASE WHEN x.xip_txid = (p_pos).after_txid THEN (p_pos).after_id
                                         ELSE '00000000-0000-0000-0000-000000000000'::uuid END
                        AND (x.xip_txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
