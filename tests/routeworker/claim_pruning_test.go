@@ -69,6 +69,12 @@ func TestClaim_LateCommitBranchStartsOnlyThePositionsPartitions(t *testing.T) {
 		t.Fatalf("EXPLAIN output: %v: %s", err, raw)
 	}
 
+	// The window holds exactly one event done did not see: the late commit, which the
+	// generic plan (the one pruned at start-up) returns.
+	if out[0].Plan.ActualRows != 1 {
+		t.Fatalf("the generic claim returned %v rows over the window, want the one late commit: %s", out[0].Plan.ActualRows, raw)
+	}
+
 	// The late-commit branch is the nested loop over pg_snapshot_xip; collect the outbox
 	// partitions started under it.
 	lateBranch := map[string]bool{}
