@@ -1,9 +1,10 @@
 package routeworker
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
@@ -47,39 +48,19 @@ func TestClaim_LateCommitBranchStartsOnlyThePositionsPartitions(t *testing.T) {
 		t.Fatalf("setup: done snapshot %s lists no transaction in progress", done)
 	}
 
-	conn := db.Conn(t)
-	for _, stmt := range []string{
-		`SET plan_cache_mode = force_generic_plan`,
-		`PREPARE claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) AS
-			SELECT * FROM iu_core.fn_iu_route_worker_claim($1, ROW($2, $3, $4, $5)::iu_core.iu_route_window, $6)`,
-	} {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
+	conn := genericClaimConn(t, db)
 	var raw []byte
-	// (EXPLAIN takes no parameters: the snapshots, read from the server, are inlined.)
-	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim('iu', '`+done+`', '`+window+`', NULL, NULL, 100)`).Scan(&raw); err != nil {
+	call := `claim('iu', '` + done + `', '` + window + `', NULL, NULL, 100)`
+	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE `+call).Scan(&raw); err != nil {
 		t.Fatal(err)
 	}
-	var out []struct {
-		Plan planNode `json:"Plan"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
-		t.Fatalf("EXPLAIN output: %v: %s", err, raw)
-	}
-
-	// The window holds exactly one event done did not see: the late commit, which the
-	// generic plan (the one pruned at start-up) returns.
-	if out[0].Plan.ActualRows != 1 {
-		t.Fatalf("the generic claim returned %v rows over the window, want the one late commit: %s", out[0].Plan.ActualRows, raw)
-	}
+	root := decodePlan(t, raw)
 
 	// The late-commit branch is the nested loop over pg_snapshot_xip; collect the outbox
 	// partitions started under it.
 	lateBranch := map[string]bool{}
 	var found bool
-	walkPlan(out[0].Plan, func(n planNode) {
+	walkPlan(root, func(n planNode) {
 		if n.NodeType != "Nested Loop" {
 			return
 		}
@@ -123,15 +104,22 @@ func TestClaim_LateCommitBranchStartsOnlyThePositionsPartitions(t *testing.T) {
 	if parts-len(owed) < 10 {
 		t.Fatalf("setup: only %d of %d partitions lie outside done's [xmin, xmax) (want 10 or more to show pruning)", parts-len(owed), parts)
 	}
-	if len(lateBranch) == 0 {
-		t.Fatalf("the late-commit branch started no outbox partition: %s", raw)
-	}
 
-	// And it still claims the late commit.
-	var claimed int
-	db.QueryRow(t, `SELECT count(*) FROM iu_core.fn_iu_route_worker_claim('iu', ROW($1::pg_snapshot, $2::pg_snapshot, NULL, NULL)::iu_core.iu_route_window, 100) WHERE id = $3::uuid`,
-		[]any{done, window, late}, &claimed)
-	if claimed != 1 {
-		t.Fatalf("the late commit %s was not claimed through the pruned branch", late)
+	// And the pruned plan still claims the late commit: the window holds exactly one event
+	// done did not see.
+	rows, err := conn.Query(ctx, `EXECUTE `+call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var id string
+		err := r.Scan(&id, nil, nil, nil, nil)
+		return id, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != late {
+		t.Fatalf("the generic claim over the window returned %v, want only the late commit %s", ids, late)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
@@ -41,16 +43,7 @@ func explainClaim(t *testing.T, db *pgtest.DB, limit int) (buffers int, root pla
 		SELECT * FROM iu_core.fn_iu_route_worker_claim('iu', ROW(NULL, '%s'::pg_snapshot, NULL, NULL)::iu_core.iu_route_window, %d)`, snap, limit), nil, &raw)
 	buffers, root = checkClaimPlan(t, raw, limit)
 
-	conn := db.Conn(t)
-	for _, stmt := range []string{
-		`SET plan_cache_mode = force_generic_plan`,
-		`PREPARE claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) AS
-			SELECT * FROM iu_core.fn_iu_route_worker_claim($1, ROW($2, $3, $4, $5)::iu_core.iu_route_window, $6)`,
-	} {
-		if _, err := conn.Exec(pgtest.Ctx(t), stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
+	conn := genericClaimConn(t, db)
 	if err := conn.QueryRow(pgtest.Ctx(t), fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
 		EXECUTE claim('iu', NULL, '%s', NULL, NULL, %d)`, snap, limit)).Scan(&raw); err != nil {
 		t.Fatal(err)
@@ -61,11 +54,28 @@ func explainClaim(t *testing.T, db *pgtest.DB, limit int) (buffers int, root pla
 	return buffers, root
 }
 
-// checkClaimPlan requires an index range scan on event_outbox_domain_txid_idx (and no
-// other access to event_outbox) returning limit rows, and returns the buffers touched.
-// event_outbox is partitioned by txid: the scans are on its partitions (event_outbox_*) and
-// their copies of the claim index (<partition>_domain_txid_idx).
-func checkClaimPlan(t *testing.T, raw []byte, limit int) (buffers int, root planNode) {
+// genericClaimConn returns a session in which the prepared statement claim(domain, done,
+// window, after_txid, after_id, limit) is the worker's claim planned as the run plans it:
+// a generic plan (plan_cache_mode = force_generic_plan), its partitions pruned, if at all,
+// when the statement starts. EXPLAIN and EXECUTE of it take literals (a utility statement
+// has no parameters).
+func genericClaimConn(t *testing.T, db *pgtest.DB) *pgx.Conn {
+	t.Helper()
+	conn := db.Conn(t)
+	for _, stmt := range []string{
+		`SET plan_cache_mode = force_generic_plan`,
+		`PREPARE claim(text, pg_snapshot, pg_snapshot, xid8, uuid, integer) AS
+			SELECT * FROM iu_core.fn_iu_route_worker_claim($1, ROW($2, $3, $4, $5)::iu_core.iu_route_window, $6)`,
+	} {
+		if _, err := conn.Exec(pgtest.Ctx(t), stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conn
+}
+
+// decodePlan returns the root of one EXPLAIN (FORMAT JSON) output.
+func decodePlan(t *testing.T, raw []byte) planNode {
 	t.Helper()
 	var out []struct {
 		Plan planNode `json:"Plan"`
@@ -73,7 +83,16 @@ func checkClaimPlan(t *testing.T, raw []byte, limit int) (buffers int, root plan
 	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
 		t.Fatalf("EXPLAIN output: %v: %s", err, raw)
 	}
-	root = out[0].Plan
+	return out[0].Plan
+}
+
+// checkClaimPlan requires an index range scan on event_outbox_domain_txid_idx (and no
+// other access to event_outbox) returning limit rows, and returns the buffers touched.
+// event_outbox is partitioned by txid: the scans are on its partitions (event_outbox_*) and
+// their copies of the claim index (<partition>_domain_txid_idx).
+func checkClaimPlan(t *testing.T, raw []byte, limit int) (buffers int, root planNode) {
+	t.Helper()
+	root = decodePlan(t, raw)
 	if int(root.ActualRows) != limit {
 		t.Fatalf("claim returned %v rows, want %d", root.ActualRows, limit)
 	}
@@ -212,16 +231,11 @@ func explainStoredClaim(t *testing.T, db *pgtest.DB, worker string, limit int) i
 	db.QueryRow(t, fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
 		SELECT * FROM iu_core.fn_iu_route_worker_claim('iu', ROW(%s, %s, %s, %s)::iu_core.iu_route_window, %d)`,
 		lit(done, "pg_snapshot"), lit(window, "pg_snapshot"), lit(txid, "xid8"), lit(id, "uuid"), limit), nil, &raw)
-	var out []struct {
-		Plan planNode `json:"Plan"`
+	root := decodePlan(t, raw)
+	if int(root.ActualRows) != limit {
+		t.Fatalf("claim returned %v rows, want %d", root.ActualRows, limit)
 	}
-	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
-		t.Fatalf("EXPLAIN output: %v: %s", err, raw)
-	}
-	if int(out[0].Plan.ActualRows) != limit {
-		t.Fatalf("claim returned %v rows, want %d", out[0].Plan.ActualRows, limit)
-	}
-	return out[0].Plan.SharedHit + out[0].Plan.SharedRead
+	return root.SharedHit + root.SharedRead
 }
 
 // Rule 8 + rule 5: the keyset position is where the index scan starts, in both branches.
