@@ -1,15 +1,10 @@
 package jobqueue
 
 import (
-	"context"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
@@ -18,46 +13,11 @@ import (
 // the plans PostgreSQL reported for it.
 func claimPlans(t *testing.T, db *pgtest.DB, kinds []string, limit int) string {
 	t.Helper()
-	conn, plans := explainedConn(t, db)
+	conn, plans := pgtest.ExplainedConn(t, db)
 	if got := claimTokens(t, conn, "w", kinds, limit, 60); len(got) != limit {
 		t.Fatalf("claimed %d, want %d", len(got), limit)
 	}
 	return plans()
-}
-
-// explainedConn opens a session with auto_explain on (nested statements, analyze); plans
-// returns what it reported since the last call.
-func explainedConn(t *testing.T, db *pgtest.DB) (conn *pgx.Conn, plans func() string) {
-	t.Helper()
-	cfg, err := pgx.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var out strings.Builder
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		out.WriteString(n.Message + "\n")
-		mu.Unlock()
-	}
-	conn, err = pgx.ConnectConfig(ctx(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`, `SET auto_explain.log_nested_statements = on`,
-		`SET auto_explain.log_analyze = on`, `SET auto_explain.log_level = notice`, `SET client_min_messages = notice`} {
-		if _, err := conn.Exec(ctx(t), s); err != nil {
-			pgtest.Unavailable(t, "auto_explain unavailable: %v", err)
-		}
-	}
-	return conn, func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		s := out.String()
-		out.Reset()
-		return s
-	}
 }
 
 var indexScanRows = regexp.MustCompile(`Index Scan using job_queue_due_idx on job_queue j\w*[^\n]*actual time=[^\n]* rows=(\d+) loops=(\d+)`)
@@ -157,7 +117,7 @@ func TestJobClaim_KeepsOnePlanThatReadsTheDueIndexInOrder(t *testing.T) {
 	            SELECT 'a', 'iu', now() - make_interval(secs => g) FROM generate_series(1, 20000) g`)
 	db.Exec(t, `VACUUM ANALYZE job_queue`)
 
-	conn, plans := explainedConn(t, db)
+	conn, plans := pgtest.ExplainedConn(t, db)
 	if got := claimTokens(t, conn, "w", []string{"a"}, 50, 60); len(got) != 50 {
 		t.Fatalf("claimed %d, want 50", len(got))
 	}
@@ -190,7 +150,7 @@ func TestJobClaim_SmallQueueIsPlannedPerCall(t *testing.T) {
 	            SELECT 'a', 'iu', now() - interval '1 day' - make_interval(secs => g) FROM generate_series(1, 50) g`)
 	db.Exec(t, `ANALYZE job_queue`)
 
-	conn, plans := explainedConn(t, db)
+	conn, plans := pgtest.ExplainedConn(t, db)
 	for i := range 7 {
 		if got := claimTokens(t, conn, "w", []string{"a"}, 1, 60); len(got) != 1 {
 			t.Fatalf("claim %d on the small queue: %d jobs, want 1", i, len(got))
@@ -228,7 +188,7 @@ func TestJobReap_ReadsTheLeaseIndex(t *testing.T) {
 	                   gen_random_uuid(), now() FROM generate_series(1, 1000) g`)
 	db.Exec(t, `VACUUM ANALYZE job_queue`)
 
-	conn, plans := explainedConn(t, db)
+	conn, plans := pgtest.ExplainedConn(t, db)
 	var reaped int
 	if err := conn.QueryRow(ctx(t), `SELECT (fn_job_reap_expired_leases() ->> 'reaped')::int`).Scan(&reaped); err != nil {
 		t.Fatal(err)

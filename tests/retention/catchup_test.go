@@ -2,6 +2,7 @@ package retention
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -141,8 +142,10 @@ func TestPartitions_CatchUpUnderFullRateProducers(t *testing.T) {
 	t.Logf("%d rows in the default partitions when maintenance resumed; caught up (new rows in a regular partition) after call %d (%v), default partitions empty after call %d (%v)",
 		inDefault, caughtUp, caughtUpAfter.Round(time.Millisecond), drained, drainedAfter.Round(time.Millisecond))
 	for i, a := range answers {
-		t.Logf("call %d: lock_timeout %v default_raced %v behind %v default_attached %v created %v ahead_txids %v default_rows %v error %v blocked_by %v",
-			i+1, a["lock_timeout"], a["default_raced"], a["behind"], a["default_attached"], a["created"], a["ahead_txids"], a["default_rows"], a["error"], a["blocked_by"])
+		// the whole answer: a failure under load must say why (which way the call took,
+		// what it was refused, what it saw), not only the keys a passing run needs
+		doc, _ := json.Marshal(a)
+		t.Logf("call %d: %s", i+1, doc)
 	}
 	if caughtUp == 0 || caughtUp > 2 {
 		t.Errorf("maintenance caught up after call %d, want within 2", caughtUp)
