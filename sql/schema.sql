@@ -2166,6 +2166,7 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_route_worker_summary(text, text, integer, iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean, jsonb)',
         'iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally, boolean, integer, integer, text, boolean)',
         'iu_core.fn_iu_route_worker_try_lock(integer)',
+        'iu_core.fn_iu_route_worker_xip(pg_snapshot)',
         'iu_core.fn_iu_search_path_create_threats()',
         'iu_core.fn_iu_search_path_foreign_objects()',
         'iu_core.fn_iu_search_path_threats()',
@@ -4392,10 +4393,13 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_pos iu_c
     -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
     -- ---------------------------------------------------------------------------------------
     --
-    -- Each branch has exactly one lower bound per index column, so the btree starts AT the
-    -- keyset position (a second lower bound, e.g. txid >= xmax(done) next to a row
-    -- comparison, lets the scan start at the weaker one and wade through rows it skips).
-    -- The position row itself is excluded by a plain filter.
+    -- Each branch's keyset bound is the index's lower bound, so the btree starts AT the
+    -- keyset position; the scalar bounds on txid beside it (for partition pruning) are
+    -- weaker or equal, and btree starts the scan at the row comparison, not at a scalar key
+    -- of the same column (measured by TestClaim_PageReadsFromThePositionToTheWindowsEnd, on
+    -- PostgreSQL 13, 15 and 18: a scan that started at xmax(done) would read the window's
+    -- claimed prefix again on every page). The position row itself is excluded by a plain
+    -- filter.
     --
     -- A group member's claim (p_bucket_lo, p_bucket_hi: its buckets) is the same claim with
     -- one more filter in each branch's index scan, BEFORE its LIMIT
@@ -4406,18 +4410,18 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_pos iu_c
     SELECT u.id, u.txid, u.event_type, u.event_stream, u.created_at
       FROM (
             -- (a) transactions in progress when done was taken, completed by the window:
-            --     one probe per such xid, on (event_domain, txid = x, id >= ...). Every id
+            --     one probe per such xid, on (event_domain, txid = x, id >= ...); the xids
+            --     through fn_iu_route_worker_xip, whose large row estimate keeps the page's
+            --     route join a hash join whatever the domain's size (see there). Every id
             --     done lists lies in [xmin(done), xmax(done)), and the branch says so in two
             --     scalar bounds of txid: they change no row, but they are known when the
             --     statement starts, so PostgreSQL prunes by them before it builds a scan, and a
             --     page sets up the probe on the partitions that range overlaps (usually one)
             --     instead of on every partition history keeps (the probe's own txid is known
-            --     only row by row). The same bounds on branch (b) would pair with its upper
-            --     bound into a range whose default estimate (0.5 %) turns the generic plan's
-            --     route join into a nested loop; here, under an equality on txid, they leave
-            --     the estimates as they were.
+            --     only row by row). Under the equality on txid they leave the generic plan's
+            --     estimates as they were.
             (SELECT e.id, e.txid, e.event_type, e.event_stream, e.created_at
-               FROM pg_snapshot_xip(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) AS x(xip_txid)
+               FROM iu_core.fn_iu_route_worker_xip(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) AS x(xip_txid)
               CROSS JOIN LATERAL (
                     SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
                       FROM public.event_outbox o
@@ -4437,7 +4441,16 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_pos iu_c
               LIMIT p_limit)
             UNION ALL
             -- (b) transactions that started after done and completed by the window:
-            --     one range, from max(xmax(done), position) up to xmax(window)
+            --     one range, from max(xmax(done), position) up to xmax(window).
+            --     Start-up pruning: the keyset bound is a row comparison, which PostgreSQL
+            --     cannot prune partitions by, so the branch also states txid >= xmax(done).
+            --     It is implied by the row comparison and changes no row; the btree still
+            --     starts at the row comparison, the stronger lower bound of that column, and
+            --     ends at xmax(window). With it a page sets up its scans only on the
+            --     partitions from the position's up, however many closed partitions history
+            --     keeps. With the upper bound it makes a range, which the generic plan
+            --     estimates at 0.5 % of the domain; what keeps the page's route join a hash
+            --     join nonetheless is branch (a)'s estimate (fn_iu_route_worker_xip).
             (SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
                FROM public.event_outbox o
               WHERE o.event_domain = p_event_domain
@@ -4448,6 +4461,7 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_claim(p_event_domain text, p_pos iu_c
                         CASE WHEN (p_pos).after_txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
                              THEN (p_pos).after_id
                              ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
+                AND o.txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
                 AND o.txid < pg_snapshot_xmax((p_pos).window_snapshot)
                 AND (o.txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
                 AND pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
@@ -5867,6 +5881,41 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_try_lock(p_lock_id integer) RETURNS b
     AS $$
     SELECT pg_try_advisory_xact_lock(iu_core.fn_iu_route_worker_lock_class(), p_lock_id)
 $$;
+
+--
+-- Name: fn_iu_route_worker_xip(pg_snapshot); Type: FUNCTION; Schema: iu_core; Owner: -
+--
+
+CREATE FUNCTION iu_core.fn_iu_route_worker_xip(p_snapshot pg_snapshot) RETURNS SETOF xid8
+    LANGUAGE plpgsql IMMUTABLE ROWS 10000
+    AS $$
+    -- ---------------------------------------------------------------------------------------
+    -- fn_iu_route_worker_xip(p_snapshot) -> setof xid8: the transactions p_snapshot lists in
+    -- progress, pg_snapshot_xip(p_snapshot) and nothing else. Internal: the claim's
+    -- late-commit branch reads its position's done snapshot through it.
+    --
+    -- Why a wrapper: the row estimate. A PL/pgSQL function is never inlined, so the planner
+    -- takes its ROWS as given, and that makes the claim's estimated rows large whatever the
+    -- domain's size. The page joins the claim's events to the domain's routes
+    -- (fn_iu_route_worker_page), and PostgreSQL picks that join by the generic plan's estimate
+    -- of the page's rows: a nested loop when it is a row or two, which re-reads every route of
+    -- the domain for every event (~6.6 k instructions an event with seven routes, against a
+    -- hash probe's fraction of that). Without the wrapper the estimate is small and arbitrary:
+    -- the claim's range is a pair of bounds, estimated at 0.5 % of the domain, and each LIMIT
+    -- of an unknown count at a tenth of what it reads, so the join method would follow the
+    -- domain's size. With it the join is a hash join from a few hundred rows of a domain up.
+    -- The set itself is as small as it is (usually empty): it is read once per page.
+    -- ---------------------------------------------------------------------------------------
+BEGIN
+    RETURN QUERY SELECT x FROM pg_catalog.pg_snapshot_xip(p_snapshot) AS x;
+END;
+$$;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_xip(p_snapshot pg_snapshot); Type: COMMENT; Schema: iu_core; Owner: -
+--
+
+COMMENT ON FUNCTION iu_core.fn_iu_route_worker_xip(p_snapshot pg_snapshot) IS 'Internal (route worker): pg_snapshot_xip(p_snapshot) with a large row estimate, so that the page''s route join is planned as a hash join whatever the domain''s size.';
 
 --
 -- Name: fn_iu_search_path_create_threats(); Type: FUNCTION; Schema: iu_core; Owner: -
@@ -12643,6 +12692,12 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_summary_counts(p_tally iu_core
 --
 
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_try_lock(p_lock_id integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION fn_iu_route_worker_xip(p_snapshot pg_snapshot); Type: ACL; Schema: iu_core; Owner: -
+--
+
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_xip(p_snapshot pg_snapshot) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_search_path_create_threats(); Type: ACL; Schema: iu_core; Owner: -

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
@@ -56,21 +54,12 @@ func TestClaim_LateCommitBranchStartsOnlyThePositionsPartitions(t *testing.T) {
 	}
 	root := decodePlan(t, raw)
 
-	// The late-commit branch is the nested loop over pg_snapshot_xip; collect the outbox
+	// The late-commit branch is the nested loop over done's in-progress xids; collect the outbox
 	// partitions started under it.
 	lateBranch := map[string]bool{}
 	var found bool
 	walkPlan(root, func(n planNode) {
-		if n.NodeType != "Nested Loop" {
-			return
-		}
-		xip := false
-		for _, c := range n.Plans {
-			if c.NodeType == "Function Scan" && c.FunctionName == "pg_snapshot_xip" {
-				xip = true
-			}
-		}
-		if !xip {
+		if !lateCommitLoop(n) {
 			return
 		}
 		found = true
@@ -81,7 +70,7 @@ func TestClaim_LateCommitBranchStartsOnlyThePositionsPartitions(t *testing.T) {
 		})
 	})
 	if !found {
-		t.Fatalf("no late-commit branch (a nested loop over pg_snapshot_xip) in the claim's plan: %s", raw)
+		t.Fatalf("no late-commit branch (a nested loop over done's in-progress xids) in the claim's plan: %s", raw)
 	}
 	// The partitions a listed transaction can lie in: those overlapping [xmin, xmax) of done.
 	var owed []string
@@ -107,18 +96,7 @@ func TestClaim_LateCommitBranchStartsOnlyThePositionsPartitions(t *testing.T) {
 
 	// And the pruned plan still claims the late commit: the window holds exactly one event
 	// done did not see.
-	rows, err := conn.Query(ctx, `EXECUTE `+call)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
-		var id string
-		err := r.Scan(&id, nil, nil, nil, nil)
-		return id, err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := claimedIDs(t, conn, call)
 	if len(ids) != 1 || ids[0] != late {
 		t.Fatalf("the generic claim over the window returned %v, want only the late commit %s", ids, late)
 	}

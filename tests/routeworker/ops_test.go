@@ -190,6 +190,7 @@ var routeFunctions = pgtest.GrantMatrix{
 	"fn_iu_route_worker_health(text)":                                                                                              {"workflow_admin"},
 	"iu_core.fn_iu_route_worker_pending(text,iu_core.iu_route_window)":                                                             {"workflow_admin"},
 	"iu_core.fn_iu_route_worker_claim(text,iu_core.iu_route_window,integer,integer,integer)":                                       nil,
+	"iu_core.fn_iu_route_worker_xip(pg_snapshot)":                                                                                  nil, // the claim's late-commit xids, owner only
 	"iu_core.fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                                  nil,
 	"iu_core.fn_iu_route_worker_beat(text,text,jsonb)":                                                                             nil,
 	"iu_core.fn_iu_route_worker_beat_due(text,text)":                                                                               nil,

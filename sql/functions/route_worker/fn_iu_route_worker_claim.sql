@@ -15,10 +15,13 @@ AS $$
     -- fn_iu_route_worker_run, is SECURITY DEFINER with search_path pinned.
     -- ---------------------------------------------------------------------------------------
     --
-    -- Each branch has exactly one lower bound per index column, so the btree starts AT the
-    -- keyset position (a second lower bound, e.g. txid >= xmax(done) next to a row
-    -- comparison, lets the scan start at the weaker one and wade through rows it skips).
-    -- The position row itself is excluded by a plain filter.
+    -- Each branch's keyset bound is the index's lower bound, so the btree starts AT the
+    -- keyset position; the scalar bounds on txid beside it (for partition pruning) are
+    -- weaker or equal, and btree starts the scan at the row comparison, not at a scalar key
+    -- of the same column (measured by TestClaim_PageReadsFromThePositionToTheWindowsEnd, on
+    -- PostgreSQL 13, 15 and 18: a scan that started at xmax(done) would read the window's
+    -- claimed prefix again on every page). The position row itself is excluded by a plain
+    -- filter.
     --
     -- A group member's claim (p_bucket_lo, p_bucket_hi: its buckets) is the same claim with
     -- one more filter in each branch's index scan, BEFORE its LIMIT
@@ -29,18 +32,18 @@ AS $$
     SELECT u.id, u.txid, u.event_type, u.event_stream, u.created_at
       FROM (
             -- (a) transactions in progress when done was taken, completed by the window:
-            --     one probe per such xid, on (event_domain, txid = x, id >= ...). Every id
+            --     one probe per such xid, on (event_domain, txid = x, id >= ...); the xids
+            --     through fn_iu_route_worker_xip, whose large row estimate keeps the page's
+            --     route join a hash join whatever the domain's size (see there). Every id
             --     done lists lies in [xmin(done), xmax(done)), and the branch says so in two
             --     scalar bounds of txid: they change no row, but they are known when the
             --     statement starts, so PostgreSQL prunes by them before it builds a scan, and a
             --     page sets up the probe on the partitions that range overlaps (usually one)
             --     instead of on every partition history keeps (the probe's own txid is known
-            --     only row by row). The same bounds on branch (b) would pair with its upper
-            --     bound into a range whose default estimate (0.5 %) turns the generic plan's
-            --     route join into a nested loop; here, under an equality on txid, they leave
-            --     the estimates as they were.
+            --     only row by row). Under the equality on txid they leave the generic plan's
+            --     estimates as they were.
             (SELECT e.id, e.txid, e.event_type, e.event_stream, e.created_at
-               FROM pg_snapshot_xip(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) AS x(xip_txid)
+               FROM iu_core.fn_iu_route_worker_xip(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot)) AS x(xip_txid)
               CROSS JOIN LATERAL (
                     SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
                       FROM public.event_outbox o
@@ -60,7 +63,16 @@ AS $$
               LIMIT p_limit)
             UNION ALL
             -- (b) transactions that started after done and completed by the window:
-            --     one range, from max(xmax(done), position) up to xmax(window)
+            --     one range, from max(xmax(done), position) up to xmax(window).
+            --     Start-up pruning: the keyset bound is a row comparison, which PostgreSQL
+            --     cannot prune partitions by, so the branch also states txid >= xmax(done).
+            --     It is implied by the row comparison and changes no row; the btree still
+            --     starts at the row comparison, the stronger lower bound of that column, and
+            --     ends at xmax(window). With it a page sets up its scans only on the
+            --     partitions from the position's up, however many closed partitions history
+            --     keeps. With the upper bound it makes a range, which the generic plan
+            --     estimates at 0.5 % of the domain; what keeps the page's route join a hash
+            --     join nonetheless is branch (a)'s estimate (fn_iu_route_worker_xip).
             (SELECT o.id, o.txid, o.event_type, o.event_stream, o.created_at
                FROM public.event_outbox o
               WHERE o.event_domain = p_event_domain
@@ -71,6 +83,7 @@ AS $$
                         CASE WHEN (p_pos).after_txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
                              THEN (p_pos).after_id
                              ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
+                AND o.txid >= pg_snapshot_xmax(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
                 AND o.txid < pg_snapshot_xmax((p_pos).window_snapshot)
                 AND (o.txid, o.id) IS DISTINCT FROM ((p_pos).after_txid, (p_pos).after_id)
                 AND pg_visible_in_snapshot(o.txid, (p_pos).window_snapshot)
