@@ -136,8 +136,8 @@ func TestClaim_RangeBranchStartsOnlyFromThePositionsPartition(t *testing.T) {
 
 // Rule: a page reads from the keyset position, not from the start of the window, and stops
 // at the window's end. The range branch has two lower bounds on txid (the keyset's row
-// comparison and the scalar txid >= xmax(done) that prunes partitions) and a row
-// comparison as its upper bound; the btree must start at the position and end at
+// comparison and the scalar txid >= xmax(done) that prunes partitions) and a scalar upper
+// bound; the btree must start at the position and end at
 // xmax(window), however deep into one large transaction the position is. Measured as the
 // buffers a page of 100 reads (the prepared claim, as the run executes it): at the start
 // of a 20,000-event transaction, half-way through it, and at its last 50 events with 20,000
@@ -236,12 +236,12 @@ func TestPage_RouteJoinIsAHashJoinWhateverTheEstimate(t *testing.T) {
 	if page == nil {
 		t.Fatalf("no plan of the page statement (an INSERT into iu_route_attempt reading iu_outbound_route) among those reported")
 	}
-	var join string
+	var join, joinType string
 	var find func(n planNode) bool
 	find = func(n planNode) bool {
 		for _, c := range n.Plans {
 			if c.RelationName == "iu_outbound_route" || (c.NodeType == "Hash" && len(c.Plans) == 1 && c.Plans[0].RelationName == "iu_outbound_route") {
-				join = n.NodeType
+				join, joinType = n.NodeType, n.JoinType
 				return true
 			}
 		}
@@ -255,7 +255,10 @@ func TestPage_RouteJoinIsAHashJoinWhateverTheEstimate(t *testing.T) {
 	if !find(*page) {
 		t.Fatalf("no join with iu_outbound_route in the page statement's plan")
 	}
-	if join != "Hash Join" {
-		t.Fatalf("the run's page statement joins the routes by %s, want Hash Join", join)
+	// Left: the routes are the hashed side and the claim's events probe it in the claim's
+	// order, which is the order the audit rows are written in (a Right join would hash the
+	// events and return them in no order).
+	if join != "Hash Join" || joinType != "Left" {
+		t.Fatalf("the run's page statement joins the routes by %s (%s), want Hash Join (Left: the routes hashed)", join, joinType)
 	}
 }

@@ -17,6 +17,7 @@ type planNode struct {
 	RelationName string     `json:"Relation Name"`
 	IndexName    string     `json:"Index Name"`
 	FunctionName string     `json:"Function Name"`
+	JoinType     string     `json:"Join Type"`
 	SharedHit    int        `json:"Shared Hit Blocks"`
 	SharedRead   int        `json:"Shared Read Blocks"`
 	ActualRows   float64    `json:"Actual Rows"`
