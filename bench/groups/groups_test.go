@@ -289,6 +289,15 @@ func BenchmarkGroupVsSingle(b *testing.B) {
 	b.ReportMetric(gRate, "group-events/s")
 	b.ReportMetric(gRate/sRate, "ratio")
 	b.ReportMetric(work, "bound")
+	// The same ratio taken within each round (its single worker's time over its group's,
+	// measured minutes apart at most) and the median of those: the host this runs on drifts
+	// (one worker's backend CPU for the same work has ranged 2.4-3.6 s between runs of this
+	// bench), and a ratio of medians can pair a fast round's group with a slow round's worker.
+	paired := make([]float64, len(groups))
+	for i := range groups {
+		paired[i] = singles[i].Seconds() / groups[i].Seconds()
+	}
+	b.ReportMetric(medianF(paired), "paired-ratio")
 
 	var load1 string
 	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -303,8 +312,24 @@ func BenchmarkGroupVsSingle(b *testing.B) {
 		median(singleCPU).Seconds()/median(aloneCPU).Seconds())
 	fmt.Fprintf(&tbl, "  backend CPU medians: single %v, group (both members) %v, one member alone %v\n",
 		median(singleCPU), median(groupCPU), median(aloneCPU))
+	fmt.Fprintf(&tbl, "  paired per round, single / group: %s, median %.2f\n", fmtRatios(paired), medianF(paired))
 	fmt.Fprintf(&tbl, "  ratio group/single: %.2f (target >= 1.60)", gRate/sRate)
 	fmt.Println(tbl.String())
+}
+
+// medianF is the median of xs (the upper one of an even count, as median's).
+func medianF(xs []float64) float64 {
+	x := slices.Clone(xs)
+	slices.Sort(x)
+	return x[len(x)/2]
+}
+
+func fmtRatios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func roundAll(ds []time.Duration) []time.Duration {

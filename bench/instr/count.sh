@@ -9,6 +9,7 @@
 #   bench/instr/count.sh [MIGRATIONS_DIR]     (default: sql/iu-core of this checkout)
 #   IU_INSTR_ONLY='enqueue|job_queue' bench/instr/count.sh     (only the figures whose name matches, a bash ERE)
 #   IU_INSTR_ONLY='busy run' bench/instr/count.sh               (a busy run of 100 and of 1,000 events against PgQ's consumer)
+#   IU_INSTR_WAL=1 IU_INSTR_ONLY='busy run' bench/instr/count.sh (also the WAL bytes each busy run writes, ours and PgQ's)
 #
 # Needs valgrind, the PostgreSQL server binaries (pg_config --bindir) and bin/goose (make
 # goose). As root the cluster runs as the postgres OS user. Prints one line per figure.
@@ -120,6 +121,28 @@ SQL
   done
   psql -X -q -o /dev/null -h "$work" -U postgres -d "busy$b" -c "VACUUM ANALYZE"
 done
+# The WAL a busy run writes, ours against PgQ's consumer (opt-in: IU_INSTR_WAL=1), on the
+# running server before the counts: five runs of each, alternating, each its own session
+# and transaction, the bytes between the insert position before the call and after its
+# commit (a session of its own on an otherwise idle cluster, so the bytes are the run's).
+# The counts below then start five runs further into the queues, still inside them (61 and
+# 21 batches deep; the counts take 14). Prints each size's medians and ours / PgQ's.
+if [[ -n "${IU_INSTR_WAL:-}" ]]; then
+  for b in "${busy_sizes[@]}"; do
+    ours=(); theirs=()
+    for _ in 1 2 3 4 5; do
+      for who in ours pgq; do
+        if [ "$who" = ours ]; then call="SELECT fn_iu_route_worker_run('bench_worker', $b)"; else call="SELECT bench_pgq_consume('bench_q', 'bench_worker')"; fi
+        bytes=$(printf '%s\n' "SELECT pg_current_wal_insert_lsn() AS l0 \gset" "$call \g /dev/null" \
+          "SELECT pg_current_wal_insert_lsn() - :'l0';" | psql -X -qAt -h "$work" -U postgres -d "busy$b" -v ON_ERROR_STOP=1)
+        if [ "$who" = ours ]; then ours+=("$bytes"); else theirs+=("$bytes"); fi
+      done
+    done
+    mo=$(printf '%s\n' "${ours[@]}" | sort -n | sed -n 3p); mp=$(printf '%s\n' "${theirs[@]}" | sort -n | sed -n 3p)
+    printf '%-40s %8d bytes of WAL per run, PgQ consumer %d (ours / PgQ %.3f; runs %s / %s)\n' "busy run of $b, WAL" "$mo" "$mp" \
+      "$(echo "$mo / $mp" | bc -l)" "${ours[*]}" "${theirs[*]}"
+  done
+fi
 psql -X -q -o /dev/null -h "$work" -U postgres -d instr -c CHECKPOINT
 as_pg "$BIN/pg_ctl" -D "$work/data" -w stop >/dev/null
 
