@@ -73,10 +73,16 @@ fi
 # in instructions): databases busy<B> of their own, each an outbox of only iu events as
 # bench/pgq loads it (1,000 generated rows per transaction, the same types, streams and
 # routes), worker bench_worker registered, and a PgQ queue of the same events in claim order
-# with one tick per B events, as deep as bench/pgq's (61 batches of 100, 21 of 1,000), and
-# the bench's consumer (bench/pgq/common_test.go's pgqSetup, a plain INSERT of the audit rows
-# in the batch's transaction). Each figure is per run: (11 runs - 3 runs) / 8, from the
-# middle of the queue.
+# with one tick per B events (61 batches of 100, as bench/pgq's; 30 of 1,000, bench/pgq's 21
+# and room for the WAL figure's runs), and the bench's consumer (bench/pgq/common_test.go's
+# pgqSetup, a plain INSERT of the audit rows in the batch's transaction). Each figure is per
+# run: (14 runs - 6 runs) / 8, from the middle of the queue. Both counts are fresh backends
+# with six runs or more: PgQ's consumer is PL/pgSQL under the default plan_cache_mode, so a
+# session plans each of its statements anew on their first five executions before it
+# settles on a generic plan (the worker pins force_generic_plan and plans once); with fewer
+# runs in the smaller count, the difference would charge PgQ for planning a long-running
+# consumer no longer does (it did until this stop: 3 and 11 runs, ~2.2 M instructions a run
+# at batch 100).
 busy_sizes=()
 for b in 100 1000; do
   if [[ "$pgq" = 1 && ( -z "${IU_INSTR_ONLY:-}" || "busy run of $b" =~ $IU_INSTR_ONLY ) ]]; then busy_sizes+=("$b"); fi
@@ -85,7 +91,7 @@ if [ "${#busy_sizes[@]}" -gt 0 ]; then
   consumer=$(awk '/^const pgqSetup = `/ {on = 1; sub(/^const pgqSetup = `/, ""); print; next} on && /`$/ {sub(/`$/, ""); print; exit} on' bench/pgq/common_test.go)
 fi
 for b in "${busy_sizes[@]}"; do
-  chunks=$([ "$b" = 100 ] && echo 61 || echo 21)
+  chunks=$([ "$b" = 100 ] && echo 61 || echo 30)
   psql -X -q -h "$work" -U postgres -d postgres -c "CREATE DATABASE busy$b TEMPLATE instr"
   psql -X -q -o /dev/null -h "$work" -U postgres -d "busy$b" -v ON_ERROR_STOP=1 <<SQL
 DO \$load\$
@@ -126,7 +132,7 @@ done
 # and transaction, the bytes between the insert position before the call and after its
 # commit (a session of its own on an otherwise idle cluster, so the bytes are the run's).
 # The counts below then start five runs further into the queues, still inside them (61 and
-# 21 batches deep; the counts take 14). Prints each size's medians and ours / PgQ's.
+# 30 batches deep; the counts take 20). Prints each size's medians and ours / PgQ's.
 if [[ -n "${IU_INSTR_WAL:-}" ]]; then
   for b in "${busy_sizes[@]}"; do
     ours=(); theirs=()
@@ -163,9 +169,9 @@ per_call() { # name prepare execute [events per call] [database]
   fi
 }
 per_call "SELECT 1" "PREPARE p AS SELECT 1;" "EXECUTE p;"
-per_run() { # name database prepare execute batch: instructions per run, (11 runs - 3 runs) / 8
+per_run() { # name database prepare execute batch: instructions per run, (14 runs - 6 runs) / 8
   local a b
-  a=$(count "$1" "$3" "$4" 3 "$2"); b=$(count "$1" "$3" "$4" 11 "$2")
+  a=$(count "$1" "$3" "$4" 6 "$2"); b=$(count "$1" "$3" "$4" 14 "$2")
   printf '%-40s %8.1f k instructions per run (%.1f k per event)\n' "$1" "$(echo "($b - $a) / 8 / 1000" | bc -l)" "$(echo "($b - $a) / 8 / 1000 / $5" | bc -l)"
 }
 for b in "${busy_sizes[@]}"; do

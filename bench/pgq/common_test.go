@@ -280,17 +280,17 @@ func pgqQueue(ctx context.Context, b *testing.B, conn *pgx.Conn, queue, consumer
 	exec(ctx, b, conn, "pgq.register_consumer", `SELECT pgq.register_consumer($1, $2)`, queue, consumer)
 }
 
-// pgqLoadBatches copies the iu events of the outbox, in claim order, into the queue as
-// `runs` chunks of `batch` events, one transaction each, with a tick after each, so
-// every pgq.next_batch gets exactly one chunk (the same events, in the same order, as
-// the worker claims).
-func pgqLoadBatches(ctx context.Context, b *testing.B, conn *pgx.Conn, queue string, batch, runs int) {
+// pgqLoadBatches copies the iu events of the outbox, in claim order from the skip-th on,
+// into the queue as `runs` chunks of `batch` events, one transaction each, with a tick
+// after each, so every pgq.next_batch gets exactly one chunk (the same events, in the same
+// order, as the worker claims).
+func pgqLoadBatches(ctx context.Context, b *testing.B, conn *pgx.Conn, queue string, skip, batch, runs int) {
 	b.Helper()
 	for i := range runs {
 		exec(ctx, b, conn, "filling the PgQ queue", `
 			SELECT pgq.insert_event($1, o.event_type, o.safe_payload::text, o.event_stream, o.id::text, o.event_subject_ref, NULL)
 			  FROM (SELECT * FROM event_outbox WHERE event_domain = 'iu' ORDER BY txid, id OFFSET $2 LIMIT $3) o`,
-			queue, i*batch, batch)
+			queue, skip+i*batch, batch)
 		var tick *int64
 		if err := conn.QueryRow(ctx, `SELECT pgq.ticker($1)`, queue).Scan(&tick); err != nil || tick == nil {
 			b.Fatalf("pgq.ticker after chunk %d: tick %v, %v", i, tick, err)

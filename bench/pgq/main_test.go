@@ -16,7 +16,8 @@
 //     events, against a PgQ consumer of a queue of the same iu events doing the same
 //     audit work per event (one row with a unique idempotency key in a copy of the
 //     attempt table, position advanced by pgq.finish_batch in the same transaction).
-//     Each side runs on its own fresh clone; runs are interleaved; medians.
+//     Each side runs on its own fresh clone, after six untimed batches of ten events (so no
+//     timed run is one in which a session still plans); runs are interleaved; medians.
 //   - BenchmarkPgqIdle: the per-call cost of a run that finds nothing (a caught-up
 //     worker) against PgQ's empty pgq.next_batch, without and with another session
 //     holding an xid open (a transaction that wrote), opened after the worker caught up
