@@ -1,6 +1,7 @@
 package groupsbench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -236,10 +237,12 @@ func backendCPU(ctx context.Context, conn *pgx.Conn) time.Duration {
 	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
-func median(ds []time.Duration) time.Duration {
-	d := slices.Clone(ds)
-	slices.Sort(d)
-	return d[len(d)/2]
+// median is the middle of xs (the upper one of an even count): the durations' and the
+// per-round ratios'.
+func median[T cmp.Ordered](xs []T) T {
+	x := slices.Clone(xs)
+	slices.Sort(x)
+	return x[len(x)/2]
 }
 
 // BenchmarkGroupVsSingle: the same backlog drained by one worker and by a group of two
@@ -297,7 +300,7 @@ func BenchmarkGroupVsSingle(b *testing.B) {
 	for i := range groups {
 		paired[i] = singles[i].Seconds() / groups[i].Seconds()
 	}
-	b.ReportMetric(medianF(paired), "paired-ratio")
+	b.ReportMetric(median(paired), "paired-ratio")
 
 	var load1 string
 	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -312,16 +315,9 @@ func BenchmarkGroupVsSingle(b *testing.B) {
 		median(singleCPU).Seconds()/median(aloneCPU).Seconds())
 	fmt.Fprintf(&tbl, "  backend CPU medians: single %v, group (both members) %v, one member alone %v\n",
 		median(singleCPU), median(groupCPU), median(aloneCPU))
-	fmt.Fprintf(&tbl, "  paired per round, single / group: %s, median %.2f\n", fmtRatios(paired), medianF(paired))
+	fmt.Fprintf(&tbl, "  paired per round, single / group: %s, median %.2f\n", fmtRatios(paired), median(paired))
 	fmt.Fprintf(&tbl, "  ratio group/single: %.2f (target >= 1.60)", gRate/sRate)
 	fmt.Println(tbl.String())
-}
-
-// medianF is the median of xs (the upper one of an even count, as median's).
-func medianF(xs []float64) float64 {
-	x := slices.Clone(xs)
-	slices.Sort(x)
-	return x[len(x)/2]
 }
 
 func fmtRatios(xs []float64) string {

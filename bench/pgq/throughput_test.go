@@ -104,7 +104,8 @@ func BenchmarkPgqThroughput(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("batch=%d", p.batch), func(b *testing.B) {
 			if warmRuns*warmBatch+p.batch*runs > iu {
-				b.Fatalf("plan %d x %d exceeds the %d iu events: raise BENCH_OUTBOX_ROWS or lower BENCH_PGQ_RUNS", runs, p.batch, iu)
+				b.Fatalf("plan %d x %d (and %d x %d to warm up) exceeds the %d iu events: raise BENCH_OUTBOX_ROWS or lower BENCH_PGQ_RUNS",
+					runs, p.batch, warmRuns, warmBatch, iu)
 			}
 			var r result
 			for range b.N {
