@@ -10,6 +10,9 @@
 #   IU_INSTR_ONLY='enqueue|job_queue' bench/instr/count.sh     (only the figures whose name matches, a bash ERE)
 #   IU_INSTR_ONLY='busy run' bench/instr/count.sh               (a busy run of 100 and of 1,000 events against PgQ's consumer)
 #   IU_INSTR_WAL=1 IU_INSTR_ONLY='busy run' bench/instr/count.sh (also the WAL bytes each busy run writes, ours and PgQ's)
+#   IU_INSTR_ONLY='idle|next_batch' bench/instr/count.sh        (the idle run and PgQ's empty next_batch, in the small
+#                                                              database and in one shaped as bench/pgq's, analyzed;
+#                                                              IU_INSTR_IDLE_ROWS sets that one's outbox, default 1,000,000)
 #
 # Needs valgrind, the PostgreSQL server binaries (pg_config --bindir) and bin/goose (make
 # goose). As root the cluster runs as the postgres OS user. Prints one line per figure.
@@ -83,6 +86,28 @@ fi
 # runs in the smaller count, the difference would charge PgQ for planning a long-running
 # consumer no longer does (it did until this stop: 3 and 11 runs, ~2.2 M instructions a run
 # at batch 100).
+# load_outbox DB ROWS WHERE: bench/pgq's loadOutbox in SQL: generated rows 1..ROWS, every
+# 20th an iu event (four types, streams main and side), the rest other domains' noise, 1,000
+# generated rows per transaction as producers write; WHERE "WHERE g % 20 = 0" keeps only the
+# iu ones (the iu-only outbox), "" keeps all (the shared outbox).
+load_outbox() {
+  psql -X -q -o /dev/null -h "$work" -U postgres -d "$1" -v ON_ERROR_STOP=1 <<SQL
+DO \$load\$
+BEGIN
+    FOR c IN 0 .. ($2 - 1) / 1000 LOOP
+        INSERT INTO event_outbox (event_domain, event_type, event_stream, event_subject_table, event_subject_ref)
+        SELECT CASE WHEN g % 20 = 0 THEN 'iu' ELSE (ARRAY['system', 'ops', 'cut'])[1 + g % 3] END,
+               CASE WHEN g % 20 = 0 THEN (ARRAY['unit_version_created', 'unit_version_published', 'unit_archived', 'unit_flagged'])[1 + (g / 20) % 4]
+                    ELSE 'noise_' || (g % 7) END,
+               CASE WHEN g % 20 = 0 THEN (ARRAY['main', 'side'])[1 + (g / 80) % 2] ELSE 'alert' END,
+               'unit', 'u-' || g
+          FROM generate_series(c * 1000 + 1, least((c + 1) * 1000, $2)) g $3;
+        COMMIT;
+    END LOOP;
+END
+\$load\$;
+SQL
+}
 busy_sizes=()
 for b in 100 1000; do
   if [[ "$pgq" = 1 && ( -z "${IU_INSTR_ONLY:-}" || "busy run of $b" =~ $IU_INSTR_ONLY ) ]]; then busy_sizes+=("$b"); fi
@@ -93,18 +118,8 @@ fi
 for b in "${busy_sizes[@]}"; do
   chunks=$([ "$b" = 100 ] && echo 61 || echo 30)
   psql -X -q -h "$work" -U postgres -d postgres -c "CREATE DATABASE busy$b TEMPLATE instr"
+  load_outbox "busy$b" $((b * chunks * 20)) "WHERE g % 20 = 0"
   psql -X -q -o /dev/null -h "$work" -U postgres -d "busy$b" -v ON_ERROR_STOP=1 <<SQL
-DO \$load\$
-BEGIN
-    FOR c IN 0 .. ($b * $chunks * 20 - 1) / 1000 LOOP
-        INSERT INTO event_outbox (event_domain, event_type, event_stream, event_subject_table, event_subject_ref)
-        SELECT 'iu', (ARRAY['unit_version_created', 'unit_version_published', 'unit_archived', 'unit_flagged'])[1 + (g / 20) % 4],
-               (ARRAY['main', 'side'])[1 + (g / 80) % 2], 'unit', 'u-' || g
-          FROM generate_series(c * 1000 + 1, least((c + 1) * 1000, $b * $chunks * 20)) g WHERE g % 20 = 0;
-        COMMIT;
-    END LOOP;
-END
-\$load\$;
 INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
   ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
   ('iu', 'unit_version_created',   'side', 'uv_created_side',   'outbound', true,  true),
@@ -127,6 +142,34 @@ SQL
   done
   psql -X -q -o /dev/null -h "$work" -U postgres -d "busy$b" -c "VACUUM ANALYZE"
 done
+# The idle run where bench/pgq's BenchmarkPgqIdle times it, against PgQ's empty next_batch in
+# the same database: a copy of instr with the bench's shared outbox (IU_INSTR_IDLE_ROWS rows,
+# default 1,000,000, 5 % iu, loaded as bench/pgq loads it), the worker caught up over its
+# events, VACUUM ANALYZE (as the bench does and autovacuum would), then partition maintenance
+# (a runner's tick after its workers). The idle figures above run in instr, which is small and
+# never analyzed: there the outbox's domain index is one page (the new-rows question's
+# descent costs almost nothing) and the small tables' plans are the unanalyzed ones, so the
+# pair below is the one the wall-time figure follows.
+idle_big="idle run, shared outbox analyzed"
+have_idlebig=
+if [[ "$pgq" = 1 && ( -z "${IU_INSTR_ONLY:-}" || "$idle_big" =~ $IU_INSTR_ONLY || "next_batch" =~ $IU_INSTR_ONLY ) ]]; then
+  rows="${IU_INSTR_IDLE_ROWS:-1000000}"
+  psql -X -q -h "$work" -U postgres -d postgres -c "CREATE DATABASE idlebig TEMPLATE instr"
+  load_outbox idlebig "$rows" ""
+  psql -X -q -o /dev/null -h "$work" -U postgres -d idlebig -v ON_ERROR_STOP=1 <<SQL
+INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
+  ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
+  ('iu', 'unit_version_published', 'main', 'uv_published_main', 'webhook',  true,  true);
+SQL
+  for _ in $(seq 1000); do
+    c=$(psql -X -qAt -h "$work" -U postgres -d idlebig -c "SELECT fn_iu_route_worker_run('iu_outbound_default', 10000) ->> 'claimed'")
+    [ "$c" = 0 ] && break
+  done
+  psql -X -q -o /dev/null -h "$work" -U postgres -d idlebig -v ON_ERROR_STOP=1 -c "VACUUM ANALYZE" -c "SELECT fn_iu_partition_maintain()"
+  idle_now=$(psql -X -qAt -h "$work" -U postgres -d idlebig -c "SELECT fn_iu_route_worker_run('iu_outbound_default', 100) ->> 'idle'")
+  [ "$idle_now" = true ] || { echo "idlebig: the worker is not idle after catching up" >&2; exit 1; }
+  have_idlebig=1
+fi
 # The WAL a busy run writes, ours against PgQ's consumer (opt-in: IU_INSTR_WAL=1), on the
 # running server before the counts: five runs of each, alternating, each its own session
 # and transaction, the bytes between the insert position before the call and after its
@@ -209,6 +252,10 @@ fi
 if [ "$many" != 0 ]; then
   per_call "fn_iu_emit_events, 100 per call" "PREPARE p AS SELECT fn_iu_emit_events(\$1, \$2, \$3, NULL, NULL, NULL, NULL, \$4);" \
     "EXECUTE p('iu', 'bench', array_fill('s'::text, ARRAY[100]), array_fill('{\"k\": 1}'::jsonb, ARRAY[100]));" 100
+fi
+if [ -n "$have_idlebig" ]; then
+  per_call "$idle_big" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('iu_outbound_default', 100);" 1 idlebig
+  per_call "empty pgq.next_batch, the same database" "PREPARE p AS SELECT pgq.next_batch(\$1, \$2);" "EXECUTE p('idle_q', 'idle_c');" 1 idlebig
 fi
 # The job claim against that backlog, one job and 100 jobs, as a worker loops on it. Each
 # claim is rolled back, so every call finds the same backlog (claims that committed would

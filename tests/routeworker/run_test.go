@@ -366,6 +366,13 @@ func TestRun_BeatsHeartbeatWhenDue(t *testing.T) {
 	if again := read(); again.ticks != 1 || !again.at.Equal(first.at) {
 		t.Fatalf("a run 0 s after the last beat must not beat again: %+v", again)
 	}
+	// Just inside the quarter (14 s of 15): still fresh, so the run does not beat. With the
+	// 16 s case below this pins the threshold to within a second on either side.
+	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '14 seconds' WHERE executor_id = $1`, b.worker)
+	runAt()
+	if inside := read(); inside.ticks != 1 {
+		t.Fatalf("a run 14 s after the last beat (cadence 60 s, a beat due after 15 s) must not beat: %+v", inside)
+	}
 	// Age the beat past a quarter of the cadence: the next run beats.
 	db.Exec(t, `UPDATE queue_heartbeat SET last_beat_at = now() - interval '16 seconds' WHERE executor_id = $1`, b.worker)
 	at3 := runAt()
