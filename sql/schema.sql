@@ -4372,7 +4372,7 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_beat_fresh(p_worker_name text, p_reas
     -- The quarter is taken in float8 (an integer number of seconds times 0.25 is exact in
     -- binary, and make_interval rounds it to the same microseconds), not as numeric division
     -- (`/ 4.0`, the same value): numeric arithmetic and its cast cost the caught-up poll,
-    -- which asks this row on every call, ~2.8 k instructions (about 1 %).
+    -- which asks this row on every call, ~3 k instructions (about 1 %).
     -- Inlinable SQL, owner only.
     -- ---------------------------------------------------------------------------------------
     SELECT true

@@ -15,7 +15,7 @@ AS $$
     -- The quarter is taken in float8 (an integer number of seconds times 0.25 is exact in
     -- binary, and make_interval rounds it to the same microseconds), not as numeric division
     -- (`/ 4.0`, the same value): numeric arithmetic and its cast cost the caught-up poll,
-    -- which asks this row on every call, ~2.8 k instructions (about 1 %).
+    -- which asks this row on every call, ~3 k instructions (about 1 %).
     -- Inlinable SQL, owner only.
     -- ---------------------------------------------------------------------------------------
     SELECT true
