@@ -72,20 +72,6 @@ SELECT (ARRAY['a', 'b', 'c', 'd'])[1 + g % 4], 'iu', 'succeeded', now() FROM gen
 VACUUM ANALYZE job_queue;
 SQL
 fi
-# A busy run against PgQ's consumer doing the same work (bench/pgq's BenchmarkPgqThroughput
-# in instructions): databases busy<B> of their own, each an outbox of only iu events as
-# bench/pgq loads it (1,000 generated rows per transaction, the same types, streams and
-# routes), worker bench_worker registered, and a PgQ queue of the same events in claim order
-# with one tick per B events (61 batches of 100, as bench/pgq's; 30 of 1,000, bench/pgq's 21
-# and room for the WAL figure's runs), and the bench's consumer (bench/pgq/common_test.go's
-# pgqSetup, a plain INSERT of the audit rows in the batch's transaction). Each figure is per
-# run: (14 runs - 6 runs) / 8, from the middle of the queue. Both counts are fresh backends
-# with six runs or more: PgQ's consumer is PL/pgSQL under the default plan_cache_mode, so a
-# session plans each of its statements anew on their first five executions before it
-# settles on a generic plan (the worker pins force_generic_plan and plans once); with fewer
-# runs in the smaller count, the difference would charge PgQ for planning a long-running
-# consumer no longer does (it did until this stop: 3 and 11 runs, ~2.2 M instructions a run
-# at batch 100).
 # load_outbox DB ROWS WHERE: bench/pgq's loadOutbox in SQL: generated rows 1..ROWS, every
 # 20th an iu event (four types, streams main and side), the rest other domains' noise, 1,000
 # generated rows per transaction as producers write; WHERE "WHERE g % 20 = 0" keeps only the
@@ -108,6 +94,31 @@ END
 \$load\$;
 SQL
 }
+# catch_up DB: runs the bench worker iu_outbound_default with large batches until a run
+# claims nothing; fails when 1,000 runs have not caught it up.
+catch_up() {
+  local c
+  for _ in $(seq 1000); do
+    c=$(psql -X -qAt -h "$work" -U postgres -d "$1" -c "SELECT fn_iu_route_worker_run('iu_outbound_default', 10000) ->> 'claimed'")
+    [ "$c" = 0 ] && return 0
+  done
+  echo "$1: the worker has not caught up after 1,000 runs" >&2
+  exit 1
+}
+# A busy run against PgQ's consumer doing the same work (bench/pgq's BenchmarkPgqThroughput
+# in instructions): databases busy<B> of their own, each an outbox of only iu events as
+# bench/pgq loads it (1,000 generated rows per transaction, the same types, streams and
+# routes), worker bench_worker registered, and a PgQ queue of the same events in claim order
+# with one tick per B events (61 batches of 100, as bench/pgq's; 30 of 1,000, bench/pgq's 21
+# and room for the WAL figure's runs), and the bench's consumer (bench/pgq/common_test.go's
+# pgqSetup, a plain INSERT of the audit rows in the batch's transaction). Each figure is per
+# run: (14 runs - 6 runs) / 8, from the middle of the queue. Both counts are fresh backends
+# with six runs or more: PgQ's consumer is PL/pgSQL under the default plan_cache_mode, so a
+# session plans each of its statements anew on their first five executions before it
+# settles on a generic plan (the worker pins force_generic_plan and plans once); with fewer
+# runs in the smaller count, the difference would charge PgQ for planning a long-running
+# consumer no longer does (it did until this stop: 3 and 11 runs, ~2.2 M instructions a run
+# at batch 100).
 busy_sizes=()
 for b in 100 1000; do
   if [[ "$pgq" = 1 && ( -z "${IU_INSTR_ONLY:-}" || "busy run of $b" =~ $IU_INSTR_ONLY ) ]]; then busy_sizes+=("$b"); fi
@@ -161,10 +172,7 @@ INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key
   ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
   ('iu', 'unit_version_published', 'main', 'uv_published_main', 'webhook',  true,  true);
 SQL
-  for _ in $(seq 1000); do
-    c=$(psql -X -qAt -h "$work" -U postgres -d idlebig -c "SELECT fn_iu_route_worker_run('iu_outbound_default', 10000) ->> 'claimed'")
-    [ "$c" = 0 ] && break
-  done
+  catch_up idlebig
   psql -X -q -o /dev/null -h "$work" -U postgres -d idlebig -v ON_ERROR_STOP=1 -c "VACUUM ANALYZE" -c "SELECT fn_iu_partition_maintain()"
   idle_now=$(psql -X -qAt -h "$work" -U postgres -d idlebig -c "SELECT fn_iu_route_worker_run('iu_outbound_default', 100) ->> 'idle'")
   [ "$idle_now" = true ] || { echo "idlebig: the worker is not idle after catching up" >&2; exit 1; }
@@ -246,16 +254,17 @@ if [ "$pgq" = 1 ]; then
   per_call "pgq.insert_event" "PREPARE p AS SELECT pgq.insert_event(\$1, \$2, \$3, \$4, \$5, \$6, \$7);" "EXECUTE p('bench_q', 'bench', '{\"k\": 1}', 's', NULL, NULL, NULL);"
   # The idle baseline: a consumer asking for its next batch when no tick is new (the idle run's peer).
   per_call "empty pgq.next_batch" "PREPARE p AS SELECT pgq.next_batch(\$1, \$2);" "EXECUTE p('idle_q', 'idle_c');"
+  # The same pair in the database shaped as bench/pgq's (set up above), the one wall time follows.
+  if [ -n "$have_idlebig" ]; then
+    per_call "$idle_big" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('iu_outbound_default', 100);" 1 idlebig
+    per_call "empty pgq.next_batch, the same database" "PREPARE p AS SELECT pgq.next_batch(\$1, \$2);" "EXECUTE p('idle_q', 'idle_c');" 1 idlebig
+  fi
 else
   echo "pgq.insert_event: PgQ is not installable here (bench/deps/pgq.sh installs it)"
 fi
 if [ "$many" != 0 ]; then
   per_call "fn_iu_emit_events, 100 per call" "PREPARE p AS SELECT fn_iu_emit_events(\$1, \$2, \$3, NULL, NULL, NULL, NULL, \$4);" \
     "EXECUTE p('iu', 'bench', array_fill('s'::text, ARRAY[100]), array_fill('{\"k\": 1}'::jsonb, ARRAY[100]));" 100
-fi
-if [ -n "$have_idlebig" ]; then
-  per_call "$idle_big" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('iu_outbound_default', 100);" 1 idlebig
-  per_call "empty pgq.next_batch, the same database" "PREPARE p AS SELECT pgq.next_batch(\$1, \$2);" "EXECUTE p('idle_q', 'idle_c');" 1 idlebig
 fi
 # The job claim against that backlog, one job and 100 jobs, as a worker loops on it. Each
 # claim is rolled back, so every call finds the same backlog (claims that committed would
@@ -282,10 +291,7 @@ if [[ -z "${IU_INSTR_ONLY:-}" || "$held" =~ $IU_INSTR_ONLY ]]; then
   psql -X -q -o /dev/null -h "$work" -U postgres -d instr -v ON_ERROR_STOP=1 \
     -c "BEGIN; SELECT pg_current_xact_id(); PREPARE TRANSACTION 'instr_hold'" \
     -c "SELECT fn_iu_emit_event('iu', 'bench', 's')"
-  for _ in $(seq 1000); do
-    c=$(psql -X -qAt -h "$work" -U postgres -d instr -c "SELECT fn_iu_route_worker_run('iu_outbound_default', 10000) ->> 'claimed'")
-    [ "$c" = 0 ] && break
-  done
+  catch_up instr
   psql -X -q -o /dev/null -h "$work" -U postgres -d instr -v ON_ERROR_STOP=1 \
     -c "SELECT fn_iu_route_worker_run('iu_outbound_default', 500)" -c CHECKPOINT
   n=$(psql -X -qAt -h "$work" -U postgres -d instr -c "SELECT fn_iu_route_worker_run('iu_outbound_default', 500) ->> 'held_open_count'")
