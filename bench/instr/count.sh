@@ -94,6 +94,20 @@ END
 \$load\$;
 SQL
 }
+# bench_routes DB: bench/pgq's route table (common_test.go's "routes"): every iu type on both
+# streams, dry-run, unit_flagged's route disabled.
+bench_routes() {
+  psql -X -q -o /dev/null -h "$work" -U postgres -d "$1" -v ON_ERROR_STOP=1 <<'SQL'
+INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
+  ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
+  ('iu', 'unit_version_created',   'side', 'uv_created_side',   'outbound', true,  true),
+  ('iu', 'unit_version_published', 'main', 'uv_published_main', 'webhook',  true,  true),
+  ('iu', 'unit_version_published', 'side', 'uv_published_side', 'webhook',  true,  true),
+  ('iu', 'unit_archived',          'main', 'u_archived_main',   'outbound', true,  true),
+  ('iu', 'unit_archived',          'side', 'u_archived_side',   'outbound', true,  true),
+  ('iu', 'unit_flagged',           'main', 'u_flagged_main',    'queue',    false, true);
+SQL
+}
 # catch_up DB: runs the bench worker iu_outbound_default with large batches until a run
 # claims nothing; fails when 1,000 runs have not caught it up.
 catch_up() {
@@ -130,15 +144,8 @@ for b in "${busy_sizes[@]}"; do
   chunks=$([ "$b" = 100 ] && echo 61 || echo 30)
   psql -X -q -h "$work" -U postgres -d postgres -c "CREATE DATABASE busy$b TEMPLATE instr"
   load_outbox "busy$b" $((b * chunks * 20)) "WHERE g % 20 = 0"
+  bench_routes "busy$b"
   psql -X -q -o /dev/null -h "$work" -U postgres -d "busy$b" -v ON_ERROR_STOP=1 <<SQL
-INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
-  ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
-  ('iu', 'unit_version_created',   'side', 'uv_created_side',   'outbound', true,  true),
-  ('iu', 'unit_version_published', 'main', 'uv_published_main', 'webhook',  true,  true),
-  ('iu', 'unit_version_published', 'side', 'uv_published_side', 'webhook',  true,  true),
-  ('iu', 'unit_archived',          'main', 'u_archived_main',   'outbound', true,  true),
-  ('iu', 'unit_archived',          'side', 'u_archived_side',   'outbound', true,  true),
-  ('iu', 'unit_flagged',           'main', 'u_flagged_main',    'queue',    false, true);
 SELECT fn_iu_route_worker_register('bench_worker');
 UPDATE queue_heartbeat SET stale_threshold_seconds = 864000, expected_cadence_seconds = 86400 WHERE executor_id = 'bench_worker';
 SELECT pgq.set_queue_config('bench_q', 'ticker_max_count', '1');
@@ -167,11 +174,7 @@ if [[ "$pgq" = 1 && ( -z "${IU_INSTR_ONLY:-}" || "$idle_big" =~ $IU_INSTR_ONLY |
   rows="${IU_INSTR_IDLE_ROWS:-1000000}"
   psql -X -q -h "$work" -U postgres -d postgres -c "CREATE DATABASE idlebig TEMPLATE instr"
   load_outbox idlebig "$rows" ""
-  psql -X -q -o /dev/null -h "$work" -U postgres -d idlebig -v ON_ERROR_STOP=1 <<SQL
-INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
-  ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
-  ('iu', 'unit_version_published', 'main', 'uv_published_main', 'webhook',  true,  true);
-SQL
+  bench_routes idlebig
   catch_up idlebig
   psql -X -q -o /dev/null -h "$work" -U postgres -d idlebig -v ON_ERROR_STOP=1 -c "VACUUM ANALYZE" -c "SELECT fn_iu_partition_maintain()"
   idle_now=$(psql -X -qAt -h "$work" -U postgres -d idlebig -c "SELECT fn_iu_route_worker_run('iu_outbound_default', 100) ->> 'idle'")
