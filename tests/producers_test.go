@@ -8,10 +8,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iu-core/event-worker/internal/migrate"
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// Rule: the outbox's row rules (names non-empty, lane and severity from their lists, the
+// Rule: the outbox's row rules (names non-empty and at most 200 bytes, lane and severity from their lists, the
 // payload a JSON object free of denylisted keys at any depth and in any letter case, the
 // stale-check's alert types queue_worker_silent and queue_worker_recovered reserved to the
 // package in every domain) hold on every write path a producer with INSERT has: one row, a
@@ -29,6 +30,10 @@ func TestProducers_RowRulesHoldOnEveryWritePath(t *testing.T) {
 		"empty domain":            `('', 'prod', 's', 'standard', 'info', '{}'::jsonb)`,
 		"empty type":              `('iu', '', 's', 'standard', 'info', '{}'::jsonb)`,
 		"empty stream":            `('iu', 'prod', '', 'standard', 'info', '{}'::jsonb)`,
+		"domain over 200 bytes":   `(repeat('d', 201), 'prod', 's', 'standard', 'info', '{}'::jsonb)`,
+		"type over 200 bytes":     `('iu', repeat('t', 201), 's', 'standard', 'info', '{}'::jsonb)`,
+		"stream over 200 bytes":   `('iu', 'prod', repeat('s', 201), 'standard', 'info', '{}'::jsonb)`,
+		"stream of 20 MB":         `('iu', 'prod', repeat('s', 20000000), 'standard', 'info', '{}'::jsonb)`,
 		"lane":                    `('iu', 'prod', 's', 'urgent', 'info', '{}'::jsonb)`,
 		"lane, letter case":       `('iu', 'prod', 's', 'Standard', 'info', '{}'::jsonb)`,
 		"severity":                `('iu', 'prod', 's', 'standard', 'fatal', '{}'::jsonb)`,
@@ -423,4 +428,57 @@ func TestProducers_EmitFastFormLeavesNothingOut(t *testing.T) {
 	if events != 11 {
 		t.Fatalf("%d events stored for 11 accepted calls", events)
 	}
+}
+
+// Rule: a direct producer's names have emit's bound, at most 200 bytes (the refusals on every
+// write path are in TestProducers_RowRulesHoldOnEveryWritePath): before 024 the outbox took
+// any length, and a 200 MB stream of one repeated character (stored in ~2 MB) made every
+// route-worker run that reached it unpack and hash it; enough of them stalled the worker for
+// good. The bound is NOT VALID: rows already in the log when 024 is applied are kept whatever
+// their length, and 024's Down takes the bound away again.
+func TestProducers_NameBoundKeepsOlderRows(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	c := ctx(t)
+	m, err := migrate.Open(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const cols = `(event_domain, event_type, event_stream)`
+	// A row written before the bound: 024 and what follows it undone, the row written, the
+	// migrations applied again.
+	if _, err := m.DownTo(c, 23); err != nil {
+		t.Fatalf("migrating down to 023: %v", err)
+	}
+	db.Exec(t, `INSERT INTO event_outbox `+cols+` VALUES ('iu', 'prod', repeat('s', 300))`)
+	if _, err := m.Up(c); err != nil {
+		t.Fatalf("migrating up over a long row: %v", err)
+	}
+	if n := rowCount(t, db, `SELECT count(*) FROM event_outbox WHERE octet_length(event_stream) = 300`); n != 1 {
+		t.Fatalf("the row written before the bound: %d, want it kept", n)
+	}
+	p, _ := producer(t, db)
+	_, err = p.Exec(c, `INSERT INTO event_outbox `+cols+` VALUES ('iu', 'prod', repeat('s', 201))`)
+	if e := requireSQLState(t, err, "23514"); e.ConstraintName != "iu_event_name_bounded" {
+		t.Fatalf("a 201-byte stream: refused by %q, want iu_event_name_bounded", e.ConstraintName)
+	}
+	if _, err := p.Exec(c, `INSERT INTO event_outbox `+cols+` VALUES (repeat('d', 200), repeat('t', 200), repeat('s', 200))`); err != nil {
+		t.Fatalf("names of 200 bytes are within the bound: %v", err)
+	}
+	// The Down: without 024 the outbox takes any length again.
+	if _, err := m.DownTo(c, 23); err != nil {
+		t.Fatalf("migrating down to 023: %v", err)
+	}
+	db.Exec(t, `INSERT INTO event_outbox `+cols+` VALUES ('iu', 'prod', repeat('s', 201))`)
+	if _, err := m.Up(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rowCount(t testing.TB, db *pgtest.DB, sql string) int {
+	t.Helper()
+	var n int
+	db.QueryRow(t, sql, nil, &n)
+	return n
 }

@@ -3047,9 +3047,11 @@ DECLARE
     v_quiet   boolean;
     v_more    boolean;
     v_holders jsonb;
+    v_hot     xid8;
+    v_ceiling xid8;
 BEGIN
-    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.quiet, p.more
-      INTO v_lock_id, v_domain, v_done, v_quiet, v_more
+    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.quiet, p.more, p.hot_txid, p.hot_ceiling
+      INTO v_lock_id, v_domain, v_done, v_quiet, v_more, v_hot, v_ceiling
       FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name, p_batch_limit) p;
     -- The probe asked about the new rows below the hot ceiling. It says when that is not the
     -- whole question (more), and the rest is asked only then, so the common poll compiles
@@ -3077,8 +3079,19 @@ BEGIN
         -- Txids passed the hot ceiling (they crossed into the next partition since partition
         -- maintenance last moved it): the rows above it too, until the next maintenance.
         -- (This expression's snapshot is newer than the probe's, so it sees at least as far.)
-        IF v_quiet AND pg_snapshot_xmax(pg_current_snapshot()) > iu_core.fn_iu_outbox_hot_ceiling(v_domain) THEN
+        IF v_quiet AND pg_snapshot_xmax(pg_current_snapshot()) > v_ceiling THEN
             v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_above(v_domain, v_done));
+        END IF;
+        -- The questions above are planned when they run, with the hot bound and ceiling as
+        -- they are then; the probe was planned with v_hot and v_ceiling. A partition
+        -- maintenance that committed in between (fn_iu_outbox_hot_refresh replaces the two
+        -- constants) leaves the rows between the probe's ceiling and the new one asked by
+        -- neither statement (and the late commits below a new hot bound). Quiet is trusted
+        -- only when both are still the probe's; otherwise the full pass decides. (Read here,
+        -- after those statements: a change they were planned with is seen here too.)
+        IF v_quiet AND (iu_core.fn_iu_outbox_hot_ceiling(v_domain) <> v_ceiling
+                        OR iu_core.fn_iu_outbox_hot_txid(v_domain) <> v_hot) THEN
+            v_quiet := false;
         END IF;
     END IF;
     -- The lock only when all is quiet.
@@ -3200,7 +3213,10 @@ AS $$
     -- asks the rows above it (fn_iu_route_worker_idle_above) before it trusts a quiet answer,
     -- until the next maintenance moves the ceiling up. So the ceiling decides how much a
     -- statement plans, never what it finds; a stale or foreign one (a dump restored into
-    -- another cluster) costs speed, not rows.
+    -- another cluster) costs speed, not rows. What it must be is the same for both
+    -- questions: the probe returns the ceiling it was planned with, and the run trusts the
+    -- rows-above answer only while the ceiling is still that one (a maintenance that moved
+    -- it in between left the rows between the two asked by neither).
     -- Inlined where it is called (STABLE SQL, as fn_iu_outbox_hot_txid: see there why), so
     -- replacing it discards every plan made with the old constant. p_event_domain is not
     -- read; it keeps the call non-constant, so the planner inlines rather than evaluates it.
@@ -3411,7 +3427,8 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_beat_fresh(text, text) FROM PU
 -- functions/route_worker/fn_iu_route_worker_idle_probe.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text, p_batch_limit integer)
-RETURNS TABLE (lock_id integer, event_domain text, done_snapshot pg_snapshot, quiet boolean, more boolean)
+RETURNS TABLE (lock_id integer, event_domain text, done_snapshot pg_snapshot, quiet boolean, more boolean,
+               hot_txid xid8, hot_ceiling xid8)
 LANGUAGE sql STABLE
 AS $$
     -- ---------------------------------------------------------------------------------------
@@ -3447,6 +3464,11 @@ AS $$
     --   evaluates nothing else. Every function call here costs each poll a lookup and a
     --   privilege check when the statement starts, so the probe computes only what that
     --   poll needs.
+    -- hot_txid, hot_ceiling = the two constants this statement was planned with
+    --   (fn_iu_outbox_hot_txid, fn_iu_outbox_hot_ceiling). The questions the caller asks after
+    --   it are planned when they run: a partition maintenance that commits in between moves
+    --   the constants, and the rows between the old and the new one would be asked by neither
+    --   statement. The caller trusts a quiet answer only when the constants are still these.
     -- The other half of the cluster sanity rule, the recorded system_identifier, is left to
     -- the full pass: reading it means reading the control file from disk (a fifth of an idle
     -- run), and it cannot hide anything here. A cursor from another cluster whose positions lie
@@ -3474,7 +3496,9 @@ AS $$
            AND EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_fresh(p_worker_name, NULL))
            AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_new(c.event_domain, c.done_snapshot)),
            pg_snapshot_xmin(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)) < pg_snapshot_xmax(coalesce(c.done_snapshot, '1:1:'::pg_snapshot))
-           OR pg_snapshot_xmax(pg_current_snapshot()) > iu_core.fn_iu_outbox_hot_ceiling(c.event_domain)
+           OR pg_snapshot_xmax(pg_current_snapshot()) > iu_core.fn_iu_outbox_hot_ceiling(c.event_domain),
+           iu_core.fn_iu_outbox_hot_txid(c.event_domain),
+           iu_core.fn_iu_outbox_hot_ceiling(c.event_domain)
       FROM public.iu_route_worker_cursor c
      WHERE c.worker_name = p_worker_name
 $$;
@@ -7514,9 +7538,19 @@ AS $$
 -- repeat inside 2 x threshold) and the recovery report see them. Phase 2 may repeat an alert
 -- another session's open check also wrote: a duplicate is the price of a held check, a
 -- missing alert is not. Recoveries wait for a check that holds the row.
+--
+-- The check judges by the clock, not by now(): now() is when the caller's transaction began,
+-- and a caller may call the check in a transaction it opened before an executor fell silent
+-- (or make its statement wait, on a lock or a sleep, before the call). Judged at that moment
+-- the silent executor looks fresh: the check would report it recovered (reason
+-- threshold_raised) and clear its open alert, and the next honest check would count the
+-- silence as already reported and stay quiet for up to 2 x threshold. So v_now is
+-- clock_timestamp(), read again once this check has its turn (it may wait up to 1 s for
+-- another check), and a silence with no beat since its alert is reported ended only when
+-- v_now is not earlier than that alert.
 DECLARE
     v_floor      integer;
-    v_now        timestamptz := now();
+    v_now        timestamptz := clock_timestamp();
     v_checked    bigint;
     v_paused     bigint;
     v_candidates bigint;
@@ -7570,6 +7604,9 @@ BEGIN
           NULL;
       END;
       PERFORM set_config('lock_timeout', '5s', true);
+      -- Judged from when this check has its turn: an alert the check before it wrote is
+      -- then never later than v_now.
+      v_now := clock_timestamp();
       FOR v_phase IN 1..2 LOOP
         IF v_phase = 1 THEN
             OPEN c FOR
@@ -7744,9 +7781,12 @@ BEGIN
                 ELSE
                     v_suppressed := v_suppressed + 1;
                 END IF;
-            ELSIF v_free AND r.alerted_at IS NOT NULL THEN
+            ELSIF v_free AND r.alerted_at IS NOT NULL
+                  AND (r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at OR r.alerted_at <= v_now) THEN
                 -- No longer stale: report the silence as ended, once. reason 'beat' when it beat
-                -- since the alert; otherwise its threshold (or the floor) was raised past its age.
+                -- since the alert; otherwise its threshold (or the floor) was raised past its age,
+                -- judged only at a moment not earlier than the alert (see the header: a
+                -- judgement older than the alert is no evidence that the silence ended).
                 v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                     jsonb_build_object(
                         'executor_id',              r.executor_id,
@@ -7804,7 +7844,8 @@ AS $$
 -- The one check of a caller's process_after: NULL means now; infinity, -infinity and
 -- anything more than one year ahead are refused (22023). Why: a job that is never due
 -- would hold its dedupe key forever and block every later enqueue of that key.
--- Returns the value to store.
+-- Returns the value to store: a time in the past is stored as now, so a job never goes
+-- ahead of the jobs already waiting (claims take the oldest process_after first).
 BEGIN
     IF p_process_after IS NULL THEN
         RETURN now();
@@ -7817,7 +7858,7 @@ BEGIN
         RAISE EXCEPTION '%: p_process_after % is more than one year ahead', p_caller, p_process_after
             USING ERRCODE = '22023', HINT = 'Jobs may be scheduled at most one year ahead; re-enqueue later for longer delays.';
     END IF;
-    RETURN p_process_after;
+    RETURN greatest(p_process_after, now());
 END;
 $$;
 -- +goose StatementEnd
@@ -7962,7 +8003,10 @@ SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
--- key is returned instead of a duplicate. A NULL payload is {}, a NULL process_after now.
+-- key is returned instead of a duplicate. A NULL payload is {}, a NULL process_after now; a
+-- process_after in the past is stored as now (claims take the oldest process_after first, so
+-- a past time would put the job ahead of every job already waiting: any executor could jump
+-- or starve the queue).
 -- Refuses (22023, nothing written), in this order: a blank or over-long kind or domain, a
 -- payload that is not a clean JSON object, a process_after that is infinite or more than a
 -- year ahead, max_attempts outside 1..100, a blank or over-long dedupe key, a keyed job due
@@ -8008,7 +8052,7 @@ AS $$
 DECLARE
     v_id      uuid        := iu_core.fn_job_new_id();
     v_now     timestamptz := now();
-    v_after   timestamptz := coalesce(p_process_after, now());
+    v_after   timestamptz := greatest(p_process_after, now());   -- NULL or past: now
     v_live    uuid;
 BEGIN
     -- The accepting path: true exactly when every rule below holds (NULL fails it).

@@ -234,3 +234,34 @@ func TestJobs_ReaperRequeuesOrDeadLetters(t *testing.T) {
 		t.Fatalf("second reap: %v", out)
 	}
 }
+
+// Rule: a job cannot be enqueued ahead of the jobs already waiting. Claims take the oldest
+// process_after first, and enqueue accepted any finite time in the past, so an executor
+// could put its jobs (one, or a flood of them with fn_job_enqueue_many) before every job
+// waiting and starve them. A process_after in the past is stored as now, by both calls
+// and with or without a dedupe key: the waiting job is claimed first.
+func TestJobs_APastProcessAfterDoesNotJumpTheQueue(t *testing.T) {
+	t.Parallel()
+	for name, late := range map[string]string{
+		"fn_job_enqueue":                 `SELECT fn_job_enqueue('k', 'iu', '{}', '0001-01-01 00:00:00+00')::text`,
+		"fn_job_enqueue with a key":      `SELECT fn_job_enqueue('k', 'iu', '{}', now() - interval '1 hour', 'dk-past')::text`,
+		"fn_job_enqueue_many":            `SELECT (fn_job_enqueue_many('k', 'iu', '[{}]', '0001-01-01 00:00:00+00'))[1]::text`,
+		"fn_job_enqueue_many with a key": `SELECT (fn_job_enqueue_many('k', 'iu', '[{}]', now() - interval '1 hour', '{dk-past}'))[1]::text`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.NewDB(t)
+			waiting := enqueue(t, db.Pool, "k")
+			var jumper string
+			db.QueryRow(t, late, nil, &jumper)
+			var stored bool
+			db.QueryRow(t, `SELECT process_after >= enqueued_at FROM job_queue WHERE job_id = $1::uuid`, []any{jumper}, &stored)
+			if !stored {
+				t.Fatal("a past process_after was stored as given")
+			}
+			if got := claim(t, db.Pool, "w1", 1); len(got) != 1 || got[0] != waiting {
+				t.Fatalf("claimed %v first, want the job that was waiting (%s), not %s", got, waiting, jumper)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -584,23 +585,31 @@ func plansOnePartitionBetweenCrossings(t *testing.T, db *pgtest.DB) {
 // the ceiling, which the probe's own question does not see, is routed, once. The next
 // maintenance moves the ceiling above it.
 // Not parallel, as above.
+// caughtUpPastTheCeiling gives the outbox three or more partitions, routes two events, has
+// maintenance set the hot ceiling and returns it, then commits other traffic (one transaction
+// id at a time) until txids pass it, into the next partition.
+func caughtUpPastTheCeiling(t *testing.T, db *pgtest.DB, worker string) int {
+	t.Helper()
+	if parts := manyPastPartitions(t, db, 3); parts < 3 {
+		t.Fatalf("setup: %d outbox partitions, want 3 or more", parts)
+	}
+	emit(t, db.Pool, "iu", typDry, 2)
+	caughtUpAndFresh(t, db, worker)
+	db.Exec(t, `SELECT fn_iu_partition_maintain()`)
+	ceiling := scalar(t, db, `SELECT iu_core.fn_iu_outbox_hot_ceiling('iu')::text::bigint`)
+	db.Exec(t, fmt.Sprintf(`DO $$ BEGIN
+		WHILE pg_snapshot_xmax(pg_current_snapshot()) <= '%d'::xid8 LOOP PERFORM pg_current_xact_id(); COMMIT; END LOOP;
+	END $$`, ceiling))
+	return ceiling
+}
+
 func TestIdlePath_RowsAboveTheHotCeilingAreRouted(t *testing.T) {
 	rowsAboveTheHotCeilingAreRouted(t, pgtest.NewDB(t))
 }
 
 func rowsAboveTheHotCeilingAreRouted(t *testing.T, db *pgtest.DB) {
 	db, b := setupOn(t, db)
-	if parts := manyPastPartitions(t, db, 3); parts < 3 {
-		t.Fatalf("setup: %d outbox partitions, want 3 or more", parts)
-	}
-	emit(t, db.Pool, "iu", typDry, 2)
-	caughtUpAndFresh(t, db, b.worker)
-	db.Exec(t, `SELECT fn_iu_partition_maintain()`)
-	ceiling := scalar(t, db, `SELECT iu_core.fn_iu_outbox_hot_ceiling('iu')::text::bigint`)
-	// Other traffic, one committed transaction id at a time, into the next partition.
-	db.Exec(t, fmt.Sprintf(`DO $$ BEGIN
-		WHILE pg_snapshot_xmax(pg_current_snapshot()) <= '%d'::xid8 LOOP PERFORM pg_current_xact_id(); COMMIT; END LOOP;
-	END $$`, ceiling))
+	ceiling := caughtUpPastTheCeiling(t, db, b.worker)
 	if !nextPastCeiling(t, db) {
 		t.Fatal("setup: txids did not pass the hot ceiling")
 	}
@@ -640,6 +649,100 @@ func rowsAboveTheHotCeilingAreRouted(t *testing.T, db *pgtest.DB) {
 	db.Exec(t, `SELECT fn_iu_partition_maintain()`)
 	if moved := scalar(t, db, `SELECT iu_core.fn_iu_outbox_hot_ceiling('iu')::text::bigint`); moved <= ceiling {
 		t.Fatalf("maintenance left the ceiling at %d (was %d)", moved, ceiling)
+	}
+}
+
+// Rule: a poll that begins after an event committed never answers idle, even when partition
+// maintenance moves the outbox's hot ceiling in the middle of the poll. The run asks the new
+// rows below the ceiling in its probe, then (txids having passed it) the rows at or above it in
+// a second statement; the ceiling is a constant of each statement's plan. Maintenance that
+// commits between the two moved the second statement's ceiling up, and the rows between the
+// old ceiling and the new one were asked by neither: the run answered idle and caught up with
+// the event still owed (found by a review: the event waited for the next poll, and a runner's
+// tick stops its loop on caught_up). Staged deterministically: the event lies above the old
+// ceiling; maintenance's refresh holds the event's partition locked, so the run's second
+// statement waits for the refresh's commit and is planned after it.
+func TestIdlePath_CeilingMovedMidPollIsNotIdle(t *testing.T) {
+	t.Parallel()
+	db, b := setup(t)
+	ceiling := caughtUpPastTheCeiling(t, db, b.worker)
+	ctx := pgtest.Ctx(t)
+	w := db.Conn(t)
+	// A poll past the ceiling first: the run's statements are planned and cached in w.
+	if m := run(t, w, b.worker, 100); m["idle"] != true {
+		t.Fatalf("setup: want the idle answer, got %v", m)
+	}
+	var wPID int
+	if err := w.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&wPID); err != nil {
+		t.Fatal(err)
+	}
+	id := emit1(t, db.Pool, typDry)
+	var part string
+	var above bool
+	db.QueryRow(t, `SELECT tableoid::regclass::text, txid >= iu_core.fn_iu_outbox_hot_ceiling('iu') FROM event_outbox WHERE id = $1::uuid`,
+		[]any{id}, &part, &above)
+	if !above {
+		t.Fatal("setup: the event does not lie above the hot ceiling")
+	}
+	// Maintenance's refresh of the two constants, its commit held while the event's partition
+	// is locked.
+	tx, err := db.Conn(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+part+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	var moved int
+	// (Read in a statement of its own: one planned with the refresh would hold the old constant.)
+	if _, err := tx.Exec(ctx, `SELECT iu_core.fn_iu_outbox_hot_refresh()`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT iu_core.fn_iu_outbox_hot_ceiling('iu')::text::bigint`).Scan(&moved); err != nil {
+		t.Fatal(err)
+	}
+	if moved <= ceiling {
+		t.Fatalf("setup: the refresh left the ceiling at %d (was %d)", moved, ceiling)
+	}
+	type answer struct {
+		m   map[string]any
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var raw []byte
+		err := w.QueryRow(ctx, `SELECT fn_iu_route_worker_run($1, 100)`, b.worker).Scan(&raw)
+		var m map[string]any
+		if err == nil {
+			err = json.Unmarshal(raw, &m)
+		}
+		done <- answer{m, err}
+	}()
+	// The run has asked its probe and waits on the partition, in its second statement.
+	waited := false
+	for range 400 {
+		db.QueryRow(t, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock')`, []any{wPID}, &waited)
+		if waited {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if !waited {
+		t.Fatal("setup: the run never waited on the locked partition")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.m["idle"] == true || a.m["claimed"] != 1.0 {
+		t.Fatalf("the ceiling moved mid-poll: the run must route the committed event, got %v", a.m)
+	}
+	if attemptCount(t, db, id) != 1 {
+		t.Fatal("the event was not routed exactly once")
 	}
 }
 

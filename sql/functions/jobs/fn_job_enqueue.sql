@@ -13,7 +13,10 @@ SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
--- key is returned instead of a duplicate. A NULL payload is {}, a NULL process_after now.
+-- key is returned instead of a duplicate. A NULL payload is {}, a NULL process_after now; a
+-- process_after in the past is stored as now (claims take the oldest process_after first, so
+-- a past time would put the job ahead of every job already waiting: any executor could jump
+-- or starve the queue).
 -- Refuses (22023, nothing written), in this order: a blank or over-long kind or domain, a
 -- payload that is not a clean JSON object, a process_after that is infinite or more than a
 -- year ahead, max_attempts outside 1..100, a blank or over-long dedupe key, a keyed job due
@@ -59,7 +62,7 @@ AS $$
 DECLARE
     v_id      uuid        := iu_core.fn_job_new_id();
     v_now     timestamptz := now();
-    v_after   timestamptz := coalesce(p_process_after, now());
+    v_after   timestamptz := greatest(p_process_after, now());   -- NULL or past: now
     v_live    uuid;
 BEGIN
     -- The accepting path: true exactly when every rule below holds (NULL fails it).

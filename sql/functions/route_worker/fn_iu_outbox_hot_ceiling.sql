@@ -26,7 +26,10 @@ AS $$
     -- asks the rows above it (fn_iu_route_worker_idle_above) before it trusts a quiet answer,
     -- until the next maintenance moves the ceiling up. So the ceiling decides how much a
     -- statement plans, never what it finds; a stale or foreign one (a dump restored into
-    -- another cluster) costs speed, not rows.
+    -- another cluster) costs speed, not rows. What it must be is the same for both
+    -- questions: the probe returns the ceiling it was planned with, and the run trusts the
+    -- rows-above answer only while the ceiling is still that one (a maintenance that moved
+    -- it in between left the rows between the two asked by neither).
     -- Inlined where it is called (STABLE SQL, as fn_iu_outbox_hot_txid: see there why), so
     -- replacing it discards every plan made with the old constant. p_event_domain is not
     -- read; it keeps the call non-constant, so the planner inlines rather than evaluates it.

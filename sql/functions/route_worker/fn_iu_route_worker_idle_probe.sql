@@ -1,5 +1,6 @@
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_idle_probe(p_worker_name text, p_batch_limit integer)
-RETURNS TABLE (lock_id integer, event_domain text, done_snapshot pg_snapshot, quiet boolean, more boolean)
+RETURNS TABLE (lock_id integer, event_domain text, done_snapshot pg_snapshot, quiet boolean, more boolean,
+               hot_txid xid8, hot_ceiling xid8)
 LANGUAGE sql STABLE
 AS $$
     -- ---------------------------------------------------------------------------------------
@@ -35,6 +36,11 @@ AS $$
     --   evaluates nothing else. Every function call here costs each poll a lookup and a
     --   privilege check when the statement starts, so the probe computes only what that
     --   poll needs.
+    -- hot_txid, hot_ceiling = the two constants this statement was planned with
+    --   (fn_iu_outbox_hot_txid, fn_iu_outbox_hot_ceiling). The questions the caller asks after
+    --   it are planned when they run: a partition maintenance that commits in between moves
+    --   the constants, and the rows between the old and the new one would be asked by neither
+    --   statement. The caller trusts a quiet answer only when the constants are still these.
     -- The other half of the cluster sanity rule, the recorded system_identifier, is left to
     -- the full pass: reading it means reading the control file from disk (a fifth of an idle
     -- run), and it cannot hide anything here. A cursor from another cluster whose positions lie
@@ -62,7 +68,9 @@ AS $$
            AND EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_fresh(p_worker_name, NULL))
            AND NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_new(c.event_domain, c.done_snapshot)),
            pg_snapshot_xmin(coalesce(c.done_snapshot, '1:1:'::pg_snapshot)) < pg_snapshot_xmax(coalesce(c.done_snapshot, '1:1:'::pg_snapshot))
-           OR pg_snapshot_xmax(pg_current_snapshot()) > iu_core.fn_iu_outbox_hot_ceiling(c.event_domain)
+           OR pg_snapshot_xmax(pg_current_snapshot()) > iu_core.fn_iu_outbox_hot_ceiling(c.event_domain),
+           iu_core.fn_iu_outbox_hot_txid(c.event_domain),
+           iu_core.fn_iu_outbox_hot_ceiling(c.event_domain)
       FROM public.iu_route_worker_cursor c
      WHERE c.worker_name = p_worker_name
 $$;

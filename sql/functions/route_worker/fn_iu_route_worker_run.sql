@@ -41,9 +41,11 @@ DECLARE
     v_quiet   boolean;
     v_more    boolean;
     v_holders jsonb;
+    v_hot     xid8;
+    v_ceiling xid8;
 BEGIN
-    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.quiet, p.more
-      INTO v_lock_id, v_domain, v_done, v_quiet, v_more
+    SELECT p.lock_id, p.event_domain, p.done_snapshot, p.quiet, p.more, p.hot_txid, p.hot_ceiling
+      INTO v_lock_id, v_domain, v_done, v_quiet, v_more, v_hot, v_ceiling
       FROM iu_core.fn_iu_route_worker_idle_probe(p_worker_name, p_batch_limit) p;
     -- The probe asked about the new rows below the hot ceiling. It says when that is not the
     -- whole question (more), and the rest is asked only then, so the common poll compiles
@@ -71,8 +73,19 @@ BEGIN
         -- Txids passed the hot ceiling (they crossed into the next partition since partition
         -- maintenance last moved it): the rows above it too, until the next maintenance.
         -- (This expression's snapshot is newer than the probe's, so it sees at least as far.)
-        IF v_quiet AND pg_snapshot_xmax(pg_current_snapshot()) > iu_core.fn_iu_outbox_hot_ceiling(v_domain) THEN
+        IF v_quiet AND pg_snapshot_xmax(pg_current_snapshot()) > v_ceiling THEN
             v_quiet := NOT EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_idle_above(v_domain, v_done));
+        END IF;
+        -- The questions above are planned when they run, with the hot bound and ceiling as
+        -- they are then; the probe was planned with v_hot and v_ceiling. A partition
+        -- maintenance that committed in between (fn_iu_outbox_hot_refresh replaces the two
+        -- constants) leaves the rows between the probe's ceiling and the new one asked by
+        -- neither statement (and the late commits below a new hot bound). Quiet is trusted
+        -- only when both are still the probe's; otherwise the full pass decides. (Read here,
+        -- after those statements: a change they were planned with is seen here too.)
+        IF v_quiet AND (iu_core.fn_iu_outbox_hot_ceiling(v_domain) <> v_ceiling
+                        OR iu_core.fn_iu_outbox_hot_txid(v_domain) <> v_hot) THEN
+            v_quiet := false;
         END IF;
     END IF;
     -- The lock only when all is quiet.

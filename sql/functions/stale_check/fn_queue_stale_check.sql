@@ -23,9 +23,19 @@ AS $$
 -- repeat inside 2 x threshold) and the recovery report see them. Phase 2 may repeat an alert
 -- another session's open check also wrote: a duplicate is the price of a held check, a
 -- missing alert is not. Recoveries wait for a check that holds the row.
+--
+-- The check judges by the clock, not by now(): now() is when the caller's transaction began,
+-- and a caller may call the check in a transaction it opened before an executor fell silent
+-- (or make its statement wait, on a lock or a sleep, before the call). Judged at that moment
+-- the silent executor looks fresh: the check would report it recovered (reason
+-- threshold_raised) and clear its open alert, and the next honest check would count the
+-- silence as already reported and stay quiet for up to 2 x threshold. So v_now is
+-- clock_timestamp(), read again once this check has its turn (it may wait up to 1 s for
+-- another check), and a silence with no beat since its alert is reported ended only when
+-- v_now is not earlier than that alert.
 DECLARE
     v_floor      integer;
-    v_now        timestamptz := now();
+    v_now        timestamptz := clock_timestamp();
     v_checked    bigint;
     v_paused     bigint;
     v_candidates bigint;
@@ -79,6 +89,9 @@ BEGIN
           NULL;
       END;
       PERFORM set_config('lock_timeout', '5s', true);
+      -- Judged from when this check has its turn: an alert the check before it wrote is
+      -- then never later than v_now.
+      v_now := clock_timestamp();
       FOR v_phase IN 1..2 LOOP
         IF v_phase = 1 THEN
             OPEN c FOR
@@ -253,9 +266,12 @@ BEGIN
                 ELSE
                     v_suppressed := v_suppressed + 1;
                 END IF;
-            ELSIF v_free AND r.alerted_at IS NOT NULL THEN
+            ELSIF v_free AND r.alerted_at IS NOT NULL
+                  AND (r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at OR r.alerted_at <= v_now) THEN
                 -- No longer stale: report the silence as ended, once. reason 'beat' when it beat
-                -- since the alert; otherwise its threshold (or the floor) was raised past its age.
+                -- since the alert; otherwise its threshold (or the floor) was raised past its age,
+                -- judged only at a moment not earlier than the alert (see the header: a
+                -- judgement older than the alert is no evidence that the silence ended).
                 v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                     jsonb_build_object(
                         'executor_id',              r.executor_id,
