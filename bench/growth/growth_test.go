@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iu-core/event-worker/bench/benchdata"
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
@@ -49,15 +50,7 @@ func load(ctx context.Context, b *testing.B, rows int) *loaded {
 	}
 	step("outbox", func() { loadOutbox(ctx, b, l.db, rows) })
 	step("setup", func() {
-		execSQL("routes", `
-		INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
-		  ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
-		  ('iu', 'unit_version_created',   'side', 'uv_created_side',   'outbound', true,  true),
-		  ('iu', 'unit_version_published', 'main', 'uv_published_main', 'webhook',  true,  true),
-		  ('iu', 'unit_version_published', 'side', 'uv_published_side', 'webhook',  true,  true),
-		  ('iu', 'unit_archived',          'main', 'u_archived_main',   'outbound', true,  true),
-		  ('iu', 'unit_archived',          'side', 'u_archived_side',   'outbound', true,  true),
-		  ('iu', 'unit_flagged',           'main', 'u_flagged_main',    'queue',    false, true)`)
+		execSQL("routes", benchdata.RoutesSQL)
 		execSQL("opening the route gates", `UPDATE dot_config SET value = 'true' WHERE key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled')`)
 		for i := range workers {
 			execSQL("registering a worker", `SELECT fn_iu_route_worker_register($1)`, workerName(i))

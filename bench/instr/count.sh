@@ -94,19 +94,10 @@ END
 \$load\$;
 SQL
 }
-# bench_routes DB: bench/pgq's route table (common_test.go's "routes"): every iu type on both
-# streams, dry-run, unit_flagged's route disabled.
+# bench_routes DB: the benches' route table (bench/benchdata/routes.sql, the one bench/pgq
+# times against).
 bench_routes() {
-  psql -X -q -o /dev/null -h "$work" -U postgres -d "$1" -v ON_ERROR_STOP=1 <<'SQL'
-INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
-  ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
-  ('iu', 'unit_version_created',   'side', 'uv_created_side',   'outbound', true,  true),
-  ('iu', 'unit_version_published', 'main', 'uv_published_main', 'webhook',  true,  true),
-  ('iu', 'unit_version_published', 'side', 'uv_published_side', 'webhook',  true,  true),
-  ('iu', 'unit_archived',          'main', 'u_archived_main',   'outbound', true,  true),
-  ('iu', 'unit_archived',          'side', 'u_archived_side',   'outbound', true,  true),
-  ('iu', 'unit_flagged',           'main', 'u_flagged_main',    'queue',    false, true);
-SQL
+  psql -X -q -o /dev/null -h "$work" -U postgres -d "$1" -v ON_ERROR_STOP=1 -f bench/benchdata/routes.sql   # the script runs from the repository root
 }
 # catch_up DB: runs the bench worker iu_outbound_default with large batches until a run
 # claims nothing; fails when 1,000 runs have not caught it up.

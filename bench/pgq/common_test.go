@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iu-core/event-worker/bench/benchdata"
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
@@ -76,15 +77,7 @@ func loadOutbox(ctx context.Context, b *testing.B, db *pgtest.DB, rows int, iuOn
 		args      []any
 	}{
 		{"loading the outbox", load, nil},
-		{"routes", `
-		INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
-		  ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
-		  ('iu', 'unit_version_created',   'side', 'uv_created_side',   'outbound', true,  true),
-		  ('iu', 'unit_version_published', 'main', 'uv_published_main', 'webhook',  true,  true),
-		  ('iu', 'unit_version_published', 'side', 'uv_published_side', 'webhook',  true,  true),
-		  ('iu', 'unit_archived',          'main', 'u_archived_main',   'outbound', true,  true),
-		  ('iu', 'unit_archived',          'side', 'u_archived_side',   'outbound', true,  true),
-		  ('iu', 'unit_flagged',           'main', 'u_flagged_main',    'queue',    false, true)`, nil},
+		{"routes", benchdata.RoutesSQL, nil},
 		{"opening the route gates", `UPDATE dot_config SET value = 'true' WHERE key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled')`, nil},
 		{"registering the producer event type", `INSERT INTO event_type_registry (event_domain, event_type, description)
 		  VALUES ('iu', 'unit_version_created', 'bench') ON CONFLICT DO NOTHING`, nil},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iu-core/event-worker/bench/benchdata"
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
@@ -47,15 +48,7 @@ func load(ctx context.Context, b *testing.B, db *pgtest.DB, rows int) {
 		  FROM generate_series(1, $1::int) g`, rows, iuEvery); err != nil {
 		b.Fatalf("loading the outbox: %v", err)
 	}
-	if _, err := db.Pool.Exec(ctx, `
-		INSERT INTO iu_outbound_route (event_domain, event_type, event_stream, route_key, route_kind, enabled, dry_run) VALUES
-		  ('iu', 'unit_version_created',   'main', 'uv_created_main',   'outbound', true,  true),
-		  ('iu', 'unit_version_created',   'side', 'uv_created_side',   'outbound', true,  true),
-		  ('iu', 'unit_version_published', 'main', 'uv_published_main', 'webhook',  true,  true),
-		  ('iu', 'unit_version_published', 'side', 'uv_published_side', 'webhook',  true,  true),
-		  ('iu', 'unit_archived',          'main', 'u_archived_main',   'outbound', true,  true),
-		  ('iu', 'unit_archived',          'side', 'u_archived_side',   'outbound', true,  true),
-		  ('iu', 'unit_flagged',           'main', 'u_flagged_main',    'queue',    false, true)`); err != nil {
+	if _, err := db.Pool.Exec(ctx, benchdata.RoutesSQL); err != nil {
 		b.Fatalf("routes: %v", err)
 	}
 	if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE`); err != nil {

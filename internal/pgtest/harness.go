@@ -172,6 +172,26 @@ func (d *DB) QueryRow(t testing.TB, sql string, args []any, dest ...any) {
 	}
 }
 
+// WaitUntil polls a query of one boolean every 25 ms until it answers true, and fails the
+// test when it has not within the timeout. For a state another session must reach first (a
+// backend waiting on a lock, a clock passing a moment): a condition waited for, never a
+// sleep that hopes.
+func (d *DB) WaitUntil(t testing.TB, timeout time.Duration, sql string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var ok bool
+		d.QueryRow(t, sql, args, &ok)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pgtest: still false after %s: %q", timeout, abbreviate(sql))
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
 func abbreviate(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 120 {

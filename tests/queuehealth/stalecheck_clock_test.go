@@ -58,7 +58,7 @@ func TestStaleCheck_AnOldClockCannotEndASilence(t *testing.T) {
 				err := att.QueryRow(ctx(t), `SELECT fn_queue_stale_check() FROM (SELECT pg_advisory_lock(424242)) l`).Scan(&out)
 				done <- answer{out, err}
 			}()
-			waitUntil(t, db, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE usename = $1 AND wait_event_type = 'Lock' AND wait_event = 'advisory')`, attRole)
+			db.WaitUntil(t, 20*time.Second, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE usename = $1 AND wait_event_type = 'Lock' AND wait_event = 'advisory')`, attRole)
 			goSilent()
 			if _, err := holder.Exec(ctx(t), `SELECT pg_advisory_unlock(424242)`); err != nil {
 				t.Fatal(err)
@@ -81,7 +81,7 @@ func TestStaleCheck_AnOldClockCannotEndASilence(t *testing.T) {
 			goSilent := func() {
 				// Real time passes until the victim is stale by the clock (a condition waited
 				// for, not a sleep that hopes); then the honest check alerts it.
-				waitUntil(t, db, `SELECT clock_timestamp() > last_beat_at + interval '31 seconds' FROM queue_heartbeat WHERE executor_id = $1`, "victim")
+				db.WaitUntil(t, 20*time.Second, `SELECT clock_timestamp() > last_beat_at + interval '31 seconds' FROM queue_heartbeat WHERE executor_id = $1`, "victim")
 				if out := staleCheck(t, db.Pool); num(t, out, "emitted") != 1 {
 					t.Fatalf("the honest check must alert the silent victim: %v", out)
 				}
@@ -100,22 +100,5 @@ func TestStaleCheck_AnOldClockCannotEndASilence(t *testing.T) {
 				t.Fatalf("the next honest check still knows the open silence: %v", out)
 			}
 		})
-	}
-}
-
-// waitUntil polls a boolean query every 50 ms until it is true, failing after 20 s.
-func waitUntil(t testing.TB, db *pgtest.DB, sql string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var ok bool
-		db.QueryRow(t, sql, args, &ok)
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still false after 20 s: %s", sql)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

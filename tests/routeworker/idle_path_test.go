@@ -720,17 +720,7 @@ func TestIdlePath_CeilingMovedMidPollIsNotIdle(t *testing.T) {
 		done <- answer{m, err}
 	}()
 	// The run has asked its probe and waits on the partition, in its second statement.
-	waited := false
-	for range 400 {
-		db.QueryRow(t, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock')`, []any{wPID}, &waited)
-		if waited {
-			break
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	if !waited {
-		t.Fatal("setup: the run never waited on the locked partition")
-	}
+	db.WaitUntil(t, 10*time.Second, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock')`, wPID)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
