@@ -13,6 +13,7 @@
 #   IU_INSTR_ONLY='idle|next_batch' bench/instr/count.sh        (the idle run and PgQ's empty next_batch, in the small
 #                                                              database and in one shaped as bench/pgq's, analyzed;
 #                                                              IU_INSTR_IDLE_ROWS sets that one's outbox, default 1,000,000)
+#   IU_INSTR_ONLY='fn_queue_stale_check' bench/instr/count.sh   (the stale-check's fresh path over 10,000 executors)
 #
 # Needs valgrind, the PostgreSQL server binaries (pg_config --bindir) and bin/goose (make
 # goose). As root the cluster runs as the postgres OS user. Prints one line per figure.
@@ -71,6 +72,17 @@ INSERT INTO job_queue (job_kind, event_domain, status, finished_at)
 SELECT (ARRAY['a', 'b', 'c', 'd'])[1 + g % 4], 'iu', 'succeeded', now() FROM generate_series(1, 1000000) g;
 VACUUM ANALYZE job_queue;
 SQL
+fi
+# The stale-check's fresh path, in a database of its own: 10,000 registered executors, each
+# beaten at registration with a threshold no count outlasts (a day), so every call finds them
+# all fresh and writes nothing (bench/queuehealth times the same call).
+stale="fn_queue_stale_check, 10,000 fresh executors"
+if [[ -z "${IU_INSTR_ONLY:-}" || "$stale" =~ $IU_INSTR_ONLY ]]; then
+  psql -X -q -h "$work" -U postgres -d postgres -c 'CREATE DATABASE stale TEMPLATE instr'
+  psql -X -q -o /dev/null -h "$work" -U postgres -d stale -v ON_ERROR_STOP=1 \
+    -c "SELECT fn_queue_heartbeat_register('ex' || g, 'external_worker', '{iu}', 60, 86400, 'instr') FROM generate_series(1, 10000) g" \
+    -c "UPDATE queue_heartbeat SET stale_threshold_seconds = 864000, expected_cadence_seconds = 86400" \
+    -c "VACUUM ANALYZE"
 fi
 # load_outbox DB ROWS WHERE: bench/pgq's loadOutbox in SQL: generated rows 1..ROWS, every
 # 20th an iu event (four types, streams main and side), the rest other domains' noise, 1,000
@@ -223,6 +235,11 @@ for b in "${busy_sizes[@]}"; do
   per_run "busy run of $b, fn_iu_route_worker_run" "busy$b" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('bench_worker', $b);" "$b"
   per_run "busy run of $b, PgQ consumer" "busy$b" "PREPARE p AS SELECT bench_pgq_consume(\$1, \$2);" "EXECUTE p('bench_q', 'bench_worker');" "$b"
 done
+# A stale-check call over 10,000 executors is ~50 M instructions: (11 calls - 3) / 8.
+if [[ -z "${IU_INSTR_ONLY:-}" || "$stale" =~ $IU_INSTR_ONLY ]]; then
+  a=$(count stale "" "SELECT fn_queue_stale_check() IS NOT NULL;" 3 stale); b=$(count stale "" "SELECT fn_queue_stale_check() IS NOT NULL;" 11 stale)
+  printf '%-40s %8.1f k instructions per call\n' "$stale" "$(echo "($b - $a) / 8 / 1000" | bc -l)"
+fi
 per_call "idle fn_iu_route_worker_run" "PREPARE p AS SELECT fn_iu_route_worker_run(\$1, \$2);" "EXECUTE p('iu_outbound_default', 500);"
 per_call "fn_iu_emit_event" "PREPARE p AS SELECT fn_iu_emit_event(\$1, \$2, \$3, \$4, \$5, \$6, \$7, \$8);" "EXECUTE p('iu', 'bench', 's', 'standard', 'info', NULL, NULL, '{\"k\": 1}');"
 per_call "direct INSERT into event_outbox" "PREPARE p AS INSERT INTO event_outbox (event_domain, event_type, event_stream, safe_payload) VALUES (\$1, \$2, \$3, \$4);" "EXECUTE p('iu', 'bench', 's', '{\"k\": 1}');"

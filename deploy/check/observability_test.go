@@ -93,6 +93,7 @@ func exported(t *testing.T) map[string]bool {
 		{Source: "heartbeat", Subject: "x", StatusHint: "stale", Age: &v, Problem: true},
 		{Source: "cursor", Subject: "w", StatusHint: "gated", Backlog: &v, Age: &v, GatedWaiting: &v},
 		{Source: "dead_letter_event", Subject: "iu", OpenDeadLetters: &v, Problem: true},
+		{Source: "heartbeat", Subject: "y", StatusHint: "fresh", Age: &v, Problem: true, ErrorStatus: true},
 	}})
 	m.WorkerRuns.WithLabelValues("w", "ok").Inc()
 	m.EventsRouted.WithLabelValues("w", "dry_run").Inc()

@@ -14,7 +14,8 @@
 //	0  success (a gated no-op and a busy worker are success)
 //	1  failure: the database is unreachable, a SQL call failed (one JSON error record on stderr)
 //	2  usage error: unknown subcommand or flag, bad flag value
-//	3  health: something is stale, critical or has open dead letters, or a closed gate has kept
+//	3  health: something is stale, critical or has open dead letters, an executor beats with
+//	   status error or has been paused longer than --paused-grace, or a closed gate has kept
 //	   events waiting longer than --gated-grace;
 //	   migrate status and migrate check: migrations are pending (a deploy can gate on it)
 //

@@ -82,15 +82,23 @@ func timeText(p *time.Time) string {
 // closed by mistake does not pile events up unnoticed (`iu-runner health --gated-grace`).
 const DefaultGatedGrace = 15 * time.Minute
 
+// DefaultPausedGrace is how long an executor may stay paused before `health` calls it a
+// problem (exit 3): a pause is planned maintenance, which ends; one left behind after it
+// hides a dead executor from every alert (`iu-runner health --paused-grace`).
+const DefaultPausedGrace = 24 * time.Hour
+
 // Rules decide which rows are problems.
 type Rules struct {
 	// GatedGrace: a cursor row whose closed gate has kept events waiting this long is a
 	// problem ("gated"); 0 means at once.
 	GatedGrace time.Duration
+	// PausedGrace: a heartbeat row paused this long is a problem ("paused_too_long"); 0
+	// turns the rule off (a pause is then never a problem).
+	PausedGrace time.Duration
 }
 
-// DefaultRules are the rules with the default grace.
-var DefaultRules = Rules{GatedGrace: DefaultGatedGrace}
+// DefaultRules are the rules with the default graces.
+var DefaultRules = Rules{GatedGrace: DefaultGatedGrace, PausedGrace: DefaultPausedGrace}
 
 // Problem says why a row is a problem ("" when it is not): stale (an executor silent past
 // its threshold; its severity column says warning or critical), open_dead_letters (the
@@ -98,14 +106,27 @@ var DefaultRules = Rules{GatedGrace: DefaultGatedGrace}
 // events waiting for a worker longer than the grace: before, closed gates with events
 // piling up exited 0), or the history row's lock_held (a session has held the
 // partition-maintenance lock for 10 s or more: maintenance and retention cannot run) and
-// default_rows (maintenance fell behind). A severity of critical on a row that is not
-// stale would be a problem too; the view does not produce one today.
+// default_rows (maintenance fell behind), and error_status (an executor beats on time but
+// reports status error: alive, and saying it is failing; before, such a row read fresh and
+// exited 0), and paused_too_long (an executor paused for longer than the paused grace: a
+// pause forgotten after maintenance, which raises no alert however long it lasts). A severity of critical on a row that is not stale would be a problem too; the
+// view does not produce one today.
 func (ru Rules) Problem(r Row) string {
 	switch {
 	case r.StatusHint == "stale":
 		return "stale"
 	case str(r.Severity) == "critical":
 		return "critical"
+	case r.Source == store.SourceHeartbeat && r.StatusHint == "fresh" && r.Severity != nil:
+		// The view's verdict, not a second copy of its rule: a fresh heartbeat has a
+		// severity only when the executor reports status error.
+		return "error_status"
+	case r.Source == store.SourceHeartbeat && r.StatusHint == "paused" && ru.PausedGrace > 0:
+		// (No paused_seconds: a view older than this runner, which cannot say; not a problem.)
+		if d, err := r.Heartbeat(); err != nil || (d.PausedSeconds != nil &&
+			time.Duration(*d.PausedSeconds)*time.Second >= ru.PausedGrace) {
+			return "paused_too_long"
+		}
 	case r.Source == store.SourceDeadLetterEvent || r.Source == store.SourceDeadLetterJob:
 		if r.DeadLettered == nil || *r.DeadLettered > 0 {
 			return "open_dead_letters"
@@ -131,8 +152,9 @@ func (ru Rules) ExitCode(rows []Row) int {
 	return ExitOK
 }
 
-// Counts summarizes rows: total, stale, critical, open dead-letter rows, and workers whose
-// closed gate keeps events waiting (gated; a problem once past the grace).
+// Counts summarizes rows: total, stale, critical, open dead-letter rows, workers whose
+// closed gate keeps events waiting (gated; a problem once past the grace), history problem
+// rows, executors reporting status error, and executors paused past the paused grace.
 type Counts struct {
 	Rows            int `json:"rows"`
 	Stale           int `json:"stale"`
@@ -140,6 +162,8 @@ type Counts struct {
 	OpenDeadLetters int `json:"open_dead_letter_rows"`
 	Gated           int `json:"gated"`
 	History         int `json:"history_problem_rows"`
+	ErrorStatus     int `json:"error_status"`
+	PausedTooLong   int `json:"paused_too_long"`
 }
 
 // Count tallies the problems.
@@ -153,6 +177,10 @@ func (ru Rules) Count(rows []Row) Counts {
 			c.OpenDeadLetters++
 		case "lock_held", "default_rows":
 			c.History++
+		case "error_status":
+			c.ErrorStatus++
+		case "paused_too_long":
+			c.PausedTooLong++
 		}
 		if str(r.Severity) == "critical" {
 			c.Critical++
@@ -247,6 +275,16 @@ func (ru Rules) RenderTable(w io.Writer, rows []Row) error {
 	if _, err := fmt.Fprintf(w, "\n%s: %d rows, %d stale, %d critical, %d with open dead letters, %d gated with events waiting\n",
 		verdict, c.Rows, c.Stale, c.Critical, c.OpenDeadLetters, c.Gated); err != nil {
 		return err
+	}
+	if c.ErrorStatus > 0 {
+		if _, err := fmt.Fprintf(w, "%d executor(s) beating with status error\n", c.ErrorStatus); err != nil {
+			return err
+		}
+	}
+	if c.PausedTooLong > 0 {
+		if _, err := fmt.Fprintf(w, "%d executor(s) paused longer than %s\n", c.PausedTooLong, ru.PausedGrace); err != nil {
+			return err
+		}
 	}
 	for _, r := range rows {
 		d, err := r.Cursor()

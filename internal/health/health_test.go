@@ -87,3 +87,40 @@ func TestRender(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 }
+
+// Rule: a fresh executor that reports status error is a problem (the view gives a fresh
+// heartbeat a severity only then), and so is a pause older than the paused grace; a pause
+// inside it, a pause with the rule off (grace 0) and a pause whose age the view does not
+// say are not.
+func TestErrorStatusAndPausedTooLong(t *testing.T) {
+	now := time.Now()
+	erroring := row("heartbeat", "e", nil, now, n(5), nil, nil, nil, "fresh")
+	erroring.Severity = s("warning")
+	if got := Problem(erroring); got != "error_status" {
+		t.Errorf("a fresh executor with a severity: problem %q, want error_status", got)
+	}
+	paused := func(seconds *int64) Row {
+		r := row("heartbeat", "p", nil, now, n(90000), nil, nil, nil, "paused")
+		d := map[string]any{"status": "ok", "paused_seconds": seconds}
+		r.Detail, _ = json.Marshal(d)
+		return r
+	}
+	rules := Rules{GatedGrace: DefaultGatedGrace, PausedGrace: DefaultPausedGrace}
+	for name, c := range map[string]struct {
+		r     Row
+		rules Rules
+		want  string
+	}{
+		"paused 25 h, grace 24 h": {paused(n(90000)), rules, "paused_too_long"},
+		"paused 1 h, grace 24 h":  {paused(n(3600)), rules, ""},
+		"paused 25 h, rule off":   {paused(n(90000)), Rules{GatedGrace: DefaultGatedGrace}, ""},
+		"paused, age not given":   {paused(nil), rules, ""},
+	} {
+		if got := c.rules.Problem(c.r); got != c.want {
+			t.Errorf("%s: problem %q, want %q", name, got, c.want)
+		}
+	}
+	if c := rules.Count([]Row{erroring, paused(n(90000))}); c.ErrorStatus != 1 || c.PausedTooLong != 1 {
+		t.Errorf("counts %+v: want 1 error_status, 1 paused_too_long", c)
+	}
+}

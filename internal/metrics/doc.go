@@ -28,8 +28,9 @@
 //	iu_queue_health_backlog{source,subject,domain}
 //	iu_queue_health_open_dead_letters{source,subject,domain}
 //	iu_queue_health_stale_executors
-//	iu_queue_health_problem{source,subject,domain,status_hint}   1 per stale/critical/open row
+//	iu_queue_health_problem{source,subject,domain,status_hint}   1 per problem row (iu-runner health's verdict)
 //	iu_queue_health_executor_stale{executor}                     1 per stale executor (its id as a label)
+//	iu_queue_health_executor_error{executor}                     1 per executor beating on time with status error
 //	iu_queue_health_last_refresh_timestamp_seconds               when the figures were last read
 //
 // The last-refresh gauge is part of the snapshot: it is absent until a refresh succeeds,

@@ -73,6 +73,9 @@ type HealthRow struct {
 	// worker (cursor rows with status_hint gated); nil otherwise.
 	GatedWaiting *float64
 	Problem      bool
+	// ErrorStatus: a heartbeat row whose executor beats on time but reports status error
+	// (iu-runner health's error_status).
+	ErrorStatus bool
 }
 
 // Health is one complete snapshot of the view.
@@ -91,10 +94,12 @@ var (
 	descHealthBacklg = prometheus.NewDesc("iu_queue_health_backlog", "Backlog per v_queue_health row that reports one (cursor backlog, queued jobs).", healthLabels, nil)
 	descHealthOpenDL = prometheus.NewDesc("iu_queue_health_open_dead_letters", "Open dead letters per v_queue_health dead_letter_* row.", healthLabels, nil)
 	descHealthStale  = prometheus.NewDesc("iu_queue_health_stale_executors", "Heartbeat rows of v_queue_health with status_hint = stale.", nil, nil)
-	descHealthProbl  = prometheus.NewDesc("iu_queue_health_problem", "1 per v_queue_health row that is stale, critical or an open dead letter.",
+	descHealthProbl  = prometheus.NewDesc("iu_queue_health_problem", "1 per v_queue_health row that iu-runner health calls a problem (stale, critical, open dead letters, gated past the grace, history, error_status, paused_too_long at the default grace).",
 		append(append([]string{}, healthLabels...), "status_hint"), nil)
 	descExecStale = prometheus.NewDesc("iu_queue_health_executor_stale",
 		"1 per executor (queue_heartbeat row) that v_queue_health reports stale; the label is the executor id.", []string{"executor"}, nil)
+	descExecError = prometheus.NewDesc("iu_queue_health_executor_error",
+		"1 per executor that beats on time but reports status error (fresh in v_queue_health, severity warning); the label is the executor id.", []string{"executor"}, nil)
 	descRefreshed = prometheus.NewDesc("iu_queue_health_last_refresh_timestamp_seconds",
 		"Unix time of the last successful read of v_queue_health (absent until the first one): how old the iu_queue_health_* figures are.", nil, nil)
 	descRows  = prometheus.NewDesc("iu_queue_health_rows", "Rows of v_queue_health at the last refresh.", nil, nil)
@@ -126,7 +131,7 @@ type healthCollector struct {
 }
 
 func (c *healthCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl, descExecStale, descRefreshed, descRows, descOmitted, descGated} {
+	for _, d := range []*prometheus.Desc{descHealthAge, descHealthBacklg, descHealthOpenDL, descHealthStale, descHealthProbl, descExecStale, descExecError, descRefreshed, descRows, descOmitted, descGated} {
 		ch <- d
 	}
 }
@@ -188,6 +193,9 @@ func (m *Metrics) SetHealth(h Health) {
 		}
 		if r.Source == "heartbeat" && r.StatusHint == "stale" {
 			add(descExecStale, 1, r.Subject)
+		}
+		if r.Source == "heartbeat" && r.ErrorStatus {
+			add(descExecError, 1, r.Subject)
 		}
 	}
 	add(descHealthStale, float64(h.StaleExecutors))

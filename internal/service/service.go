@@ -670,7 +670,9 @@ func (s *Service) refreshHealth(ctx context.Context) {
 				smallest = v
 			}
 		}
-		hr.Problem = health.Problem(r) != ""
+		problem := health.Problem(r)
+		hr.Problem = problem != ""
+		hr.ErrorStatus = problem == "error_status"
 		h.Rows = append(h.Rows, hr)
 	}
 	s.m.SetHealth(h)

@@ -92,12 +92,32 @@ type CursorDetail struct {
 
 // Cursor reads the detail of a cursor row (the zero value for other rows or no detail).
 func (r QueueHealthRow) Cursor() (CursorDetail, error) {
-	var d CursorDetail
-	if r.Source != SourceCursor || len(r.Detail) == 0 || string(r.Detail) == "null" {
+	return rowDetail[CursorDetail](r, SourceCursor, "v_queue_health cursor detail")
+}
+
+// rowDetail decodes the detail document of a row of the given source, leniently (the zero
+// value for rows of other sources, or with no detail).
+func rowDetail[T any](r QueueHealthRow, source, what string) (T, error) {
+	var d T
+	if r.Source != source || len(r.Detail) == 0 || string(r.Detail) == "null" {
 		return d, nil
 	}
-	if err := decode("v_queue_health cursor detail", r.Detail, &d, lenient); err != nil {
-		return CursorDetail{}, err
+	if err := decode(what, r.Detail, &d, lenient); err != nil {
+		var zero T
+		return zero, err
 	}
 	return d, nil
+}
+
+// HeartbeatDetail is the detail document of a heartbeat row of v_queue_health, present when
+// the row needs explaining (paused, alerted, or a status other than ok): what the runner
+// reads of it (the rest passes through to health --json).
+type HeartbeatDetail struct {
+	// PausedSeconds is how long the executor has been paused (null when it is not).
+	PausedSeconds *int64 `json:"paused_seconds"`
+}
+
+// Heartbeat reads the detail of a heartbeat row (the zero value for other rows or no detail).
+func (r QueueHealthRow) Heartbeat() (HeartbeatDetail, error) {
+	return rowDetail[HeartbeatDetail](r, SourceHeartbeat, "v_queue_health heartbeat detail")
 }

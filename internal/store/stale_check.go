@@ -9,12 +9,15 @@ import (
 // StaleCheck is what fn_queue_stale_check returns: how many executors it looked at and
 // what it did about the silent ones. Every count is always present.
 type StaleCheck struct {
-	Checked       int64 `json:"checked"`        // executors not paused
-	Stale         int64 `json:"stale"`          // of those, silent past their threshold
-	Emitted       int64 `json:"emitted"`        // silent alerts written (first, repeat, escalation)
-	Escalated     int64 `json:"escalated"`      // of those, warning -> critical inside the window
-	Suppressed    int64 `json:"suppressed"`     // stale, but already alerted inside the window
-	Recovered     int64 `json:"recovered"`      // recovery events written
+	Checked    int64 `json:"checked"`    // executors not paused
+	Stale      int64 `json:"stale"`      // of those, silent past their threshold
+	Emitted    int64 `json:"emitted"`    // silent alerts written (first, repeat, escalation)
+	Escalated  int64 `json:"escalated"`  // of those, warning -> critical inside the window
+	Suppressed int64 `json:"suppressed"` // stale, but already alerted inside the window
+	Recovered  int64 `json:"recovered"`  // recovery events written
+	// AheadReset counts beats stamped ahead of the clock (the server's clock stepped back
+	// since) that the check reset to the clock, as if the executor beat when it was noticed.
+	AheadReset    int64 `json:"ahead_reset"`
 	Paused        int64 `json:"paused"`         // paused executors (never alerted)
 	SkippedLocked int64 `json:"skipped_locked"` // candidates neither decided nor alerted (0 since contended alerts exist)
 	// Contended counts the silent alerts written while another session held the executor's

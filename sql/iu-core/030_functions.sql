@@ -13,6 +13,7 @@ DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_
 DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean);
 DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_idle_probe(text);
 DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_pass(text, integer);
+DROP FUNCTION IF EXISTS iu_core.fn_job_lease_row(text, uuid, text);
 
 -- functions/rules/fn_iu_package_owner.sql
 -- +goose StatementBegin
@@ -597,9 +598,23 @@ CREATE OR REPLACE FUNCTION iu_core.fn_dot_config_touch()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
+-- BEFORE UPDATE on dot_config: updated_at and updated_by say when, and by whom, the row's
+-- value last changed. An UPDATE that leaves the value as it was (a description edited, a
+-- config-management run rewriting every row as it is) keeps them. Why: a closed gate's
+-- updated_at is when it was closed, and the route worker's status counts a closed gate's
+-- grace from it (v_iu_route_worker_status.gated_waiting_since, iu-runner health
+-- --gated-grace); when every write moved it, editing a long-closed gate's description made
+-- events that had waited past the grace read as inside it again, and health went from 3 back
+-- to 0 for another grace. A write that changes the value (even one that keeps a gate closed,
+-- 'false' to 'off') is an operator acting on the gate and restarts it.
 BEGIN
-    NEW.updated_at := now();
-    NEW.updated_by := current_user;
+    IF NEW.value IS DISTINCT FROM OLD.value THEN
+        NEW.updated_at := now();
+        NEW.updated_by := current_user;
+    ELSE
+        NEW.updated_at := OLD.updated_at;
+        NEW.updated_by := OLD.updated_by;
+    END IF;
     RETURN NEW;
 END;
 $$;
@@ -1959,7 +1974,9 @@ AS $$
     -- queue_heartbeat row.
 BEGIN
     UPDATE public.queue_heartbeat
-       SET last_beat_at = iu_core.fn_dot_config_hc_beat_at(NEW.value, NEW.updated_at),
+       -- now(): the moment of this write (NEW.updated_at moves only when the value changes,
+       -- fn_dot_config_touch; a writer that rewrites the same non-timestamp value still beats)
+       SET last_beat_at = iu_core.fn_dot_config_hc_beat_at(NEW.value, now()),
            ticks_total = ticks_total + 1,
            status = 'ok',
            last_beat_payload = pg_catalog.jsonb_build_object('source', 'dot_config.hc_executor_last_run'),
@@ -6734,6 +6751,37 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_floor_seconds() FROM PUBLIC;
 
+-- functions/heartbeat/fn_queue_heartbeat_is_ahead.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_queue_heartbeat_is_ahead(p_last_beat_at timestamptz, p_now timestamptz)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    -- A beat stamped more than 60 seconds after the judging instant: the clock that stamped it
+    -- was ahead of the one judging it (a server clock stepped back by NTP, a VM resumed with a
+    -- wrong clock), so the stamp says nothing about when the executor last beat. Every beat is
+    -- stamped with the server's now(), so without this rule a dead executor whose last beat
+    -- was stamped two hours ahead would read fresh, and raise no alert, for two hours plus
+    -- its threshold. The rule, read by the staleness assessment (fn_queue_heartbeat_is_stale:
+    -- such a beat is stale, whatever its threshold; written out there, since the view's
+    -- reader cannot name iu_core, and held equal to this by a test), the stale-check (which
+    -- resets such a stamp to the clock, as if the executor beat when it was noticed: a live
+    -- executor beats again within its cadence, a dead one is alerted one threshold later;
+    -- until a check has run, v_queue_health reads such a row stale) and the runner's lease
+    -- (fn_queue_runner_beat: such a stamp holds no lease, so a standby can take over from a
+    -- dead runner).
+    -- Why 60 seconds and not 0: a reader judges at its transaction's now() and can see beats
+    -- that committed after it began (READ COMMITTED takes a snapshot per statement), so a
+    -- beat a little ahead of the judge is normal; one more than a minute ahead is not, unless
+    -- the reader's own transaction has been open that long (then the view reads such an
+    -- executor stale: a false alarm, never a hidden silence). The stale-check judges at the
+    -- clock (clock_timestamp()), so it never sees a live beat ahead.
+    -- Inlinable SQL (one expression), as the other assessments are.
+    SELECT p_last_beat_at > p_now + interval '60 seconds'
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_is_ahead(timestamptz, timestamptz) FROM PUBLIC;
+
 -- functions/heartbeat/fn_queue_heartbeat_is_stale.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_queue_heartbeat_is_stale(p_last_beat_at timestamptz, p_stale_threshold_seconds integer,
@@ -6745,7 +6793,9 @@ AS $$
     -- v_queue_health alike. Three one-expression SQL functions, so the planner inlines
     -- them into both (no call per executor on 10,000 rows). All times are passed in, so the
     -- check and the view judge one instant.
-    --   fn_queue_heartbeat_is_stale   silent for longer than greatest(own threshold, global floor)
+    --   fn_queue_heartbeat_is_stale   silent for longer than greatest(own threshold, global floor),
+    --                                 or its beat is stamped ahead of the judging instant
+    --                                 (fn_queue_heartbeat_is_ahead: the stamp proves nothing)
     --   fn_queue_heartbeat_gap_ratio  whole seconds of silence / expected cadence, truncated to
     --                                 2 decimals (the value alerts report)
     --   fn_queue_heartbeat_severity   decided on that reported value: warning below 10,
@@ -6755,7 +6805,13 @@ AS $$
     -- costs ten times more on 10,000 executors). timestamptz - interval is STABLE (it reads
     -- the time zone), and a body must be no less stable than its function for the planner
     -- to inline it: hence STABLE, not IMMUTABLE.
+    --
+    -- The second half is fn_queue_heartbeat_is_ahead's rule written out, not called: an
+    -- inlined body is parsed when the query that uses it is planned, in the reader's rights,
+    -- and v_queue_health's reader (workflow_admin) may not name schema iu_core. The heartbeat
+    -- tests hold the two equal (TestStaleCheck_ABeatStampedAheadOfTheClockIsStale).
     SELECT p_last_beat_at < p_now - make_interval(secs => greatest(p_stale_threshold_seconds, p_floor_seconds))
+        OR p_last_beat_at > p_now + interval '60 seconds'
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz) FROM PUBLIC;
@@ -7246,8 +7302,9 @@ AS $$
 -- beat it: p_instance, one uuid per runner process, is a lease renewed by every beat and
 -- handed back by p_release (a runner that stops, a tick's one beat). Another process of
 -- the same id gets {"beat": false, "held": true, "held_by": {...}} while the holder's last
--- beat is younger than iu_core.fn_queue_runner_lease_seconds() (30 s), and takes the row
--- over after that ("took_over": true): two live runners never share a row (the second one
+-- beat is younger than iu_core.fn_queue_runner_lease_seconds() (30 s) and not stamped ahead
+-- of the clock (fn_queue_heartbeat_is_ahead: a dead holder's stamp from before the server's
+-- clock stepped back holds nothing), and takes the row over after that ("took_over": true): two live runners never share a row (the second one
 -- is the first one's standby), and a restarted runner never leaves a row behind that goes
 -- stale. A first beat creates the row within queue.heartbeat.self_registered_limit. Not
 -- a runner's row (a route worker's name, a row created by a first tick, an unbound row an
@@ -7314,7 +7371,8 @@ BEGIN
     END IF;
     v_prev := v_row.runner_instance;
     IF v_prev IS NOT NULL AND v_prev <> p_instance
-       AND v_row.last_beat_at > now() - make_interval(secs => iu_core.fn_queue_runner_lease_seconds()) THEN
+       AND v_row.last_beat_at > now() - make_interval(secs => iu_core.fn_queue_runner_lease_seconds())
+       AND NOT iu_core.fn_queue_heartbeat_is_ahead(v_row.last_beat_at, now()) THEN
         RETURN jsonb_build_object(
             'executor_id', p_executor_id, 'beat', false, 'held', true,
             'held_by', jsonb_build_object(
@@ -7548,18 +7606,29 @@ AS $$
 -- clock_timestamp(), read again once this check has its turn (it may wait up to 1 s for
 -- another check), and a silence with no beat since its alert is reported ended only when
 -- v_now is not earlier than that alert.
+--
+-- A beat stamped ahead of the clock (more than 60 s: fn_queue_heartbeat_is_ahead, the server's
+-- clock stepped back since) is reset to the clock, as if the executor beat when the check
+-- noticed it (ahead_reset counts them): a live executor raises nothing, a dead one is alerted
+-- one threshold later. A stamp the check cannot reset (a session holds the heartbeat row) is
+-- stale whatever its age, alerted with its silence counted from when it is noticed, and that
+-- silence ends only with a new beat (any other stamp: one written after the step is earlier
+-- than the stamp that was ahead).
 DECLARE
     v_floor      integer;
     v_now        timestamptz := clock_timestamp();
     v_checked    bigint;
     v_paused     bigint;
     v_candidates bigint;
+    v_missing    bigint;             -- executors with no alert-state row (see the repair below)
+    v_turn       boolean := false;   -- this check has the serial lock
     v_locked     bigint := 0;
     v_stale      bigint := 0;
     v_emitted    bigint := 0;
     v_suppressed bigint := 0;
     v_escalated  bigint := 0;
     v_recovered  bigint := 0;
+    v_reset      bigint := 0;            -- beats stamped ahead of the clock, reset to it
     v_alerts     jsonb := '[]'::jsonb;
     r            record;
     v_threshold  integer;
@@ -7571,6 +7640,7 @@ DECLARE
     v_window     interval;
     v_window_sev text;
     v_open       boolean;
+    v_beaten     boolean;            -- it beat since its open alert
     v_kind       text;
     v_phase      integer;
     v_free       boolean;            -- this check holds the row: it records the alert state
@@ -7588,8 +7658,9 @@ BEGIN
            count(*) FILTER (WHERE h.paused_at IS NOT NULL),
            count(*) FILTER (WHERE h.paused_at IS NULL
                               AND (a.alerted_at IS NOT NULL
-                                   OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now)))
-      INTO v_checked, v_paused, v_candidates
+                                   OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))),
+           count(*) FILTER (WHERE a.executor_id IS NULL)
+      INTO v_checked, v_paused, v_candidates, v_missing
       FROM public.queue_heartbeat h
       LEFT JOIN public.queue_stale_alert a ON a.executor_id = h.executor_id;
 
@@ -7600,6 +7671,7 @@ BEGIN
       BEGIN
           PERFORM set_config('lock_timeout', '1s', true);
           PERFORM 1 FROM public.queue_stale_check_serial s FOR UPDATE;
+          v_turn := true;
       EXCEPTION WHEN lock_not_available THEN
           NULL;
       END;
@@ -7607,6 +7679,20 @@ BEGIN
       -- Judged from when this check has its turn: an alert the check before it wrote is
       -- then never later than v_now.
       v_now := clock_timestamp();
+      -- The alert state of an executor is its queue_stale_alert row, made by the heartbeat
+      -- table's AFTER INSERT trigger. A heartbeat row that came in without it (a data-only
+      -- restore with --disable-triggers, logical replication under session_replication_role
+      -- = replica) has none, and both phases below read only executors that have one: such an
+      -- executor was counted a candidate and never visited, silent with no alert, reported
+      -- only as skipped_locked. The missing rows are made here, under the serial lock (two
+      -- checks never insert the same row at once, so this never waits on another's insert);
+      -- a check that did not get its turn leaves them to the one that has it.
+      IF v_missing > 0 AND v_turn THEN
+          INSERT INTO public.queue_stale_alert (executor_id)
+          SELECT h.executor_id FROM public.queue_heartbeat h
+           WHERE NOT EXISTS (SELECT 1 FROM public.queue_stale_alert a WHERE a.executor_id = h.executor_id)
+          ON CONFLICT (executor_id) DO NOTHING;
+      END IF;
       FOR v_phase IN 1..2 LOOP
         IF v_phase = 1 THEN
             OPEN c FOR
@@ -7692,8 +7778,38 @@ BEGIN
                     DELETE FROM public.queue_stale_alert_contended ca WHERE ca.executor_id = r.executor_id;
                 END IF;
             END IF;
+            -- A beat stamped ahead of the clock (fn_queue_heartbeat_is_ahead: the server's
+            -- clock stepped back since it was written) says nothing about when the executor
+            -- last beat. The stamp is reset to the clock, as if the executor beat when the
+            -- check noticed it: a live executor beats again within its cadence and raises
+            -- nothing (every executor's stamp is ahead after such a step, so alerting them
+            -- all at once would be an alert storm), a dead one is silent one threshold later
+            -- and is alerted then, with its age counted from here. Only rows nobody holds
+            -- are reset (SKIP LOCKED: never a wait); one whose row a session holds is judged
+            -- as it stands, and an ahead stamp is stale (fn_queue_heartbeat_is_stale), so it
+            -- is alerted. An open alert about that very stamp moves to the reset stamp.
+            IF iu_core.fn_queue_heartbeat_is_ahead(r.last_beat_at, v_now) THEN
+                UPDATE public.queue_heartbeat h SET last_beat_at = v_now
+                 WHERE h.executor_id IN (SELECT hb.executor_id FROM public.queue_heartbeat hb
+                                          WHERE hb.executor_id = r.executor_id AND hb.last_beat_at = r.last_beat_at
+                                            FOR UPDATE SKIP LOCKED);
+                IF FOUND THEN
+                    IF v_free AND r.alerted_beat_at = r.last_beat_at THEN
+                        UPDATE public.queue_stale_alert SET alerted_beat_at = v_now WHERE executor_id = r.executor_id;
+                    END IF;
+                    v_reset := v_reset + 1;
+                    CONTINUE;
+                END IF;
+            END IF;
             v_threshold := greatest(r.stale_threshold_seconds, v_floor);
             v_age       := floor(extract(epoch FROM (v_now - r.last_beat_at)))::bigint;
+            -- A beat since the alert is a later stamp than the one alerted; or, when the
+            -- alerted stamp was ahead of the alert's own clock (fn_queue_heartbeat_is_ahead:
+            -- the server's clock stepped back since), any other stamp, since a live
+            -- executor's next beat is then stamped earlier than the one that was ahead.
+            v_beaten    := r.alerted_beat_at IS NOT NULL
+                           AND (r.last_beat_at > r.alerted_beat_at
+                                OR (r.alerted_beat_at > r.alerted_at AND r.last_beat_at <> r.alerted_beat_at));
 
             IF iu_core.fn_queue_heartbeat_is_stale(r.last_beat_at, r.stale_threshold_seconds, v_floor, v_now) THEN
                 v_stale  := v_stale + 1;
@@ -7702,7 +7818,7 @@ BEGIN
                 -- It beat since its open alert and is silent again: that alert's silence ended
                 -- (report it, once) and this is a NEW silence with its own silent_since.
                 v_open := r.alerted_at IS NOT NULL;
-                IF v_free AND v_open AND r.alerted_beat_at IS NOT NULL AND r.last_beat_at > r.alerted_beat_at THEN
+                IF v_free AND v_open AND v_beaten THEN
                     v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                         jsonb_build_object(
                             'executor_id',              r.executor_id,
@@ -7729,7 +7845,9 @@ BEGIN
                 -- decided on the very gap_ratio the payload reports.
                 v_ratio    := iu_core.fn_queue_heartbeat_gap_ratio(r.last_beat_at, r.expected_cadence_seconds, v_now);
                 v_severity := iu_core.fn_queue_heartbeat_severity(v_ratio);
-                v_since    := r.last_beat_at + make_interval(secs => v_threshold);
+                -- When it crossed its threshold; for a beat stamped ahead of the clock
+                -- (fn_queue_heartbeat_is_ahead) that moment is unknown: now, when it is noticed.
+                v_since    := least(r.last_beat_at + make_interval(secs => v_threshold), v_now);
 
                 -- The window rule: no silent alert for this executor in the last 2 x threshold,
                 -- whatever happened since (resume, recovery, re-register). The most severe alert
@@ -7782,22 +7900,26 @@ BEGIN
                     v_suppressed := v_suppressed + 1;
                 END IF;
             ELSIF v_free AND r.alerted_at IS NOT NULL
-                  AND (r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at OR r.alerted_at <= v_now) THEN
+                  AND (r.alerted_beat_at IS NULL OR v_beaten
+                       OR (r.alerted_at <= v_now AND r.alerted_beat_at <= r.alerted_at)) THEN
                 -- No longer stale: report the silence as ended, once. reason 'beat' when it beat
                 -- since the alert; otherwise its threshold (or the floor) was raised past its age,
                 -- judged only at a moment not earlier than the alert (see the header: a
-                -- judgement older than the alert is no evidence that the silence ended).
+                -- judgement older than the alert is no evidence that the silence ended), and
+                -- only for an alert about a beat in its past: a beat stamped ahead of the
+                -- clock (fn_queue_heartbeat_is_ahead) starts to look fresh once the clock
+                -- catches up with it, though nothing beat; only a new beat ends that silence.
                 v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                     jsonb_build_object(
                         'executor_id',              r.executor_id,
                         'executor_kind',            r.executor_kind,
-                        'reason',                   CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
+                        'reason',                   CASE WHEN r.alerted_beat_at IS NULL OR v_beaten
                                                          THEN 'beat' ELSE 'threshold_raised' END,
                         'silent_since',             r.silent_since,
-                        'recovered_at',             CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
+                        'recovered_at',             CASE WHEN r.alerted_beat_at IS NULL OR v_beaten
                                                          THEN r.last_beat_at ELSE v_now END,
                         'silent_seconds',           greatest(0, floor(extract(epoch FROM (
-                                                        CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
+                                                        CASE WHEN r.alerted_beat_at IS NULL OR v_beaten
                                                              THEN r.last_beat_at ELSE v_now END
                                                         - coalesce(r.silent_since, r.last_beat_at)))))::bigint,
                         'last_alerted_at',          r.alerted_at,
@@ -7822,6 +7944,7 @@ BEGIN
         'escalated',      v_escalated,
         'suppressed',     v_suppressed,
         'recovered',      v_recovered,
+        'ahead_reset',    v_reset,
         'paused',         v_paused,
         'skipped_locked', greatest(v_candidates - v_locked - v_contended, 0),
         'contended',      v_contended,
@@ -7986,6 +8109,57 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_job_retry_delay(integer) FROM PUBLIC;
 
+-- functions/jobs/fn_job_dedupe_held_elsewhere.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_job_dedupe_held_elsewhere(p_dedupe_key text, p_job_kind text, p_event_domain text)
+RETURNS TABLE (job_id uuid, job_kind text, event_domain text)
+LANGUAGE sql STABLE
+AS $$
+    -- The live job (queued or running) of another kind or domain that holds p_dedupe_key, if
+    -- any: a dedupe key is one key across every kind and domain while its job is live, and
+    -- an enqueue of p_job_kind in p_event_domain with that key is refused while this row
+    -- exists (fn_job_dedupe_refuse_other). Asked before an enqueue whose refusal the caller
+    -- answers instead of raising: a dead letter's replay (fn_job_dead_letter_replay) and the
+    -- bulk replay's selection, which passes such dead letters by until the key is free (one
+    -- probe of job_queue's live-key index). No row for a NULL key.
+    -- Inlinable SQL, owner only.
+    SELECT j.job_id, j.job_kind, j.event_domain
+      FROM public.job_queue j
+     WHERE j.dedupe_key = p_dedupe_key
+       AND j.status IN ('queued', 'running')
+       AND (j.job_kind <> p_job_kind OR j.event_domain <> p_event_domain)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_job_dedupe_held_elsewhere(text, text, text) FROM PUBLIC;
+
+-- functions/jobs/fn_job_dedupe_refuse_other.sql
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION iu_core.fn_job_dedupe_refuse_other(p_function text, p_dedupe_key text, p_job_kind text, p_event_domain text,
+                                                   p_live_kind text, p_live_domain text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+-- The one refusal of an enqueue whose dedupe key is held by a live job of another kind or
+-- domain (23505, raised; the caller's enqueue writes nothing). A dedupe key is unique while
+-- its job is live (queued or running) across every kind and domain: one key space, so a
+-- job that holds a key holds it for everyone. Before, the enqueue answered that job's id as
+-- if it were the caller's: an enqueue of kind invoice with key order:42 while an email job
+-- held order:42 created nothing, raised nothing, and the caller could not tell its job was
+-- never queued (and any executor could squat a key another kind needs). Only a live job of
+-- the same kind and domain is the caller's job again; for any other, the caller is told.
+BEGIN
+    RAISE EXCEPTION '%: dedupe key % is held by a live job of kind % in domain %, not %/%',
+        p_function, quote_literal(p_dedupe_key), quote_literal(p_live_kind), quote_literal(p_live_domain),
+        p_job_kind, p_event_domain
+        USING ERRCODE = '23505',
+              HINT = format('A dedupe key is one key across every kind and domain while its job is queued or running: give each kind keys of its own, for example %L.',
+                            p_job_kind || ':' || p_dedupe_key);
+END;
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION iu_core.fn_job_dedupe_refuse_other(text, text, text, text, text, text) FROM PUBLIC;
+
 -- functions/jobs/fn_job_enqueue.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION public.fn_job_enqueue(
@@ -8002,15 +8176,17 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '5s'
 AS $$
--- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
--- key is returned instead of a duplicate. A NULL payload is {}, a NULL process_after now; a
+-- Enqueues one job and returns its id; a live job (queued or running) of the same kind and
+-- domain with the same dedupe key is returned instead of a duplicate. A NULL payload is {}, a NULL process_after now; a
 -- process_after in the past is stored as now (claims take the oldest process_after first, so
 -- a past time would put the job ahead of every job already waiting: any executor could jump
 -- or starve the queue).
 -- Refuses (22023, nothing written), in this order: a blank or over-long kind or domain, a
 -- payload that is not a clean JSON object, a process_after that is infinite or more than a
 -- year ahead, max_attempts outside 1..100, a blank or over-long dedupe key, a keyed job due
--- more than the dedupe horizon (24 h) ahead.
+-- more than the dedupe horizon (24 h) ahead. Refuses (23505, nothing written) a dedupe key a
+-- live job of another kind or domain holds (fn_job_dedupe_refuse_other: a key is one key
+-- across every kind and domain while its job is live; that job is not the caller's).
 --
 -- Why it is written this way: it is called once per job, often many times in one statement
 -- (a trigger, an INSERT ... SELECT over orders), so what it costs per call is what matters.
@@ -8054,6 +8230,8 @@ DECLARE
     v_now     timestamptz := now();
     v_after   timestamptz := greatest(p_process_after, now());   -- NULL or past: now
     v_live    uuid;
+    v_live_kind   text;
+    v_live_domain text;
 BEGIN
     -- The accepting path: true exactly when every rule below holds (NULL fails it).
     IF NOT coalesce(NOT iu_core.fn_iu_is_whitespace(p_job_kind) AND octet_length(p_job_kind) <= 200
@@ -8107,9 +8285,14 @@ BEGIN
             IF FOUND THEN
                 RETURN v_id;
             END IF;
-            SELECT j.job_id INTO v_live FROM public.job_queue j
+            SELECT j.job_id, j.job_kind, j.event_domain INTO v_live, v_live_kind, v_live_domain FROM public.job_queue j
              WHERE j.dedupe_key = p_dedupe_key AND j.status IN ('queued', 'running');
             IF v_live IS NOT NULL THEN
+                -- The caller's job only when it is of the caller's kind and domain.
+                IF v_live_kind <> p_job_kind OR v_live_domain <> p_event_domain THEN
+                    PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue', p_dedupe_key, p_job_kind, p_event_domain,
+                                                               v_live_kind, v_live_domain);
+                END IF;
                 RETURN v_live;
             END IF;
         END LOOP;
@@ -8137,8 +8320,9 @@ SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job per element of the JSON array p_payloads (each an object, hygiene
 -- checked), all of one kind and domain, in one INSERT. p_dedupe_keys, when given, has one
--- key (or NULL) per payload; a key with a live job, or repeated inside the batch, yields
--- the existing job instead of a duplicate. Returns the job ids in input order (element i
+-- key (or NULL) per payload; a key with a live job of the same kind and domain, or repeated
+-- inside the batch, yields the existing job instead of a duplicate; a key a live job of
+-- another kind or domain holds refuses the whole batch (23505, fn_job_dedupe_refuse_other). Returns the job ids in input order (element i
 -- of the result belongs to payload i). At most 10,000 payloads per call. The arguments are
 -- all checked before anything is written, so a bad element writes nothing.
 DECLARE
@@ -8147,6 +8331,9 @@ DECLARE
     v_bad     record;
     v_ids     uuid[];
     v_missing integer;
+    v_other   integer;   -- the first element whose key a live job of another kind or domain holds
+    v_other_kind   text;
+    v_other_domain text;
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', 'p_job_kind', p_job_kind);
     PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', 'p_event_domain', p_event_domain);
@@ -8220,14 +8407,23 @@ BEGIN
         ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
         RETURNING job_id, dedupe_key
     )
-    SELECT array_agg(coalesce(mine.job_id, batch.job_id, live.job_id) ORDER BY i.ord)
-      INTO v_ids
+    SELECT array_agg(coalesce(mine.job_id, batch.job_id, live.job_id) ORDER BY i.ord),
+           min(i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain),
+           (array_agg(live.job_kind ORDER BY i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain))[1],
+           (array_agg(live.event_domain ORDER BY i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain))[1]
+      INTO v_ids, v_other, v_other_kind, v_other_domain
       FROM input i
       LEFT JOIN ins mine ON mine.job_id = i.new_id
       LEFT JOIN ins batch ON mine.job_id IS NULL AND batch.dedupe_key = i.dedupe_key
       LEFT JOIN public.job_queue live ON mine.job_id IS NULL AND batch.job_id IS NULL
                               AND live.dedupe_key = i.dedupe_key AND live.status IN ('queued', 'running');
 
+    -- A key held by a live job of another kind or domain: refused, the whole batch with it
+    -- (the INSERT above is undone with the error).
+    IF v_other IS NOT NULL THEN
+        PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue_many', p_dedupe_keys[v_other], p_job_kind, p_event_domain,
+                                                   v_other_kind, v_other_domain);
+    END IF;
     -- Rare: a live job that blocked a key finished before the lookup. Enqueue those again,
     -- one by one, with the single-job rule (which loops on the same race).
     v_missing := array_position(v_ids, NULL);
@@ -8378,14 +8574,32 @@ REVOKE ALL ON FUNCTION public.fn_job_claim(text, text[], integer, integer) FROM 
 
 -- functions/jobs/fn_job_lease_row.sql
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_job_lease_row(p_function text, p_job_id uuid, p_worker text)
+CREATE OR REPLACE FUNCTION iu_core.fn_job_lease_row(p_function text, p_job_id uuid, p_worker text, p_lease_token uuid)
 RETURNS public.job_queue
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
--- Shared by the single-job complete, fail and extend: checks the job id and worker name,
--- locks the job and returns it (P0002 when there is no such job). The caller then applies
--- the lease rule (fn_job_holds_lease).
+-- Shared by the single-job complete, fail and extend: checks the job id and worker name and
+-- returns the job (P0002 when there is no such job), locked exactly when the caller holds
+-- its lease (fn_job_holds_lease: running, this worker, not expired, the token, or the
+-- claiming login for the name-only forms). The caller applies the same rule to the row it
+-- gets back, and writes only when it holds.
+--
+-- Why the lease rule is in the locking statement: a refused call must change nothing, and
+-- a row lock is a change other sessions feel. Locked first and tested after, any executor
+-- that knows a job's id (the dedupe key answers it to anyone) could call
+-- fn_job_complete(id, 'x', <any token>) in a transaction it leaves open: refused, yet
+-- holding the row, so the real holder's complete, fail and extend wait out their
+-- lock_timeout, the reaper (SKIP LOCKED) passes the expired lease by for as long as that
+-- transaction lives, and a queued job is skipped by every claim. Here a caller that does
+-- not hold the lease reads the row without a lock (only to say why it is refused, or that
+-- the job already finished under this token).
+--
+-- Under READ COMMITTED a row another session is changing (a reap, a claim) is waited for
+-- and tested again in its new version, so the lock is taken only on a version the caller
+-- holds. The unlocked re-read can meet a version the caller holds that the locking
+-- statement did not (a claim by the same worker under the same login committed between
+-- them, for the name-only forms), so the lock is asked again then; the loop is bounded.
 DECLARE
     v_job public.job_queue;
 BEGIN
@@ -8393,15 +8607,27 @@ BEGIN
         RAISE EXCEPTION '%: p_job_id required', p_function USING ERRCODE = '22023';
     END IF;
     PERFORM iu_core.fn_iu_require_name(p_function, 'p_worker', p_worker);
-    SELECT * INTO v_job FROM public.job_queue WHERE job_id = p_job_id FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION '%: job % not found', p_function, p_job_id USING ERRCODE = 'P0002';
-    END IF;
-    RETURN v_job;
+    FOR i IN 1..3 LOOP
+        SELECT * INTO v_job FROM public.job_queue j
+         WHERE j.job_id = p_job_id AND iu_core.fn_job_holds_lease(j, p_worker, p_lease_token)
+           FOR UPDATE;
+        IF FOUND THEN
+            RETURN v_job;
+        END IF;
+        SELECT * INTO v_job FROM public.job_queue j WHERE j.job_id = p_job_id;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION '%: job % not found', p_function, p_job_id USING ERRCODE = 'P0002';
+        END IF;
+        IF NOT coalesce(iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
+            RETURN v_job;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION '%: job % changed hands three times during the call', p_function, p_job_id
+        USING ERRCODE = '40001', HINT = 'Retry the call.';
 END;
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_job_lease_row(text, uuid, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_job_lease_row(text, uuid, text, uuid) FROM PUBLIC;
 
 -- functions/jobs/fn_job_complete_one.sql
 -- +goose StatementBegin
@@ -8414,7 +8640,7 @@ AS $$
 -- Marks the job succeeded when the caller holds its lease; the token stays on the row so
 -- a repeat with that token is answered {"completed": true, "already": true}.
 DECLARE
-    v_job public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker);
+    v_job public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker, p_lease_token);
 BEGIN
     IF NOT coalesce(iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
         IF p_lease_token IS NOT NULL AND v_job.status = 'succeeded' AND v_job.lease_token = p_lease_token THEN
@@ -8514,7 +8740,7 @@ AS $$
 -- answered {"failed": true, "already": true}, as a repeated complete is; a lease that ran
 -- out is reaped with its token cleared, so a fail after that is still lease_lost.
 DECLARE
-    v_job     public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker);
+    v_job     public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker, p_lease_token);
     v_error   text := iu_core.fn_job_error_text(p_error);
     v_backoff numeric;
     v_retry   timestamptz;
@@ -8615,7 +8841,7 @@ BEGIN
             HINT = 'Pass the lease_token fn_job_claim returned with the job.';
     END IF;
     PERFORM iu_core.fn_job_require_range('fn_job_extend_lease', 'p_lease_seconds', p_lease_seconds, 1, 86400);
-    v_job := iu_core.fn_job_lease_row('fn_job_extend_lease', p_job_id, p_worker);
+    v_job := iu_core.fn_job_lease_row('fn_job_extend_lease', p_job_id, p_worker, p_lease_token);
     IF NOT iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token) THEN
         RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
     END IF;
@@ -8977,6 +9203,7 @@ AS $$
 DECLARE
     v_dl  public.job_dead_letter;
     v_new uuid;
+    v_held record;
 BEGIN
     IF p_dead_letter_id IS NULL THEN
         RAISE EXCEPTION 'fn_job_dead_letter_replay: p_dead_letter_id required' USING ERRCODE = '22023';
@@ -8989,6 +9216,17 @@ BEGIN
     IF v_dl.resolved_at IS NOT NULL THEN
         RETURN jsonb_build_object('replayed', false, 'reason', 'already_resolved', 'dead_letter_id', v_dl.id,
                                   'resolution', v_dl.resolution, 'resolved_at', v_dl.resolved_at);
+    END IF;
+    -- Its dedupe key held by a live job of another kind or domain: the enqueue would be
+    -- refused (23505). Answered, not raised, and the dead letter stays open: a bulk replay
+    -- goes on with the others, and this one can be replayed once the key is free.
+    SELECT h.job_id, h.job_kind, h.event_domain INTO v_held
+      FROM iu_core.fn_job_dedupe_held_elsewhere(v_dl.job_snapshot ->> 'dedupe_key', v_dl.job_kind, v_dl.event_domain) h
+     LIMIT 1;
+    IF FOUND THEN
+        RETURN jsonb_build_object('replayed', false, 'reason', 'dedupe_key_held', 'dead_letter_id', v_dl.id,
+                                  'dedupe_key', v_dl.job_snapshot ->> 'dedupe_key', 'held_by_job_id', v_held.job_id,
+                                  'held_by_job_kind', v_held.job_kind, 'held_by_event_domain', v_held.event_domain);
     END IF;
     v_new := public.fn_job_enqueue(v_dl.job_kind, v_dl.event_domain,
                             coalesce(v_dl.job_snapshot -> 'payload', '{}'::jsonb), now(),
@@ -9143,13 +9381,16 @@ SET lock_timeout = '5s'
 AS $$
 -- Replays up to p_limit (1..10000) open job dead letters matching p_filter, oldest failure
 -- first, each with fn_job_dead_letter_replay (a fresh job; the dead letter resolved).
--- Returns {"selected": n, "replayed": n, "more": true while matching open ones remain}.
+-- Returns {"selected": n, "replayed": n, "more": true while matching open ones remain that it
+-- can replay, "held": matching open ones passed by because a live job of another kind or
+-- domain holds their dedupe key (fn_job_dedupe_held_elsewhere; replayable once it is free)}.
 DECLARE
     f          record;
     v_id       uuid;
     v_selected integer := 0;
     v_replayed integer := 0;
     v_more     boolean;
+    v_held     bigint;
 BEGIN
     SELECT * INTO f FROM iu_core.fn_queue_dead_letter_filter('fn_job_dead_letter_replay_many', p_filter, 'job_kind');
     PERFORM iu_core.fn_job_require_range('fn_job_dead_letter_replay_many', 'p_limit', p_limit, 1, 10000);
@@ -9157,6 +9398,7 @@ BEGIN
         SELECT d.id FROM public.job_dead_letter d
          WHERE d.resolved_at IS NULL
            AND iu_core.fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)
+           AND NOT EXISTS (SELECT 1 FROM iu_core.fn_job_dedupe_held_elsewhere(d.job_snapshot ->> 'dedupe_key', d.job_kind, d.event_domain))
          ORDER BY d.last_failed_at, d.id
          LIMIT p_limit
            FOR UPDATE SKIP LOCKED
@@ -9166,11 +9408,16 @@ BEGIN
             v_replayed := v_replayed + 1;
         END IF;
     END LOOP;
-    SELECT EXISTS (
-        SELECT 1 FROM public.job_dead_letter d
-         WHERE d.resolved_at IS NULL
-           AND iu_core.fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before)) INTO v_more;
-    RETURN jsonb_build_object('selected', v_selected, 'replayed', v_replayed, 'more', v_more);
+    -- more: matching open ones this loop can still replay; held: those it passes by because
+    -- a live job of another kind or domain holds their dedupe key (replayable once it is
+    -- free), so a caller that repeats the call until more is false stops.
+    SELECT count(*) FILTER (WHERE NOT h.held) > 0, count(*) FILTER (WHERE h.held)
+      INTO v_more, v_held
+      FROM public.job_dead_letter d
+     CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM iu_core.fn_job_dedupe_held_elsewhere(d.job_snapshot ->> 'dedupe_key', d.job_kind, d.event_domain)) AS held) h
+     WHERE d.resolved_at IS NULL
+       AND iu_core.fn_job_dead_letter_matches(d, f.subject, f.error_code, f.failed_after, f.failed_before);
+    RETURN jsonb_build_object('selected', v_selected, 'replayed', v_replayed, 'more', v_more, 'held', v_held);
 END;
 $$;
 -- +goose StatementEnd
@@ -10537,10 +10784,13 @@ SELECT 'heartbeat'::text,
             ELSE 'fresh' END,
        NULL::bigint,
        NULL::bigint,
-       -- same rule as fn_queue_stale_check: decided on the reported (truncated) gap_ratio
+       -- same rule as fn_queue_stale_check: decided on the reported (truncated) gap_ratio;
+       -- an executor that beats on time but reports status error (the runner does after
+       -- three failed passes; any executor may say so) is fresh and still a problem: warning
        CASE WHEN h.paused_at IS NULL
              AND iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now())
-            THEN iu_core.fn_queue_heartbeat_severity(g.gap_ratio) END,
+            THEN iu_core.fn_queue_heartbeat_severity(g.gap_ratio)
+            WHEN h.paused_at IS NULL AND h.status = 'error' THEN 'warning' END,
        h.paused_at IS NOT NULL,
        g.gap_ratio,
        greatest(h.stale_threshold_seconds, cfg.floor_seconds),
@@ -10551,6 +10801,9 @@ SELECT 'heartbeat'::text,
                                'expected_cadence_seconds', h.expected_cadence_seconds,
                                'own_stale_threshold_seconds', h.stale_threshold_seconds,
                                'paused_at', h.paused_at, 'paused_reason', h.paused_reason, 'paused_by', h.paused_by,
+                               -- how long it has been paused, by the database's clock (iu-runner
+                               -- health --paused-grace: a pause left behind hides a dead executor)
+                               'paused_seconds', floor(extract(epoch FROM (greatest(now(), h.paused_at) - h.paused_at)))::bigint,
                                'silent_since', sa.silent_since, 'alerted_at', sa.alerted_at,
                                'alerted_severity', sa.alerted_severity) END
   FROM public.queue_heartbeat h
@@ -10899,11 +11152,13 @@ AS $$
         'iu_core.fn_job_dead_letter_guard()',
         'iu_core.fn_job_dead_letter_insert(uuid)',
         'iu_core.fn_job_dead_letter_matches(public.job_dead_letter, text, text, timestamptz, timestamptz)',
+        'iu_core.fn_job_dedupe_held_elsewhere(text, text, text)',
         'iu_core.fn_job_dedupe_horizon_seconds()',
+        'iu_core.fn_job_dedupe_refuse_other(text, text, text, text, text, text)',
         'iu_core.fn_job_error_text(text)',
         'iu_core.fn_job_fail_one(text, uuid, text, text, uuid)',
         'iu_core.fn_job_holds_lease(public.job_queue, text, uuid)',
-        'iu_core.fn_job_lease_row(text, uuid, text)',
+        'iu_core.fn_job_lease_row(text, uuid, text, uuid)',
         'iu_core.fn_job_max_lease_seconds()',
         'iu_core.fn_job_new_id()',
         'iu_core.fn_job_refusal_reason(public.job_queue, text, uuid)',
@@ -10920,6 +11175,7 @@ AS $$
         'iu_core.fn_queue_heartbeat_describe(public.queue_heartbeat)',
         'iu_core.fn_queue_heartbeat_floor_seconds()',
         'iu_core.fn_queue_heartbeat_gap_ratio(timestamptz, integer, timestamptz)',
+        'iu_core.fn_queue_heartbeat_is_ahead(timestamptz, timestamptz)',
         'iu_core.fn_queue_heartbeat_is_protected(text)',
         'iu_core.fn_queue_heartbeat_is_stale(timestamptz, integer, integer, timestamptz)',
         'iu_core.fn_queue_heartbeat_may_beat(text)',
@@ -10990,6 +11246,10 @@ REVOKE EXECUTE ON FUNCTION public.fn_iu_route_worker_register_member(text, text,
 REVOKE EXECUTE ON FUNCTION public.fn_iu_route_worker_remove_member(text, text) FROM workflow_admin;
 REVOKE EXECUTE ON FUNCTION public.fn_iu_route_group_health(text) FROM workflow_admin;
 DROP FUNCTION iu_core.fn_iu_outbox_hot_refresh();
+DROP FUNCTION iu_core.fn_job_lease_row(text, uuid, text, uuid);
+DROP FUNCTION iu_core.fn_job_dedupe_refuse_other(text, text, text, text, text, text);
+DROP FUNCTION iu_core.fn_job_dedupe_held_elsewhere(text, text, text);
+DROP FUNCTION iu_core.fn_queue_heartbeat_is_ahead(timestamptz, timestamptz);
 DROP FUNCTION iu_core.fn_iu_route_group_takeover(text, integer, jsonb);
 DROP FUNCTION iu_core.fn_iu_route_group_settle(text);
 DROP FUNCTION iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, boolean);

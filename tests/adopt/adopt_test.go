@@ -431,6 +431,19 @@ func legacyCallersStillWork(t *testing.T, db *pgtest.DB) {
 	db.Exec(t, `UPDATE public.dot_config SET value = now()::text WHERE key = 'hc_executor_last_run'`)
 	requireTrue(t, db, "a write of hc_executor_last_run beats hc_executor",
 		`SELECT now() - last_beat_at < interval '1 minute' FROM public.queue_heartbeat WHERE executor_id = 'hc_executor'`)
+	// So does a write that keeps a value that is no timestamp (the writer's "done", say):
+	// dot_config's updated_at moves only when the value changes, and the beat is the write's.
+	db.Exec(t, `UPDATE public.dot_config SET value = 'done' WHERE key = 'hc_executor_last_run'`)
+	// An hour passes (the row's and the heartbeat's moments move back; the triggers are
+	// kept out of that write).
+	db.Exec(t, `DO $$ BEGIN
+	                SET LOCAL session_replication_role = replica;
+	                UPDATE public.dot_config SET updated_at = now() - interval '1 hour' WHERE key = 'hc_executor_last_run';
+	                UPDATE public.queue_heartbeat SET last_beat_at = now() - interval '1 hour' WHERE executor_id = 'hc_executor';
+	            END $$`)
+	db.Exec(t, `UPDATE public.dot_config SET value = 'done' WHERE key = 'hc_executor_last_run'`)
+	requireTrue(t, db, "a write of the same non-timestamp value beats hc_executor",
+		`SELECT now() - last_beat_at < interval '1 minute' FROM public.queue_heartbeat WHERE executor_id = 'hc_executor'`)
 
 	// A view the user built on event_outbox sees new rows; the legacy dead letters replay.
 	requireTrue(t, db, "the user's view reads the adopted table", `

@@ -252,10 +252,10 @@ func TestJobDeadLetterReplayMany_BoundedResumable(t *testing.T) {
 	}
 	filter := `{"job_kind": "a", "error_code": "upstream 503"}`
 	for i, want := range []string{
-		`{"selected": 10, "replayed": 10, "more": true}`,
-		`{"selected": 10, "replayed": 10, "more": true}`,
-		`{"selected": 5, "replayed": 5, "more": false}`,
-		`{"selected": 0, "replayed": 0, "more": false}`,
+		`{"selected": 10, "replayed": 10, "more": true, "held": 0}`,
+		`{"selected": 10, "replayed": 10, "more": true, "held": 0}`,
+		`{"selected": 5, "replayed": 5, "more": false, "held": 0}`,
+		`{"selected": 0, "replayed": 0, "more": false, "held": 0}`,
 	} {
 		t.Logf("call %d", i+1)
 		requireJSONEqual(t, callJSON(t, admin, `SELECT fn_job_dead_letter_replay_many($1::jsonb, 10)`, filter), want)
@@ -292,6 +292,41 @@ func TestJobDeadLetterReplayMany_BoundedResumable(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM job_queue`); n != 33 {
 		t.Fatalf("jobs after all replays: %d, want 33 (each dead letter once)", n)
 	}
+}
+
+// Rule: a dead job whose dedupe key a live job of another kind or domain holds is not
+// replayed (its enqueue would be refused: a key is one key across every kind and domain
+// while its job is live), and it stops nothing else. The single replay answers
+// dedupe_key_held and leaves the dead letter open; the bulk replay passes it by, counts it
+// in held and leaves it out of more, so a caller that repeats until more is false stops;
+// once the key is free, it replays. (Before keys were refused across kinds, the replay was
+// answered with the other kind's job and the dead letter resolved as replayed.)
+func TestJobDeadLetterReplay_AKeyHeldByAnotherKindIsPassedBy(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	db.Exec(t, `INSERT INTO job_dead_letter (job_id, job_kind, event_domain, job_snapshot, attempts, last_error, last_failed_at)
+	            SELECT gen_random_uuid(), 'k', 'iu', jsonb_build_object('payload', '{}'::jsonb, 'max_attempts', 3, 'dedupe_key', key),
+	                   3, 'boom', now() - make_interval(secs => ord)
+	              FROM unnest(ARRAY['K1', 'K2']) WITH ORDINALITY AS u(key, ord)`)
+	email := enqueue(t, db.Pool, "email", "K1", 5) // a live job of another kind holds K1
+	admin := asRole(t, db, "workflow_admin")
+	var held string
+	db.QueryRow(t, `SELECT id::text FROM job_dead_letter WHERE job_snapshot->>'dedupe_key' = 'K1'`, nil, &held)
+	out := callJSON(t, admin, `SELECT fn_job_dead_letter_replay($1::uuid)`, held)
+	if out["replayed"] != false || out["reason"] != "dedupe_key_held" || out["held_by_job_id"] != email || out["held_by_job_kind"] != "email" {
+		t.Fatalf("the single replay of a dead job whose key another kind holds: %v", out)
+	}
+	requireJSONEqual(t, callJSON(t, admin, `SELECT fn_job_dead_letter_replay_many('{}', 10)`), `{"selected": 1, "replayed": 1, "more": false, "held": 1}`)
+	if n := count(t, db, `SELECT count(*) FROM job_dead_letter WHERE resolved_at IS NULL`); n != 1 {
+		t.Fatalf("open dead letters: %d, want the held one", n)
+	}
+	if n := count(t, db, `SELECT count(*) FROM job_queue WHERE job_kind = 'k'`); n != 1 {
+		t.Fatalf("replayed k jobs: %d, want K2's", n)
+	}
+	// The email job finishes: the key is free, and the held one replays.
+	c := claimTokens(t, db.Pool, "w", []string{"email"}, 1, 60)
+	requireJSONEqual(t, callJSON(t, db.Pool, `SELECT fn_job_complete($1::uuid, 'w', $2::uuid) - 'job_id' - 'attempt' - 'worker' - 'status'`, c[0].ID, c[0].Token), `{"completed": true}`)
+	requireJSONEqual(t, callJSON(t, admin, `SELECT fn_job_dead_letter_replay_many('{}', 10)`), `{"selected": 1, "replayed": 1, "more": false, "held": 0}`)
 }
 
 // Bulk replay of route dead letters goes through the single-row replay (attempt written,

@@ -128,3 +128,42 @@ func TestJobTrust_DedupeKeyHorizonIsBounded(t *testing.T) {
 		t.Fatalf("a job without a key may wait up to a year: %v", err)
 	}
 }
+
+// Rule: an enqueue is never answered with someone else's job. A dedupe key is one key
+// across every kind and domain while its job is live; before, fn_job_enqueue and
+// fn_job_enqueue_many answered a key held by a live job of another kind or domain with
+// that job's id, as if it were the caller's: an invoice enqueued with key order:42 while
+// an email job (another executor's, or one squatted on purpose) held it created nothing,
+// raised nothing, and was lost. Now that is refused (23505, with the fix in the HINT, and
+// the whole batch with it); the same kind and domain still deduplicate.
+func TestJobTrust_ADedupeKeyOfAnotherKindIsRefused(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	squatter, _ := login(t, db, "sq", "dot_executor")
+	producer, _ := login(t, db, "prod", "dot_executor")
+	var squat string
+	if err := squatter.QueryRow(ctx(t), `SELECT fn_job_enqueue('email', 'iu', '{"x": 1}', now(), 'order:42')::text`).Scan(&squat); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`SELECT fn_job_enqueue('invoice', 'iu', '{"amount": 10}', now(), 'order:42')`,
+		`SELECT fn_job_enqueue('email', 'billing', '{"x": 1}', now(), 'order:42')`,
+		`SELECT fn_job_enqueue_many('invoice', 'iu', '[{"a": 1}, {"a": 2}]', now(), ARRAY['order:41', 'order:42'])`,
+	} {
+		e := pgtest.RequireSQLState(t, callErr(t, producer, stmt), "23505")
+		if !strings.Contains(e.Message, "dedupe key 'order:42' is held by a live job of kind 'email' in domain 'iu'") || e.Hint == "" {
+			t.Fatalf("%s: %s (hint %q)", stmt, e.Message, e.Hint)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM job_queue`); n != 1 {
+		t.Fatalf("refused enqueues must write nothing (the batch's order:41 included): %d jobs, want the squatter's 1", n)
+	}
+	var again string
+	if err := producer.QueryRow(ctx(t), `SELECT fn_job_enqueue('email', 'iu', '{"x": 2}', now(), 'order:42')::text`).Scan(&again); err != nil || again != squat {
+		t.Fatalf("the same kind and domain still deduplicate: %s vs %s (%v)", again, squat, err)
+	}
+	var many []string
+	if err := producer.QueryRow(ctx(t), `SELECT fn_job_enqueue_many('email', 'iu', '[{"a": 1}]', now(), ARRAY['order:42'])::text[]`).Scan(&many); err != nil || len(many) != 1 || many[0] != squat {
+		t.Fatalf("the batch form too: %v vs %s (%v)", many, squat, err)
+	}
+}

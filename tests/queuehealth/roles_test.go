@@ -25,6 +25,7 @@ var queueFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_queue_stale_alert_row()":                                           nil,                // trigger: alert-state row per executor
 	"iu_core.fn_queue_alert_emit(text,text,text,jsonb)":                            nil,                // the stale-check's own writer
 	"iu_core.fn_queue_heartbeat_is_stale(timestamptz,integer,integer,timestamptz)": {"workflow_admin"}, // the assessment v_queue_health inlines
+	"iu_core.fn_queue_heartbeat_is_ahead(timestamptz,timestamptz)":                 nil,
 	"iu_core.fn_queue_heartbeat_gap_ratio(timestamptz,integer,timestamptz)":        {"workflow_admin"},
 	"iu_core.fn_queue_heartbeat_severity(numeric)":                                 {"workflow_admin"},
 	"iu_core.fn_queue_heartbeat_defaults(text)":                                    nil, // default cadence and threshold

@@ -241,3 +241,39 @@ func TestStaleCheck_SeverityAgreesWithReportedGapRatio(t *testing.T) {
 		t.Fatalf("gap_ratio %v exceeds age/cadence %v", ratio, age/1000)
 	}
 }
+
+// Rule: every silent executor is alerted, even one whose alert-state row is missing. The
+// alert state (queue_stale_alert) is made by the heartbeat table's AFTER INSERT trigger; a
+// heartbeat row that came in without it firing (a data-only restore with
+// --disable-triggers, logical replication: session_replication_role = replica) had none,
+// and the check, which visits only executors that have one, counted it a candidate and
+// never alerted it (reported only as skipped_locked, as if another check held it).
+func TestStaleCheck_AnExecutorWithoutAlertStateIsAlerted(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	conn := db.Conn(t)
+	for _, q := range []string{
+		`SET session_replication_role = replica`,
+		`INSERT INTO queue_heartbeat (executor_id, executor_kind, expected_cadence_seconds, stale_threshold_seconds, last_beat_at, ticks_total)
+		 VALUES ('restored', 'Agent', 60, 180, now() - interval '1 hour', 10)`,
+		`RESET session_replication_role`,
+	} {
+		if _, err := conn.Exec(ctx(t), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM queue_stale_alert WHERE executor_id = 'restored'`); n != 0 {
+		t.Fatalf("the fixture must have no alert-state row, has %d", n)
+	}
+	out := staleCheck(t, db.Pool)
+	if num(t, out, "stale") != 1 || num(t, out, "emitted") != 1 || num(t, out, "skipped_locked") != 0 {
+		t.Fatalf("a silent executor without an alert-state row must be alerted: %v", out)
+	}
+	if n := count(t, db, `SELECT count(*) FROM event_outbox WHERE event_type = 'queue_worker_silent' AND event_subject_ref = 'restored'`); n != 1 {
+		t.Fatalf("%d queue_worker_silent events, want 1", n)
+	}
+	// Its alert state is kept like anyone's: the next check is inside the window.
+	if out := staleCheck(t, db.Pool); num(t, out, "suppressed") != 1 || num(t, out, "emitted") != 0 {
+		t.Fatalf("the next check must know the alert: %v", out)
+	}
+}

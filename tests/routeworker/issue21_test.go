@@ -111,6 +111,41 @@ func TestIssue21_AClosedGateWithWaitingEventsIsReported(t *testing.T) {
 	}
 }
 
+// Rule: a closed gate's grace is counted from when its value was set, not from its row's
+// last write. gated_waiting_since is the later of the oldest waiting event and the closed
+// gate's updated_at, and dot_config's trigger moved updated_at on every UPDATE: editing a
+// long-closed gate's description (or a config-management run rewriting the rows as they
+// are) made events that had waited past the grace read as inside it again (iu-runner health
+// back from 3 to 0 for another --gated-grace). Now an edit that keeps the value keeps
+// updated_at; a change of value ('false' to 'off', still closed) is an operator acting on
+// the gate and restarts it.
+func TestIssue21_AnEditThatKeepsAClosedGateKeepsItsGrace(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	db.Exec(t, `SELECT fn_iu_route_worker_register('w_grace')`)
+	db.Exec(t, `INSERT INTO event_type_registry (event_domain, event_type) VALUES ('iu', 'grace.test') ON CONFLICT DO NOTHING`)
+	db.Exec(t, `SELECT fn_iu_emit_event('iu', 'grace.test', 's') FROM generate_series(1, 3)`)
+	since := func() time.Time {
+		var at *time.Time
+		db.QueryRow(t, `SELECT gated_waiting_since FROM v_iu_route_worker_status WHERE worker_name = 'w_grace'`, nil, &at)
+		if at == nil {
+			t.Fatal("gates closed with events waiting: gated_waiting_since must be set")
+		}
+		return *at
+	}
+	first := since()
+	db.Exec(t, `UPDATE dot_config SET description = description || ' (reviewed)' WHERE key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled')`)
+	db.Exec(t, `UPDATE dot_config SET value = value WHERE key IN ('iu_core.routes_enabled', 'iu_core.route_worker_enabled')`)
+	if got := since(); !got.Equal(first) {
+		t.Fatalf("edits that keep the closed gates' values moved gated_waiting_since from %v to %v", first, got)
+	}
+	db.Exec(t, `UPDATE dot_config SET value = 'off' WHERE key = 'iu_core.routes_enabled'`)
+	db.Exec(t, `UPDATE dot_config SET value = 'off' WHERE key = 'iu_core.route_worker_enabled'`)
+	if got := since(); !got.After(first) {
+		t.Fatalf("a change of the closed gates' values must restart the grace: %v, was %v", got, first)
+	}
+}
+
 // Rule (issue 21): the backlog is exported exactly up to a bound every rule's threshold lies
 // below: v_queue_health counts a worker's backlog up to iu_core.fn_iu_route_worker_backlog_cap()
 // and iu-runner's metrics.BacklogCap (which deploy/check holds the rules to) is that figure.

@@ -578,6 +578,62 @@ func TestHealthExitCodes(t *testing.T) {
 	if r := runCLI(t, cleanEnv(), "health", "--database-url", db.URL); r.code != 0 {
 		t.Fatalf("after the beat: exit %d\n%s", r.code, r.stdout)
 	}
+	// An executor that beats on time but says status error is alive and failing: before,
+	// it read fresh and health exited 0. Now 3, marked error_status; warn is not a problem,
+	// and its next ok beat clears it.
+	db.Exec(t, `SELECT fn_queue_heartbeat_tick('stale-executor', 'external_worker', 'warn')`)
+	if r := runCLI(t, cleanEnv(), "health", "--database-url", db.URL); r.code != 0 {
+		t.Fatalf("status warn: exit %d, want 0\n%s", r.code, r.stdout)
+	}
+	db.Exec(t, `SELECT fn_queue_heartbeat_tick('stale-executor', 'external_worker', 'error')`)
+	r = runCLI(t, cleanEnv(), "health", "--database-url", db.URL, "--json")
+	var e struct {
+		Counts struct {
+			ErrorStatus int `json:"error_status"`
+		} `json:"counts"`
+		Rows []struct {
+			Subject    string  `json:"subject"`
+			StatusHint string  `json:"status_hint"`
+			Severity   *string `json:"severity"`
+			Problem    string  `json:"problem"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &e); err != nil {
+		t.Fatalf("--json does not parse: %v\n%s", err, r.stdout)
+	}
+	found := false
+	for _, row := range e.Rows {
+		if row.Subject == "stale-executor" {
+			found = row.StatusHint == "fresh" && row.Severity != nil && *row.Severity == "warning" && row.Problem == "error_status"
+		}
+	}
+	if r.code != 3 || e.Counts.ErrorStatus != 1 || !found {
+		t.Fatalf("status error: exit %d, want 3 with the row fresh, severity warning, problem error_status\n%s", r.code, r.stdout)
+	}
+	db.Exec(t, `SELECT fn_queue_heartbeat_tick('stale-executor', 'external_worker', 'ok')`)
+	if r := runCLI(t, cleanEnv(), "health", "--database-url", db.URL); r.code != 0 {
+		t.Fatalf("after an ok beat: exit %d\n%s", r.code, r.stdout)
+	}
+	// A pause is planned maintenance: no alert, exit 0. One left behind after it hid a dead
+	// executor forever; past --paused-grace (24 h by default) it is a problem.
+	db.Exec(t, `SELECT fn_queue_heartbeat_pause('stale-executor', 'deploy', 'ops')`)
+	if r := runCLI(t, cleanEnv(), "health", "--database-url", db.URL); r.code != 0 {
+		t.Fatalf("paused just now: exit %d, want 0\n%s", r.code, r.stdout)
+	}
+	db.Exec(t, `UPDATE queue_heartbeat SET paused_at = now() - interval '25 hours', last_beat_at = now() - interval '25 hours' WHERE executor_id = 'stale-executor'`)
+	r = runCLI(t, cleanEnv(), "health", "--database-url", db.URL)
+	if r.code != 3 || !strings.Contains(r.stdout, "paused_too_long") {
+		t.Fatalf("paused for 25 h: exit %d, want 3 with paused_too_long\n%s", r.code, r.stdout)
+	}
+	for _, grace := range []string{"48h", "0"} {
+		if r := runCLI(t, cleanEnv(), "health", "--database-url", db.URL, "--paused-grace", grace); r.code != 0 {
+			t.Fatalf("paused for 25 h, --paused-grace %s: exit %d, want 0\n%s", grace, r.code, r.stdout)
+		}
+	}
+	db.Exec(t, `SELECT fn_queue_heartbeat_resume('stale-executor', 'ops')`)
+	if r := runCLI(t, cleanEnv(), "health", "--database-url", db.URL); r.code != 0 {
+		t.Fatalf("resumed: exit %d\n%s", r.code, r.stdout)
+	}
 }
 
 // Rule: open dead letters make health exit 3 (a route that is enabled and not dry-run

@@ -10,7 +10,9 @@ AS $$
     -- queue_heartbeat row.
 BEGIN
     UPDATE public.queue_heartbeat
-       SET last_beat_at = iu_core.fn_dot_config_hc_beat_at(NEW.value, NEW.updated_at),
+       -- now(): the moment of this write (NEW.updated_at moves only when the value changes,
+       -- fn_dot_config_touch; a writer that rewrites the same non-timestamp value still beats)
+       SET last_beat_at = iu_core.fn_dot_config_hc_beat_at(NEW.value, now()),
            ticks_total = ticks_total + 1,
            status = 'ok',
            last_beat_payload = pg_catalog.jsonb_build_object('source', 'dot_config.hc_executor_last_run'),

@@ -92,10 +92,13 @@ SELECT 'heartbeat'::text,
             ELSE 'fresh' END,
        NULL::bigint,
        NULL::bigint,
-       -- same rule as fn_queue_stale_check: decided on the reported (truncated) gap_ratio
+       -- same rule as fn_queue_stale_check: decided on the reported (truncated) gap_ratio;
+       -- an executor that beats on time but reports status error (the runner does after
+       -- three failed passes; any executor may say so) is fresh and still a problem: warning
        CASE WHEN h.paused_at IS NULL
              AND iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, cfg.floor_seconds, now())
-            THEN iu_core.fn_queue_heartbeat_severity(g.gap_ratio) END,
+            THEN iu_core.fn_queue_heartbeat_severity(g.gap_ratio)
+            WHEN h.paused_at IS NULL AND h.status = 'error' THEN 'warning' END,
        h.paused_at IS NOT NULL,
        g.gap_ratio,
        greatest(h.stale_threshold_seconds, cfg.floor_seconds),
@@ -106,6 +109,9 @@ SELECT 'heartbeat'::text,
                                'expected_cadence_seconds', h.expected_cadence_seconds,
                                'own_stale_threshold_seconds', h.stale_threshold_seconds,
                                'paused_at', h.paused_at, 'paused_reason', h.paused_reason, 'paused_by', h.paused_by,
+                               -- how long it has been paused, by the database's clock (iu-runner
+                               -- health --paused-grace: a pause left behind hides a dead executor)
+                               'paused_seconds', floor(extract(epoch FROM (greatest(now(), h.paused_at) - h.paused_at)))::bigint,
                                'silent_since', sa.silent_since, 'alerted_at', sa.alerted_at,
                                'alerted_severity', sa.alerted_severity) END
   FROM public.queue_heartbeat h

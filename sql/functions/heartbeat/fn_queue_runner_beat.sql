@@ -18,8 +18,9 @@ AS $$
 -- beat it: p_instance, one uuid per runner process, is a lease renewed by every beat and
 -- handed back by p_release (a runner that stops, a tick's one beat). Another process of
 -- the same id gets {"beat": false, "held": true, "held_by": {...}} while the holder's last
--- beat is younger than iu_core.fn_queue_runner_lease_seconds() (30 s), and takes the row
--- over after that ("took_over": true): two live runners never share a row (the second one
+-- beat is younger than iu_core.fn_queue_runner_lease_seconds() (30 s) and not stamped ahead
+-- of the clock (fn_queue_heartbeat_is_ahead: a dead holder's stamp from before the server's
+-- clock stepped back holds nothing), and takes the row over after that ("took_over": true): two live runners never share a row (the second one
 -- is the first one's standby), and a restarted runner never leaves a row behind that goes
 -- stale. A first beat creates the row within queue.heartbeat.self_registered_limit. Not
 -- a runner's row (a route worker's name, a row created by a first tick, an unbound row an
@@ -86,7 +87,8 @@ BEGIN
     END IF;
     v_prev := v_row.runner_instance;
     IF v_prev IS NOT NULL AND v_prev <> p_instance
-       AND v_row.last_beat_at > now() - make_interval(secs => iu_core.fn_queue_runner_lease_seconds()) THEN
+       AND v_row.last_beat_at > now() - make_interval(secs => iu_core.fn_queue_runner_lease_seconds())
+       AND NOT iu_core.fn_queue_heartbeat_is_ahead(v_row.last_beat_at, now()) THEN
         RETURN jsonb_build_object(
             'executor_id', p_executor_id, 'beat', false, 'held', true,
             'held_by', jsonb_build_object(

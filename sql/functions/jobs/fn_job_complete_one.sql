@@ -7,7 +7,7 @@ AS $$
 -- Marks the job succeeded when the caller holds its lease; the token stays on the row so
 -- a repeat with that token is answered {"completed": true, "already": true}.
 DECLARE
-    v_job public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker);
+    v_job public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker, p_lease_token);
 BEGIN
     IF NOT coalesce(iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token), false) THEN
         IF p_lease_token IS NOT NULL AND v_job.status = 'succeeded' AND v_job.lease_token = p_lease_token THEN

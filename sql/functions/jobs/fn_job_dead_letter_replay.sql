@@ -10,6 +10,7 @@ AS $$
 DECLARE
     v_dl  public.job_dead_letter;
     v_new uuid;
+    v_held record;
 BEGIN
     IF p_dead_letter_id IS NULL THEN
         RAISE EXCEPTION 'fn_job_dead_letter_replay: p_dead_letter_id required' USING ERRCODE = '22023';
@@ -22,6 +23,17 @@ BEGIN
     IF v_dl.resolved_at IS NOT NULL THEN
         RETURN jsonb_build_object('replayed', false, 'reason', 'already_resolved', 'dead_letter_id', v_dl.id,
                                   'resolution', v_dl.resolution, 'resolved_at', v_dl.resolved_at);
+    END IF;
+    -- Its dedupe key held by a live job of another kind or domain: the enqueue would be
+    -- refused (23505). Answered, not raised, and the dead letter stays open: a bulk replay
+    -- goes on with the others, and this one can be replayed once the key is free.
+    SELECT h.job_id, h.job_kind, h.event_domain INTO v_held
+      FROM iu_core.fn_job_dedupe_held_elsewhere(v_dl.job_snapshot ->> 'dedupe_key', v_dl.job_kind, v_dl.event_domain) h
+     LIMIT 1;
+    IF FOUND THEN
+        RETURN jsonb_build_object('replayed', false, 'reason', 'dedupe_key_held', 'dead_letter_id', v_dl.id,
+                                  'dedupe_key', v_dl.job_snapshot ->> 'dedupe_key', 'held_by_job_id', v_held.job_id,
+                                  'held_by_job_kind', v_held.job_kind, 'held_by_event_domain', v_held.event_domain);
     END IF;
     v_new := public.fn_job_enqueue(v_dl.job_kind, v_dl.event_domain,
                             coalesce(v_dl.job_snapshot -> 'payload', '{}'::jsonb), now(),

@@ -12,15 +12,17 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '5s'
 AS $$
--- Enqueues one job and returns its id; a live job (queued or running) with the same dedupe
--- key is returned instead of a duplicate. A NULL payload is {}, a NULL process_after now; a
+-- Enqueues one job and returns its id; a live job (queued or running) of the same kind and
+-- domain with the same dedupe key is returned instead of a duplicate. A NULL payload is {}, a NULL process_after now; a
 -- process_after in the past is stored as now (claims take the oldest process_after first, so
 -- a past time would put the job ahead of every job already waiting: any executor could jump
 -- or starve the queue).
 -- Refuses (22023, nothing written), in this order: a blank or over-long kind or domain, a
 -- payload that is not a clean JSON object, a process_after that is infinite or more than a
 -- year ahead, max_attempts outside 1..100, a blank or over-long dedupe key, a keyed job due
--- more than the dedupe horizon (24 h) ahead.
+-- more than the dedupe horizon (24 h) ahead. Refuses (23505, nothing written) a dedupe key a
+-- live job of another kind or domain holds (fn_job_dedupe_refuse_other: a key is one key
+-- across every kind and domain while its job is live; that job is not the caller's).
 --
 -- Why it is written this way: it is called once per job, often many times in one statement
 -- (a trigger, an INSERT ... SELECT over orders), so what it costs per call is what matters.
@@ -64,6 +66,8 @@ DECLARE
     v_now     timestamptz := now();
     v_after   timestamptz := greatest(p_process_after, now());   -- NULL or past: now
     v_live    uuid;
+    v_live_kind   text;
+    v_live_domain text;
 BEGIN
     -- The accepting path: true exactly when every rule below holds (NULL fails it).
     IF NOT coalesce(NOT iu_core.fn_iu_is_whitespace(p_job_kind) AND octet_length(p_job_kind) <= 200
@@ -117,9 +121,14 @@ BEGIN
             IF FOUND THEN
                 RETURN v_id;
             END IF;
-            SELECT j.job_id INTO v_live FROM public.job_queue j
+            SELECT j.job_id, j.job_kind, j.event_domain INTO v_live, v_live_kind, v_live_domain FROM public.job_queue j
              WHERE j.dedupe_key = p_dedupe_key AND j.status IN ('queued', 'running');
             IF v_live IS NOT NULL THEN
+                -- The caller's job only when it is of the caller's kind and domain.
+                IF v_live_kind <> p_job_kind OR v_live_domain <> p_event_domain THEN
+                    PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue', p_dedupe_key, p_job_kind, p_event_domain,
+                                                               v_live_kind, v_live_domain);
+                END IF;
                 RETURN v_live;
             END IF;
         END LOOP;

@@ -14,8 +14,9 @@ SET lock_timeout = '5s'
 AS $$
 -- Enqueues one job per element of the JSON array p_payloads (each an object, hygiene
 -- checked), all of one kind and domain, in one INSERT. p_dedupe_keys, when given, has one
--- key (or NULL) per payload; a key with a live job, or repeated inside the batch, yields
--- the existing job instead of a duplicate. Returns the job ids in input order (element i
+-- key (or NULL) per payload; a key with a live job of the same kind and domain, or repeated
+-- inside the batch, yields the existing job instead of a duplicate; a key a live job of
+-- another kind or domain holds refuses the whole batch (23505, fn_job_dedupe_refuse_other). Returns the job ids in input order (element i
 -- of the result belongs to payload i). At most 10,000 payloads per call. The arguments are
 -- all checked before anything is written, so a bad element writes nothing.
 DECLARE
@@ -24,6 +25,9 @@ DECLARE
     v_bad     record;
     v_ids     uuid[];
     v_missing integer;
+    v_other   integer;   -- the first element whose key a live job of another kind or domain holds
+    v_other_kind   text;
+    v_other_domain text;
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', 'p_job_kind', p_job_kind);
     PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', 'p_event_domain', p_event_domain);
@@ -97,14 +101,23 @@ BEGIN
         ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING
         RETURNING job_id, dedupe_key
     )
-    SELECT array_agg(coalesce(mine.job_id, batch.job_id, live.job_id) ORDER BY i.ord)
-      INTO v_ids
+    SELECT array_agg(coalesce(mine.job_id, batch.job_id, live.job_id) ORDER BY i.ord),
+           min(i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain),
+           (array_agg(live.job_kind ORDER BY i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain))[1],
+           (array_agg(live.event_domain ORDER BY i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain))[1]
+      INTO v_ids, v_other, v_other_kind, v_other_domain
       FROM input i
       LEFT JOIN ins mine ON mine.job_id = i.new_id
       LEFT JOIN ins batch ON mine.job_id IS NULL AND batch.dedupe_key = i.dedupe_key
       LEFT JOIN public.job_queue live ON mine.job_id IS NULL AND batch.job_id IS NULL
                               AND live.dedupe_key = i.dedupe_key AND live.status IN ('queued', 'running');
 
+    -- A key held by a live job of another kind or domain: refused, the whole batch with it
+    -- (the INSERT above is undone with the error).
+    IF v_other IS NOT NULL THEN
+        PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue_many', p_dedupe_keys[v_other], p_job_kind, p_event_domain,
+                                                   v_other_kind, v_other_domain);
+    END IF;
     -- Rare: a live job that blocked a key finished before the lookup. Enqueue those again,
     -- one by one, with the single-job rule (which loops on the same race).
     v_missing := array_position(v_ids, NULL);

@@ -21,7 +21,7 @@ BEGIN
             HINT = 'Pass the lease_token fn_job_claim returned with the job.';
     END IF;
     PERFORM iu_core.fn_job_require_range('fn_job_extend_lease', 'p_lease_seconds', p_lease_seconds, 1, 86400);
-    v_job := iu_core.fn_job_lease_row('fn_job_extend_lease', p_job_id, p_worker);
+    v_job := iu_core.fn_job_lease_row('fn_job_extend_lease', p_job_id, p_worker, p_lease_token);
     IF NOT iu_core.fn_job_holds_lease(v_job, p_worker, p_lease_token) THEN
         RETURN jsonb_build_object('refused', true, 'reason', 'lease_lost');
     END IF;

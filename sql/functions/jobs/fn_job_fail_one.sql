@@ -10,7 +10,7 @@ AS $$
 -- answered {"failed": true, "already": true}, as a repeated complete is; a lease that ran
 -- out is reaped with its token cleared, so a fail after that is still lease_lost.
 DECLARE
-    v_job     public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker);
+    v_job     public.job_queue := iu_core.fn_job_lease_row(p_function, p_job_id, p_worker, p_lease_token);
     v_error   text := iu_core.fn_job_error_text(p_error);
     v_backoff numeric;
     v_retry   timestamptz;

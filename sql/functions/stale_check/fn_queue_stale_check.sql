@@ -33,18 +33,29 @@ AS $$
 -- clock_timestamp(), read again once this check has its turn (it may wait up to 1 s for
 -- another check), and a silence with no beat since its alert is reported ended only when
 -- v_now is not earlier than that alert.
+--
+-- A beat stamped ahead of the clock (more than 60 s: fn_queue_heartbeat_is_ahead, the server's
+-- clock stepped back since) is reset to the clock, as if the executor beat when the check
+-- noticed it (ahead_reset counts them): a live executor raises nothing, a dead one is alerted
+-- one threshold later. A stamp the check cannot reset (a session holds the heartbeat row) is
+-- stale whatever its age, alerted with its silence counted from when it is noticed, and that
+-- silence ends only with a new beat (any other stamp: one written after the step is earlier
+-- than the stamp that was ahead).
 DECLARE
     v_floor      integer;
     v_now        timestamptz := clock_timestamp();
     v_checked    bigint;
     v_paused     bigint;
     v_candidates bigint;
+    v_missing    bigint;             -- executors with no alert-state row (see the repair below)
+    v_turn       boolean := false;   -- this check has the serial lock
     v_locked     bigint := 0;
     v_stale      bigint := 0;
     v_emitted    bigint := 0;
     v_suppressed bigint := 0;
     v_escalated  bigint := 0;
     v_recovered  bigint := 0;
+    v_reset      bigint := 0;            -- beats stamped ahead of the clock, reset to it
     v_alerts     jsonb := '[]'::jsonb;
     r            record;
     v_threshold  integer;
@@ -56,6 +67,7 @@ DECLARE
     v_window     interval;
     v_window_sev text;
     v_open       boolean;
+    v_beaten     boolean;            -- it beat since its open alert
     v_kind       text;
     v_phase      integer;
     v_free       boolean;            -- this check holds the row: it records the alert state
@@ -73,8 +85,9 @@ BEGIN
            count(*) FILTER (WHERE h.paused_at IS NOT NULL),
            count(*) FILTER (WHERE h.paused_at IS NULL
                               AND (a.alerted_at IS NOT NULL
-                                   OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now)))
-      INTO v_checked, v_paused, v_candidates
+                                   OR iu_core.fn_queue_heartbeat_is_stale(h.last_beat_at, h.stale_threshold_seconds, v_floor, v_now))),
+           count(*) FILTER (WHERE a.executor_id IS NULL)
+      INTO v_checked, v_paused, v_candidates, v_missing
       FROM public.queue_heartbeat h
       LEFT JOIN public.queue_stale_alert a ON a.executor_id = h.executor_id;
 
@@ -85,6 +98,7 @@ BEGIN
       BEGIN
           PERFORM set_config('lock_timeout', '1s', true);
           PERFORM 1 FROM public.queue_stale_check_serial s FOR UPDATE;
+          v_turn := true;
       EXCEPTION WHEN lock_not_available THEN
           NULL;
       END;
@@ -92,6 +106,20 @@ BEGIN
       -- Judged from when this check has its turn: an alert the check before it wrote is
       -- then never later than v_now.
       v_now := clock_timestamp();
+      -- The alert state of an executor is its queue_stale_alert row, made by the heartbeat
+      -- table's AFTER INSERT trigger. A heartbeat row that came in without it (a data-only
+      -- restore with --disable-triggers, logical replication under session_replication_role
+      -- = replica) has none, and both phases below read only executors that have one: such an
+      -- executor was counted a candidate and never visited, silent with no alert, reported
+      -- only as skipped_locked. The missing rows are made here, under the serial lock (two
+      -- checks never insert the same row at once, so this never waits on another's insert);
+      -- a check that did not get its turn leaves them to the one that has it.
+      IF v_missing > 0 AND v_turn THEN
+          INSERT INTO public.queue_stale_alert (executor_id)
+          SELECT h.executor_id FROM public.queue_heartbeat h
+           WHERE NOT EXISTS (SELECT 1 FROM public.queue_stale_alert a WHERE a.executor_id = h.executor_id)
+          ON CONFLICT (executor_id) DO NOTHING;
+      END IF;
       FOR v_phase IN 1..2 LOOP
         IF v_phase = 1 THEN
             OPEN c FOR
@@ -177,8 +205,38 @@ BEGIN
                     DELETE FROM public.queue_stale_alert_contended ca WHERE ca.executor_id = r.executor_id;
                 END IF;
             END IF;
+            -- A beat stamped ahead of the clock (fn_queue_heartbeat_is_ahead: the server's
+            -- clock stepped back since it was written) says nothing about when the executor
+            -- last beat. The stamp is reset to the clock, as if the executor beat when the
+            -- check noticed it: a live executor beats again within its cadence and raises
+            -- nothing (every executor's stamp is ahead after such a step, so alerting them
+            -- all at once would be an alert storm), a dead one is silent one threshold later
+            -- and is alerted then, with its age counted from here. Only rows nobody holds
+            -- are reset (SKIP LOCKED: never a wait); one whose row a session holds is judged
+            -- as it stands, and an ahead stamp is stale (fn_queue_heartbeat_is_stale), so it
+            -- is alerted. An open alert about that very stamp moves to the reset stamp.
+            IF iu_core.fn_queue_heartbeat_is_ahead(r.last_beat_at, v_now) THEN
+                UPDATE public.queue_heartbeat h SET last_beat_at = v_now
+                 WHERE h.executor_id IN (SELECT hb.executor_id FROM public.queue_heartbeat hb
+                                          WHERE hb.executor_id = r.executor_id AND hb.last_beat_at = r.last_beat_at
+                                            FOR UPDATE SKIP LOCKED);
+                IF FOUND THEN
+                    IF v_free AND r.alerted_beat_at = r.last_beat_at THEN
+                        UPDATE public.queue_stale_alert SET alerted_beat_at = v_now WHERE executor_id = r.executor_id;
+                    END IF;
+                    v_reset := v_reset + 1;
+                    CONTINUE;
+                END IF;
+            END IF;
             v_threshold := greatest(r.stale_threshold_seconds, v_floor);
             v_age       := floor(extract(epoch FROM (v_now - r.last_beat_at)))::bigint;
+            -- A beat since the alert is a later stamp than the one alerted; or, when the
+            -- alerted stamp was ahead of the alert's own clock (fn_queue_heartbeat_is_ahead:
+            -- the server's clock stepped back since), any other stamp, since a live
+            -- executor's next beat is then stamped earlier than the one that was ahead.
+            v_beaten    := r.alerted_beat_at IS NOT NULL
+                           AND (r.last_beat_at > r.alerted_beat_at
+                                OR (r.alerted_beat_at > r.alerted_at AND r.last_beat_at <> r.alerted_beat_at));
 
             IF iu_core.fn_queue_heartbeat_is_stale(r.last_beat_at, r.stale_threshold_seconds, v_floor, v_now) THEN
                 v_stale  := v_stale + 1;
@@ -187,7 +245,7 @@ BEGIN
                 -- It beat since its open alert and is silent again: that alert's silence ended
                 -- (report it, once) and this is a NEW silence with its own silent_since.
                 v_open := r.alerted_at IS NOT NULL;
-                IF v_free AND v_open AND r.alerted_beat_at IS NOT NULL AND r.last_beat_at > r.alerted_beat_at THEN
+                IF v_free AND v_open AND v_beaten THEN
                     v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                         jsonb_build_object(
                             'executor_id',              r.executor_id,
@@ -214,7 +272,9 @@ BEGIN
                 -- decided on the very gap_ratio the payload reports.
                 v_ratio    := iu_core.fn_queue_heartbeat_gap_ratio(r.last_beat_at, r.expected_cadence_seconds, v_now);
                 v_severity := iu_core.fn_queue_heartbeat_severity(v_ratio);
-                v_since    := r.last_beat_at + make_interval(secs => v_threshold);
+                -- When it crossed its threshold; for a beat stamped ahead of the clock
+                -- (fn_queue_heartbeat_is_ahead) that moment is unknown: now, when it is noticed.
+                v_since    := least(r.last_beat_at + make_interval(secs => v_threshold), v_now);
 
                 -- The window rule: no silent alert for this executor in the last 2 x threshold,
                 -- whatever happened since (resume, recovery, re-register). The most severe alert
@@ -267,22 +327,26 @@ BEGIN
                     v_suppressed := v_suppressed + 1;
                 END IF;
             ELSIF v_free AND r.alerted_at IS NOT NULL
-                  AND (r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at OR r.alerted_at <= v_now) THEN
+                  AND (r.alerted_beat_at IS NULL OR v_beaten
+                       OR (r.alerted_at <= v_now AND r.alerted_beat_at <= r.alerted_at)) THEN
                 -- No longer stale: report the silence as ended, once. reason 'beat' when it beat
                 -- since the alert; otherwise its threshold (or the floor) was raised past its age,
                 -- judged only at a moment not earlier than the alert (see the header: a
-                -- judgement older than the alert is no evidence that the silence ended).
+                -- judgement older than the alert is no evidence that the silence ended), and
+                -- only for an alert about a beat in its past: a beat stamped ahead of the
+                -- clock (fn_queue_heartbeat_is_ahead) starts to look fresh once the clock
+                -- catches up with it, though nothing beat; only a new beat ends that silence.
                 v_event := iu_core.fn_queue_alert_emit('queue_worker_recovered', 'info', r.executor_id,
                     jsonb_build_object(
                         'executor_id',              r.executor_id,
                         'executor_kind',            r.executor_kind,
-                        'reason',                   CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
+                        'reason',                   CASE WHEN r.alerted_beat_at IS NULL OR v_beaten
                                                          THEN 'beat' ELSE 'threshold_raised' END,
                         'silent_since',             r.silent_since,
-                        'recovered_at',             CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
+                        'recovered_at',             CASE WHEN r.alerted_beat_at IS NULL OR v_beaten
                                                          THEN r.last_beat_at ELSE v_now END,
                         'silent_seconds',           greatest(0, floor(extract(epoch FROM (
-                                                        CASE WHEN r.alerted_beat_at IS NULL OR r.last_beat_at > r.alerted_beat_at
+                                                        CASE WHEN r.alerted_beat_at IS NULL OR v_beaten
                                                              THEN r.last_beat_at ELSE v_now END
                                                         - coalesce(r.silent_since, r.last_beat_at)))))::bigint,
                         'last_alerted_at',          r.alerted_at,
@@ -307,6 +371,7 @@ BEGIN
         'escalated',      v_escalated,
         'suppressed',     v_suppressed,
         'recovered',      v_recovered,
+        'ahead_reset',    v_reset,
         'paused',         v_paused,
         'skipped_locked', greatest(v_candidates - v_locked - v_contended, 0),
         'contended',      v_contended,
