@@ -2199,7 +2199,7 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_job_dead_letter_matches(public.job_dead_letter, text, text, timestamptz, timestamptz)',
         'iu_core.fn_job_dedupe_held_elsewhere(text, text, text)',
         'iu_core.fn_job_dedupe_horizon_seconds()',
-        'iu_core.fn_job_dedupe_refuse_other(text, text, text, text, text, text)',
+        'iu_core.fn_job_dedupe_refuse_other(text, text, text, text)',
         'iu_core.fn_job_error_text(text)',
         'iu_core.fn_job_fail_one(text, uuid, text, text, uuid)',
         'iu_core.fn_job_holds_lease(public.job_queue, text, uuid)',
@@ -6396,10 +6396,10 @@ CREATE FUNCTION iu_core.fn_job_dedupe_horizon_seconds() RETURNS integer
 $$;
 
 --
--- Name: fn_job_dedupe_refuse_other(text, text, text, text, text, text); Type: FUNCTION; Schema: iu_core; Owner: -
+-- Name: fn_job_dedupe_refuse_other(text, text, text, text); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION iu_core.fn_job_dedupe_refuse_other(p_function text, p_dedupe_key text, p_job_kind text, p_event_domain text, p_live_kind text, p_live_domain text) RETURNS void
+CREATE FUNCTION iu_core.fn_job_dedupe_refuse_other(p_function text, p_dedupe_key text, p_job_kind text, p_event_domain text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6411,10 +6411,17 @@ CREATE FUNCTION iu_core.fn_job_dedupe_refuse_other(p_function text, p_dedupe_key
 -- held order:42 created nothing, raised nothing, and the caller could not tell its job was
 -- never queued (and any executor could squat a key another kind needs). Only a live job of
 -- the same kind and domain is the caller's job again; for any other, the caller is told.
+-- The holder is named as fn_job_dedupe_held_elsewhere finds it (called only on this rare
+-- path, so the callers' common path reads nothing more).
+DECLARE
+    v_held record;
 BEGIN
+    SELECT h.job_kind, h.event_domain INTO v_held
+      FROM iu_core.fn_job_dedupe_held_elsewhere(p_dedupe_key, p_job_kind, p_event_domain) h
+     LIMIT 1;
     RAISE EXCEPTION '%: dedupe key % is held by a live job of kind % in domain %, not %/%',
-        p_function, quote_literal(p_dedupe_key), quote_literal(p_live_kind), quote_literal(p_live_domain),
-        p_job_kind, p_event_domain
+        p_function, quote_literal(p_dedupe_key), quote_literal(coalesce(v_held.job_kind, '?')),
+        quote_literal(coalesce(v_held.event_domain, '?')), p_job_kind, p_event_domain
         USING ERRCODE = '23505',
               HINT = format('A dedupe key is one key across every kind and domain while its job is queued or running: give each kind keys of its own, for example %L.',
                             p_job_kind || ':' || p_dedupe_key);
@@ -9377,8 +9384,7 @@ DECLARE
     v_now     timestamptz := now();
     v_after   timestamptz := greatest(p_process_after, now());   -- NULL or past: now
     v_live    uuid;
-    v_live_kind   text;
-    v_live_domain text;
+    v_mine    boolean;            -- the live job is of the caller's kind and domain
 BEGIN
     -- The accepting path: true exactly when every rule below holds (NULL fails it).
     IF NOT coalesce(NOT iu_core.fn_iu_is_whitespace(p_job_kind) AND octet_length(p_job_kind) <= 200
@@ -9432,13 +9438,12 @@ BEGIN
             IF FOUND THEN
                 RETURN v_id;
             END IF;
-            SELECT j.job_id, j.job_kind, j.event_domain INTO v_live, v_live_kind, v_live_domain FROM public.job_queue j
+            SELECT j.job_id, j.job_kind = p_job_kind AND j.event_domain = p_event_domain INTO v_live, v_mine FROM public.job_queue j
              WHERE j.dedupe_key = p_dedupe_key AND j.status IN ('queued', 'running');
             IF v_live IS NOT NULL THEN
                 -- The caller's job only when it is of the caller's kind and domain.
-                IF v_live_kind <> p_job_kind OR v_live_domain <> p_event_domain THEN
-                    PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue', p_dedupe_key, p_job_kind, p_event_domain,
-                                                               v_live_kind, v_live_domain);
+                IF NOT v_mine THEN
+                    PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue', p_dedupe_key, p_job_kind, p_event_domain);
                 END IF;
                 RETURN v_live;
             END IF;
@@ -9470,8 +9475,6 @@ DECLARE
     v_ids     uuid[];
     v_missing integer;
     v_other   integer;   -- the first element whose key a live job of another kind or domain holds
-    v_other_kind   text;
-    v_other_domain text;
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', 'p_job_kind', p_job_kind);
     PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', 'p_event_domain', p_event_domain);
@@ -9546,10 +9549,8 @@ BEGIN
         RETURNING job_id, dedupe_key
     )
     SELECT array_agg(coalesce(mine.job_id, batch.job_id, live.job_id) ORDER BY i.ord),
-           min(i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain),
-           (array_agg(live.job_kind ORDER BY i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain))[1],
-           (array_agg(live.event_domain ORDER BY i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain))[1]
-      INTO v_ids, v_other, v_other_kind, v_other_domain
+           min(i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain)
+      INTO v_ids, v_other
       FROM input i
       LEFT JOIN ins mine ON mine.job_id = i.new_id
       LEFT JOIN ins batch ON mine.job_id IS NULL AND batch.dedupe_key = i.dedupe_key
@@ -9559,8 +9560,7 @@ BEGIN
     -- A key held by a live job of another kind or domain: refused, the whole batch with it
     -- (the INSERT above is undone with the error).
     IF v_other IS NOT NULL THEN
-        PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue_many', p_dedupe_keys[v_other], p_job_kind, p_event_domain,
-                                                   v_other_kind, v_other_domain);
+        PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue_many', p_dedupe_keys[v_other], p_job_kind, p_event_domain);
     END IF;
     -- Rare: a live job that blocked a key finished before the lookup. Enqueue those again,
     -- one by one, with the single-job rule (which loops on the same race).
@@ -13078,10 +13078,10 @@ REVOKE ALL ON FUNCTION iu_core.fn_job_dedupe_held_elsewhere(p_dedupe_key text, p
 REVOKE ALL ON FUNCTION iu_core.fn_job_dedupe_horizon_seconds() FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_job_dedupe_refuse_other(p_function text, p_dedupe_key text, p_job_kind text, p_event_domain text, p_live_kind text, p_live_domain text); Type: ACL; Schema: iu_core; Owner: -
+-- Name: FUNCTION fn_job_dedupe_refuse_other(p_function text, p_dedupe_key text, p_job_kind text, p_event_domain text); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION iu_core.fn_job_dedupe_refuse_other(p_function text, p_dedupe_key text, p_job_kind text, p_event_domain text, p_live_kind text, p_live_domain text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_job_dedupe_refuse_other(p_function text, p_dedupe_key text, p_job_kind text, p_event_domain text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_job_error_text(p_error text); Type: ACL; Schema: iu_core; Owner: -

@@ -19,7 +19,7 @@ var jobFunctions = pgtest.GrantMatrix{
 	"fn_job_complete(uuid,text)":                                                            {"dot_executor"},
 	"fn_job_fail(uuid,text,text)":                                                           {"dot_executor"},
 	"iu_core.fn_job_lease_row(text,uuid,text,uuid)":                                         nil,
-	"iu_core.fn_job_dedupe_refuse_other(text,text,text,text,text,text)":                     nil,
+	"iu_core.fn_job_dedupe_refuse_other(text,text,text,text)":                               nil,
 	"iu_core.fn_job_dedupe_held_elsewhere(text,text,text)":                                  nil,
 	"iu_core.fn_job_dead_letter_insert(uuid)":                                               nil,
 	"iu_core.fn_job_dead_letter_guard()":                                                    nil,

@@ -66,8 +66,7 @@ DECLARE
     v_now     timestamptz := now();
     v_after   timestamptz := greatest(p_process_after, now());   -- NULL or past: now
     v_live    uuid;
-    v_live_kind   text;
-    v_live_domain text;
+    v_mine    boolean;            -- the live job is of the caller's kind and domain
 BEGIN
     -- The accepting path: true exactly when every rule below holds (NULL fails it).
     IF NOT coalesce(NOT iu_core.fn_iu_is_whitespace(p_job_kind) AND octet_length(p_job_kind) <= 200
@@ -121,13 +120,12 @@ BEGIN
             IF FOUND THEN
                 RETURN v_id;
             END IF;
-            SELECT j.job_id, j.job_kind, j.event_domain INTO v_live, v_live_kind, v_live_domain FROM public.job_queue j
+            SELECT j.job_id, j.job_kind = p_job_kind AND j.event_domain = p_event_domain INTO v_live, v_mine FROM public.job_queue j
              WHERE j.dedupe_key = p_dedupe_key AND j.status IN ('queued', 'running');
             IF v_live IS NOT NULL THEN
                 -- The caller's job only when it is of the caller's kind and domain.
-                IF v_live_kind <> p_job_kind OR v_live_domain <> p_event_domain THEN
-                    PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue', p_dedupe_key, p_job_kind, p_event_domain,
-                                                               v_live_kind, v_live_domain);
+                IF NOT v_mine THEN
+                    PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue', p_dedupe_key, p_job_kind, p_event_domain);
                 END IF;
                 RETURN v_live;
             END IF;

@@ -26,8 +26,6 @@ DECLARE
     v_ids     uuid[];
     v_missing integer;
     v_other   integer;   -- the first element whose key a live job of another kind or domain holds
-    v_other_kind   text;
-    v_other_domain text;
 BEGIN
     PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', 'p_job_kind', p_job_kind);
     PERFORM iu_core.fn_iu_require_name('fn_job_enqueue_many', 'p_event_domain', p_event_domain);
@@ -102,10 +100,8 @@ BEGIN
         RETURNING job_id, dedupe_key
     )
     SELECT array_agg(coalesce(mine.job_id, batch.job_id, live.job_id) ORDER BY i.ord),
-           min(i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain),
-           (array_agg(live.job_kind ORDER BY i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain))[1],
-           (array_agg(live.event_domain ORDER BY i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain))[1]
-      INTO v_ids, v_other, v_other_kind, v_other_domain
+           min(i.ord) FILTER (WHERE live.job_kind <> p_job_kind OR live.event_domain <> p_event_domain)
+      INTO v_ids, v_other
       FROM input i
       LEFT JOIN ins mine ON mine.job_id = i.new_id
       LEFT JOIN ins batch ON mine.job_id IS NULL AND batch.dedupe_key = i.dedupe_key
@@ -115,8 +111,7 @@ BEGIN
     -- A key held by a live job of another kind or domain: refused, the whole batch with it
     -- (the INSERT above is undone with the error).
     IF v_other IS NOT NULL THEN
-        PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue_many', p_dedupe_keys[v_other], p_job_kind, p_event_domain,
-                                                   v_other_kind, v_other_domain);
+        PERFORM iu_core.fn_job_dedupe_refuse_other('fn_job_enqueue_many', p_dedupe_keys[v_other], p_job_kind, p_event_domain);
     END IF;
     -- Rare: a live job that blocked a key finished before the lookup. Enqueue those again,
     -- one by one, with the single-job rule (which loops on the same race).
