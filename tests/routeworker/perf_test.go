@@ -213,7 +213,10 @@ func TestRun_NoSubtransactionPerEvent(t *testing.T) {
 }
 
 // explainStoredClaim EXPLAINs the claim of the next page from the worker's stored cursor
-// (open window and keyset position) and returns the buffers it touched.
+// (open window and keyset position) as the run executes it, the generic plan
+// (genericClaimConn), and returns the buffers it touched. Not the custom plan of literal
+// arguments: the run never executes one, and its choice moves with ANALYZE's sample (in one
+// CI run it read a whole partition, ~900 buffers, at every depth).
 func explainStoredClaim(t *testing.T, db *pgtest.DB, worker string, limit int) int {
 	t.Helper()
 	var done, window, txid, id *string
@@ -229,9 +232,12 @@ func explainStoredClaim(t *testing.T, db *pgtest.DB, worker string, limit int) i
 		t.Fatal("no open window to explain")
 	}
 	var raw []byte
-	db.QueryRow(t, fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-		SELECT * FROM iu_core.fn_iu_route_worker_claim('iu', ROW(%s, %s, %s, %s)::iu_core.iu_route_window, %d)`,
-		lit(done, "pg_snapshot"), lit(window, "pg_snapshot"), lit(txid, "xid8"), lit(id, "uuid"), limit), nil, &raw)
+	conn := genericClaimConn(t, db)
+	if err := conn.QueryRow(pgtest.Ctx(t), fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+		EXECUTE claim('iu', %s, %s, %s, %s, %d)`,
+		lit(done, "pg_snapshot"), lit(window, "pg_snapshot"), lit(txid, "xid8"), lit(id, "uuid"), limit)).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
 	root := decodePlan(t, raw)
 	if int(root.ActualRows) != limit {
 		t.Fatalf("claim returned %v rows, want %d", root.ActualRows, limit)
