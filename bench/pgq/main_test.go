@@ -17,7 +17,13 @@
 //     audit work per event (one row with a unique idempotency key in a copy of the
 //     attempt table, position advanced by pgq.finish_batch in the same transaction).
 //     Each side runs on its own fresh clone, after six untimed batches of ten events (so no
-//     timed run is one in which a session still plans); runs are interleaved; medians.
+//     timed run is one in which a session still plans), a checkpoint and a sync(2) (so the
+//     kernel is not writing the clones back while runs are timed); runs are interleaved;
+//     medians, and the median of the per-round ratios (paired). Beside the wall time, each
+//     run's backend use as the kernel counts it (CPU time, minor page faults, context
+//     switches; /proc of the server's process, when it runs on this machine), and every
+//     run's time in the log: where a gap in wall time lies that instruction counts
+//     (bench/instr/count.sh) cannot show.
 //   - BenchmarkPgqIdle: the per-call cost of a run that finds nothing (a caught-up
 //     worker) against PgQ's empty pgq.next_batch, without and with another session
 //     holding an xid open (a transaction that wrote), opened after the worker caught up

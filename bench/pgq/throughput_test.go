@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +41,8 @@ type side struct {
 	perRun []time.Duration
 	step   func(batch int) int // one batch of at most batch events; returns the events it consumed
 	batch  int
+	pid    int           // the backend serving the side (0: not known)
+	stats  []backendStat // the backend's use over each timed run, when /proc has it
 }
 
 // warmUp consumes the warm-up batches, untimed.
@@ -50,10 +53,68 @@ func (s *side) warmUp() {
 }
 
 func (s *side) run() {
+	before, ok := readBackendStat(s.pid)
 	t0 := time.Now()
 	n := s.step(s.batch)
 	s.perRun = append(s.perRun, time.Since(t0))
 	s.events += n
+	if after, ok2 := readBackendStat(s.pid); ok && ok2 {
+		s.stats = append(s.stats, after.sub(before))
+	}
+}
+
+// paired is the median of the per-round ratios of ours to peer (the peer's time for a run
+// over ours: > 1, ours faster). A round runs every side once, back to back, within a few
+// hundred ms at most, so a round's ratio compares runs taken at the same speed of the host,
+// which moves by 1.5x for seconds at a time on this kind of machine (see fmtRuns' log);
+// the ratio of the medians can pair one side's fast runs with the other's slow ones.
+func paired(ours, peer *side) float64 {
+	n := min(len(ours.perRun), len(peer.perRun))
+	xs := make([]float64, n)
+	for i := range n {
+		xs[i] = peer.perRun[i].Seconds() / ours.perRun[i].Seconds()
+	}
+	return medianF(xs)
+}
+
+// settle lets the writes of the set-up finish before the timed runs: a checkpoint, then
+// the kernel's write-back of every dirty page (sync(2)). The clones are copies of the
+// outbox databases (hundreds of MB at the default size) and the queue's load is fresh, so
+// without it the kernel writes them back while the first runs are timed, on the core the
+// consumer's backend does not have, and some runs of every side take 1.5x the others.
+func settle(ctx context.Context, b *testing.B, conn *pgx.Conn) {
+	b.Helper()
+	exec(ctx, b, conn, "checkpoint before the timed runs", `CHECKPOINT`)
+	syscall.Sync()
+}
+
+// fmtRuns lists a side's timed runs, ms each, and the backend's CPU ms of each when read.
+func fmtRuns(s *side) string {
+	var out strings.Builder
+	for i, d := range s.perRun {
+		fmt.Fprintf(&out, " %.1f", ms(d))
+		if i < len(s.stats) {
+			fmt.Fprintf(&out, "/%.1f", float64(s.stats[i].cpuNs)/1e6)
+		}
+	}
+	return out.String()
+}
+
+// usage is the median over the timed runs of the backend's CPU time (µs), minor page
+// faults and context switches a run; ok is false when they were not read.
+func (s *side) usage() (cpuUs, minflt, volCS, involCS float64, ok bool) {
+	if len(s.stats) == 0 {
+		return 0, 0, 0, 0, false
+	}
+	col := func(f func(backendStat) int64) float64 {
+		xs := make([]float64, len(s.stats))
+		for i, st := range s.stats {
+			xs[i] = float64(f(st))
+		}
+		return medianF(xs)
+	}
+	return col(func(x backendStat) int64 { return x.cpuNs }) / 1e3, col(func(x backendStat) int64 { return x.minflt }),
+		col(func(x backendStat) int64 { return x.volCS }), col(func(x backendStat) int64 { return x.involCS }), true
 }
 
 // rate is events per second at the median run.
@@ -133,6 +194,7 @@ func BenchmarkPgqThroughput(b *testing.B) {
 				for _, s := range sides {
 					s.warmUp()
 				}
+				settle(ctx, b, pq)
 				b.StartTimer()
 				// Interleaved, run by run, the order rotating, so all four see the same
 				// background load.
@@ -142,12 +204,16 @@ func BenchmarkPgqThroughput(b *testing.B) {
 					}
 				}
 			}
+			for _, s := range []*side{r.shared, r.iu, r.pgq, r.pgqOC} {
+				b.Logf("%s, batch %d: ms per run %s", s.name, p.batch, fmtRuns(s))
+			}
 			b.ReportMetric(r.shared.rate(), "shared-events/s")
 			b.ReportMetric(r.iu.rate(), "iuonly-events/s")
 			b.ReportMetric(r.pgq.rate(), "pgq-events/s")
 			b.ReportMetric(r.shared.rate()/r.pgq.rate(), "shared/pgq")
 			b.ReportMetric(r.iu.rate()/r.pgq.rate(), "iuonly/pgq")
 			b.ReportMetric(r.iu.rate()/r.pgqOC.rate(), "iuonly/pgq-onconflict")
+			b.ReportMetric(paired(r.iu, r.pgq), "iuonly/pgq-paired")
 			results = append(results, r)
 		})
 	}
@@ -155,15 +221,31 @@ func BenchmarkPgqThroughput(b *testing.B) {
 	var tbl strings.Builder
 	fmt.Fprintf(&tbl, "route worker vs PgQ throughput: shared outbox %d rows (%d iu), iu-only outbox %d rows, PgQ queue of the same iu events; loaded in %s; %d CPUs\n",
 		rows, iu, iu, loadTime, runtime.NumCPU())
-	fmt.Fprintf(&tbl, "%6s %5s | %11s %9s | %11s %9s | %11s %9s | %10s %10s | %11s %13s\n", "batch", "runs",
-		"shared ms", "ev/s", "iu-only ms", "ev/s", "PgQ ms", "ev/s", "shared/PgQ", "iu-only/PgQ", "PgQ-OC ev/s", "iu-only/PgQ-OC")
+	fmt.Fprintf(&tbl, "%6s %5s | %11s %9s | %11s %9s | %11s %9s | %10s %10s %6s | %11s %13s\n", "batch", "runs",
+		"shared ms", "ev/s", "iu-only ms", "ev/s", "PgQ ms", "ev/s", "shared/PgQ", "iu-only/PgQ", "paired", "PgQ-OC ev/s", "iu-only/PgQ-OC")
 	for _, r := range results {
-		fmt.Fprintf(&tbl, "%6d %5d | %11.2f %9.0f | %11.2f %9.0f | %11.2f %9.0f | %10s %10s | %11.0f %13s\n", r.batch, r.runs,
+		fmt.Fprintf(&tbl, "%6d %5d | %11.2f %9.0f | %11.2f %9.0f | %11.2f %9.0f | %10s %10s %6s | %11.0f %13s\n", r.batch, r.runs,
 			ms(median(r.shared.perRun)), r.shared.rate(), ms(median(r.iu.perRun)), r.iu.rate(),
 			ms(median(r.pgq.perRun)), r.pgq.rate(), fmtRatio(r.shared.rate()/r.pgq.rate()), fmtRatio(r.iu.rate()/r.pgq.rate()),
-			r.pgqOC.rate(), fmtRatio(r.iu.rate()/r.pgqOC.rate()))
+			fmtRatio(paired(r.iu, r.pgq)), r.pgqOC.rate(), fmtRatio(r.iu.rate()/r.pgqOC.rate()))
 	}
-	fmt.Fprintf(&tbl, "ms per batch at the median run; ratios are events/s ours / PgQ (> 1: ours faster); same audit row per event on both sides; PgQ writes it with a plain INSERT in the batch's transaction (the baseline), PgQ-OC with ON CONFLICT DO NOTHING (second line); clones, runs interleaved\n")
+	fmt.Fprintf(&tbl, "ms per batch at the median run; ratios are events/s ours / PgQ (> 1: ours faster), paired the median of the per-round ratios (iu-only / PgQ); same audit row per event on both sides; PgQ writes it with a plain INSERT in the batch's transaction (the baseline), PgQ-OC with ON CONFLICT DO NOTHING (second line); clones, runs interleaved\n")
+	// Where the wall time went that instruction counts cannot show: the backend's own use
+	// per run, as the kernel counts it (medians over the timed runs).
+	if _, _, _, _, ok := results[0].iu.usage(); ok {
+		fmt.Fprintf(&tbl, "backend per run (median): %6s | %-28s | %-28s | %-28s | %s\n", "batch", "shared: cpu µs, minflt, cs", "iu-only", "PgQ", "iu-only/PgQ cpu")
+		for _, r := range results {
+			cell := func(s *side) (string, float64) {
+				c, f, v, i, _ := s.usage()
+				return fmt.Sprintf("%8.0f %7.0f %5.0f+%-4.0f", c, f, v, i), c
+			}
+			sh, _ := cell(r.shared)
+			io, ic := cell(r.iu)
+			pq, pc := cell(r.pgq)
+			fmt.Fprintf(&tbl, "backend per run (median): %6d | %-28s | %-28s | %-28s | %s\n", r.batch, sh, io, pq, fmtRatio(pc/ic))
+		}
+		fmt.Fprintf(&tbl, "(cpu: /proc/<pid>/schedstat; minflt: minor page faults; cs: voluntary+involuntary context switches; the ratio > 1: ours uses less CPU)\n")
+	}
 	fmt.Fprintf(&tbl, "target: ours/PgQ >= 1.2 at batch 1000 and 5000")
 	fmt.Println(tbl.String())
 }
@@ -190,7 +272,7 @@ func workerSide(ctx context.Context, b *testing.B, name string, conn *pgx.Conn, 
 	// the shared outbox, larger than a quarter of shared_buffers, reads through a small
 	// ring and leaves the pages out of shared buffers.)
 	exec(ctx, b, conn, "warming the iu rows", `SELECT count(event_type) FROM (SELECT event_type FROM event_outbox WHERE event_domain = 'iu' ORDER BY txid, id) s`)
-	return &side{name: name, batch: batch, step: func(batch int) int {
+	return &side{name: name, batch: batch, pid: backendPID(ctx, conn), step: func(batch int) int {
 		r := workerRun(ctx, b, conn, worker, batch)
 		if r.Claimed != batch {
 			b.Fatalf("%s: worker run claimed %d of %d", name, r.Claimed, batch)
@@ -237,7 +319,7 @@ func pgqSide(ctx context.Context, b *testing.B, conn *pgx.Conn, batch int, onCon
 	if onConflict {
 		consumer, name = pgqConsumerOC, "PgQ, ON CONFLICT"
 	}
-	return &side{name: name, batch: batch, step: func(batch int) int {
+	return &side{name: name, batch: batch, pid: backendPID(ctx, conn), step: func(batch int) int {
 		var n int
 		if err := conn.QueryRow(ctx, `SELECT bench_pgq_consume('bench_q', $1, $2)`, consumer, onConflict).Scan(&n); err != nil {
 			b.Fatalf("PgQ consumer: %v", err)
