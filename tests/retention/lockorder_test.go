@@ -134,6 +134,14 @@ func TestLockOrder_MaintenanceNeverDeadlocksWithAReader(t *testing.T) {
 			if r.m["lock_timeout"] == true {
 				r.m = maintain(t, db)
 			}
+			// default_raced: a txid reached the range while it was being attached (the
+			// package's other tests consume txids of the same cluster meanwhile), so that
+			// call created nothing and rolled back, as documented; the next call goes the
+			// other way. Bounded: a race on every call would still fail below.
+			for try := 0; try < 3 && r.m["default_raced"] == true; try++ {
+				t.Logf("maintenance raced a txid into the range (%v); calling it again", r.m["next_txid"])
+				r.m = maintain(t, db)
+			}
 			if c, _ := r.m["created"].([]any); len(c) == 0 {
 				t.Fatalf("once the reader is gone maintenance adds the partitions: %v", r.m)
 			}
