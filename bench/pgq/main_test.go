@@ -43,7 +43,7 @@
 //
 //	BENCH_OUTBOX_ROWS       shared outbox rows (default 1,000,000; 5 % iu)
 //	BENCH_PGQ_RUNS          batches timed per batch size (default 61/61/21/7 for 10/100/1000/5000;
-//	                        a number caps all three)
+//	                        a number caps all four)
 //	BENCH_PGQ_BLOCK         throughput: runs of one side in a row per round (default 1: each run
 //	                        alternates with the others; > 1: a backlog drained back to back)
 //	BENCH_IDLE_CALLS        idle calls per side and phase (default 10,000; blocks of 1,000)
