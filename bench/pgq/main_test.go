@@ -23,14 +23,20 @@
 //     run's backend use as the kernel counts it (CPU time, minor page faults, context
 //     switches; /proc of the server's process, when it runs on this machine), and every
 //     run's time in the log: where a gap in wall time lies that instruction counts
-//     (bench/instr/count.sh) cannot show.
+//     (bench/instr/count.sh) cannot show. A second line adds to each PgQ run the tick that
+//     made its batch (one pgq.ticker that writes a tick, from a session of its own, timed in
+//     the same round): the worker draws its batch boundary inside its run, PgQ's ticker
+//     outside the consumer.
 //   - BenchmarkPgqIdle: the per-call cost of a run that finds nothing (a caught-up
 //     worker) against PgQ's empty pgq.next_batch, without and with another session
 //     holding an xid open (a transaction that wrote), opened after the worker caught up
 //     and, in another phase, before (its stored position lists it, so every run reports
 //     it), and its flatness: median of the last block of 1,000 calls / median of the first.
 //     Each phase runs partition maintenance once before it is timed, as a runner's tick
-//     would have.
+//     would have. A second line adds to next_batch the ticker's check of an idle queue
+//     (pgq.ticker from a session of its own, as pgqd checks each queue once a ticker
+//     period): in PgQ it is the ticker that asks "anything new?", and its check takes a
+//     transaction id, so it writes a commit record; the worker's idle run writes nothing.
 //   - BenchmarkPgqProducers: single-row insert rates with 2 concurrent clients,
 //     synchronous_commit off, ~1M rows already present: pgq.insert_event,
 //     fn_iu_emit_event, a direct INSERT into event_outbox, a bare table with the

@@ -44,6 +44,7 @@ type side struct {
 	events int
 	perRun []time.Duration
 	step   func(batch int) int // one batch of at most batch events; returns the events it consumed
+	prep   func()              // untimed, before each timed step (nil: none)
 	batch  int
 	pid    int           // the backend serving the side (0: not known)
 	stats  []backendStat // the backend's use over each timed run, when /proc has it
@@ -52,11 +53,17 @@ type side struct {
 // warmUp consumes the warm-up batches, untimed.
 func (s *side) warmUp() {
 	for range warmRuns {
+		if s.prep != nil {
+			s.prep()
+		}
 		s.step(warmBatch)
 	}
 }
 
 func (s *side) run() {
+	if s.prep != nil {
+		s.prep()
+	}
 	before, ok := readBackendStat(s.pid)
 	t0 := time.Now()
 	n := s.step(s.batch)
@@ -77,6 +84,16 @@ func paired(ours, peer *side) float64 {
 	xs := make([]float64, n)
 	for i := range n {
 		xs[i] = peer.perRun[i].Seconds() / ours.perRun[i].Seconds()
+	}
+	return medianF(xs)
+}
+
+// pairedWithTick is paired with each PgQ run's time plus the tick of the same round.
+func pairedWithTick(ours, peer, tick *side) float64 {
+	n := min(len(ours.perRun), len(peer.perRun), len(tick.perRun))
+	xs := make([]float64, n)
+	for i := range n {
+		xs[i] = (peer.perRun[i] + tick.perRun[i]).Seconds() / ours.perRun[i].Seconds()
 	}
 	return medianF(xs)
 }
@@ -130,6 +147,14 @@ func (s *side) rate() float64 {
 // worker over a shared outbox (5 % iu) and over an outbox of only iu events, next to a
 // PgQ consumer of a queue of the same iu events doing the same audit work, measured
 // interleaved run by run on three fresh clones; the figures are ours/PgQ.
+//
+// A second line adds to each PgQ run the tick that made its batch. The worker draws its
+// own batch boundary inside its run (its snapshot, its position); a PgQ consumer's is a
+// tick the ticker (pgqd) wrote and committed beforehand, in a transaction of its own, which
+// the baseline leaves out (the queue is loaded with its ticks before the timed runs). Each
+// round also times one materialized tick on a queue of its own (one event inserted,
+// untimed, then pgq.ticker from the ticker's session), and iuonly/pgq+tick-paired is the
+// median of the per-round ratios (PgQ's run + that tick) / ours. No target is set on it.
 func BenchmarkPgqThroughput(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -160,6 +185,7 @@ func BenchmarkPgqThroughput(b *testing.B) {
 	type result struct {
 		batch, runs            int
 		shared, iu, pgq, pgqOC *side
+		tick                   *side // one materialized tick a round (second line)
 	}
 	var results []result
 	seq := 0
@@ -194,12 +220,14 @@ func BenchmarkPgqThroughput(b *testing.B) {
 				// where each of ours is cold from three others'.
 				pq := connect(ctx, b, h.Server.DBURL(pqName))
 				pqOC := connect(ctx, b, h.Server.DBURL(pqName))
+				tk := connect(ctx, b, h.Server.DBURL(pqName))
 				r = result{batch: p.batch, runs: runs,
 					shared: workerSide(ctx, b, "ours, shared outbox", ws, p.batch),
 					iu:     workerSide(ctx, b, "ours, iu-only outbox", wi, p.batch),
 					pgq:    pgqSide(ctx, b, pq, p.batch, false),
-					pgqOC:  pgqSide(ctx, b, pqOC, p.batch, true)}
-				sides := []*side{r.shared, r.iu, r.pgq, r.pgqOC}
+					pgqOC:  pgqSide(ctx, b, pqOC, p.batch, true),
+					tick:   tickSide(ctx, b, loader, tk)}
+				sides := []*side{r.shared, r.iu, r.pgq, r.pgqOC, r.tick}
 				for _, s := range sides {
 					s.warmUp()
 				}
@@ -219,7 +247,7 @@ func BenchmarkPgqThroughput(b *testing.B) {
 					}
 				}
 			}
-			for _, s := range []*side{r.shared, r.iu, r.pgq, r.pgqOC} {
+			for _, s := range []*side{r.shared, r.iu, r.pgq, r.pgqOC, r.tick} {
 				b.Logf("%s, batch %d: ms per run %s", s.name, p.batch, fmtRuns(s))
 			}
 			b.ReportMetric(r.shared.rate(), "shared-events/s")
@@ -229,6 +257,8 @@ func BenchmarkPgqThroughput(b *testing.B) {
 			b.ReportMetric(r.iu.rate()/r.pgq.rate(), "iuonly/pgq")
 			b.ReportMetric(r.iu.rate()/r.pgqOC.rate(), "iuonly/pgq-onconflict")
 			b.ReportMetric(paired(r.iu, r.pgq), "iuonly/pgq-paired")
+			b.ReportMetric(ms(median(r.tick.perRun))*1000, "tick-µs")
+			b.ReportMetric(pairedWithTick(r.iu, r.pgq, r.tick), "iuonly/pgq+tick-paired")
 			results = append(results, r)
 		})
 	}
@@ -236,15 +266,16 @@ func BenchmarkPgqThroughput(b *testing.B) {
 	var tbl strings.Builder
 	fmt.Fprintf(&tbl, "route worker vs PgQ throughput: shared outbox %d rows (%d iu), iu-only outbox %d rows, PgQ queue of the same iu events; loaded in %s; %d CPUs\n",
 		rows, iu, iu, loadTime, runtime.NumCPU())
-	fmt.Fprintf(&tbl, "%6s %5s | %11s %9s | %11s %9s | %11s %9s | %10s %10s %6s | %11s %13s\n", "batch", "runs",
-		"shared ms", "ev/s", "iu-only ms", "ev/s", "PgQ ms", "ev/s", "shared/PgQ", "iu-only/PgQ", "paired", "PgQ-OC ev/s", "iu-only/PgQ-OC")
+	fmt.Fprintf(&tbl, "%6s %5s | %11s %9s | %11s %9s | %11s %9s | %10s %10s %6s | %11s %13s | %7s %12s\n", "batch", "runs",
+		"shared ms", "ev/s", "iu-only ms", "ev/s", "PgQ ms", "ev/s", "shared/PgQ", "iu-only/PgQ", "paired", "PgQ-OC ev/s", "iu-only/PgQ-OC", "tick ms", "+tick paired")
 	for _, r := range results {
-		fmt.Fprintf(&tbl, "%6d %5d | %11.2f %9.0f | %11.2f %9.0f | %11.2f %9.0f | %10s %10s %6s | %11.0f %13s\n", r.batch, r.runs,
+		fmt.Fprintf(&tbl, "%6d %5d | %11.2f %9.0f | %11.2f %9.0f | %11.2f %9.0f | %10s %10s %6s | %11.0f %13s | %7.2f %12s\n", r.batch, r.runs,
 			ms(median(r.shared.perRun)), r.shared.rate(), ms(median(r.iu.perRun)), r.iu.rate(),
 			ms(median(r.pgq.perRun)), r.pgq.rate(), fmtRatio(r.shared.rate()/r.pgq.rate()), fmtRatio(r.iu.rate()/r.pgq.rate()),
-			fmtRatio(paired(r.iu, r.pgq)), r.pgqOC.rate(), fmtRatio(r.iu.rate()/r.pgqOC.rate()))
+			fmtRatio(paired(r.iu, r.pgq)), r.pgqOC.rate(), fmtRatio(r.iu.rate()/r.pgqOC.rate()),
+			ms(median(r.tick.perRun)), fmtRatio(pairedWithTick(r.iu, r.pgq, r.tick)))
 	}
-	fmt.Fprintf(&tbl, "ms per batch at the median run; ratios are events/s ours / PgQ (> 1: ours faster), paired the median of the per-round ratios (iu-only / PgQ); same audit row per event on both sides; PgQ writes it with a plain INSERT in the batch's transaction (the baseline), PgQ-OC with ON CONFLICT DO NOTHING (second line); clones, runs interleaved\n")
+	fmt.Fprintf(&tbl, "ms per batch at the median run; ratios are events/s ours / PgQ (> 1: ours faster), paired the median of the per-round ratios (iu-only / PgQ); same audit row per event on both sides; PgQ writes it with a plain INSERT in the batch's transaction (the baseline), PgQ-OC with ON CONFLICT DO NOTHING (second line); tick ms: one materialized pgq.ticker a round, from the ticker's own session, and +tick paired the median of the per-round ratios (PgQ's run + that tick) / ours (second line: the batch boundary PgQ's ticker draws outside the consumer); clones, runs interleaved\n")
 	// Where the wall time went that instruction counts cannot show: the backend's own use
 	// per run, as the kernel counts it (medians over the timed runs).
 	if _, _, _, _, ok := results[0].iu.usage(); ok {
@@ -320,6 +351,28 @@ func warmSession(ctx context.Context, b *testing.B, conn *pgx.Conn) {
 			b.Fatalf("measuring the WAL written: %v", err)
 		}
 	}
+}
+
+// tickSide: each step is one pgq.ticker call from the ticker's session (conn) that must
+// write a tick, on a queue of its own into which prep inserts one event from another
+// session, untimed: what pgqd does once per batch boundary of a consumer's queue. It
+// consumes no events (its warm-up ticks too).
+func tickSide(ctx context.Context, b *testing.B, loader, conn *pgx.Conn) *side {
+	b.Helper()
+	exec(ctx, b, loader, "pgq.create_queue", `SELECT pgq.create_queue('tick_q')`)
+	exec(ctx, b, loader, "pgq.set_queue_config", `SELECT pgq.set_queue_config('tick_q', 'ticker_max_count', '1')`)
+	warmSession(ctx, b, conn) // as pgqd's long-running session: the WAL ring mapped
+	return &side{name: "PgQ's tick", pid: backendPID(ctx, conn),
+		prep: func() {
+			exec(ctx, b, loader, "an event for the tick", `SELECT pgq.insert_event('tick_q', 't', 'x')`)
+		},
+		step: func(int) int {
+			var id *int64
+			if err := conn.QueryRow(ctx, `SELECT pgq.ticker('tick_q')`).Scan(&id); err != nil || id == nil {
+				b.Fatalf("pgq.ticker after a new event: tick %v, %v", id, err)
+			}
+			return 0
+		}}
 }
 
 // pgqSide: each step is one bench_pgq_consume call that must consume one full chunk;
