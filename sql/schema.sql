@@ -2149,7 +2149,7 @@ CREATE FUNCTION iu_core.fn_iu_package_functions() RETURNS text[]
         'iu_core.fn_iu_route_group_takeover(text, integer, jsonb)',
         'iu_core.fn_iu_route_idempotency_key(text, text, uuid)',
         'iu_core.fn_iu_route_run_tally_zero()',
-        'iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text)',
+        'iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text, boolean)',
         'iu_core.fn_iu_route_worker_backlog_cap()',
         'iu_core.fn_iu_route_worker_beat(text, text, jsonb)',
         'iu_core.fn_iu_route_worker_beat_due(text, text)',
@@ -3670,6 +3670,15 @@ CREATE FUNCTION iu_core.fn_iu_route_group_pass(p_runner text, p_cursor public.iu
     --      boundary (in order).
     --   3. The heartbeat beaten is the runner's (its process is alive), never that of a
     --      member taken over: a member whose runner is gone stays silent and is alerted on.
+    --      And only while this transaction holds the runner's own lock: a runner whose member
+    --      answered busy (another session holds that member's lock) may still route for an
+    --      orphan, but that is not its member's work, and a beat would keep the member fresh
+    --      while its buckets go unrouted behind whoever holds the lock.
+    --   4. A run waiting at the boundary beats nothing while the settle is blocked: a leaving
+    --      member at the boundary has nothing left to route, so a session holding its lock
+    --      (a run of it at the boundary holds it for milliseconds) halts the whole group.
+    --      The members then go stale and are alerted on, and the answer names the holders
+    --      (settle_blocked_by: each such member and the sessions holding its lock).
     -- Gates, cursor sanity (IU002), the page loop and its fallbacks, and the idle rule are
     -- the worker's, with the same answers.
     -- ---------------------------------------------------------------------------------------
@@ -3696,6 +3705,8 @@ DECLARE
     v_page_err     text;
     v_guarded      boolean := false;
     v_page_done    boolean;
+    v_beats        boolean;            -- the runner's heartbeat may be beaten (rule 3)
+    v_blocked      jsonb;              -- leaving members at the boundary whose lock is held (rule 4)
     v_opened       integer := 0;
     v_closed       integer := 0;
     v_state        text;
@@ -3707,6 +3718,11 @@ DECLARE
 BEGIN
     SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = c.group_name;
     SELECT * INTO m FROM public.iu_route_group_member gm WHERE gm.member_name = c.worker_name;
+    -- Rule 3. Taking a lock this transaction already holds succeeds, one another session
+    -- holds fails (a free one is taken: the runner's member then waits for this run).
+    v_beats := c.worker_name = p_runner
+               OR iu_core.fn_iu_route_worker_try_lock((SELECT cur.lock_id FROM public.iu_route_worker_cursor cur
+                                                        WHERE cur.worker_name = p_runner)) IS TRUE;
 
     v_routes_on := public.fn_iu_core_routes_enabled() IS TRUE;
     v_worker_on := public.fn_iu_route_worker_enabled() IS TRUE;
@@ -3714,8 +3730,10 @@ BEGIN
         v_reason := CASE WHEN NOT v_routes_on AND NOT v_worker_on THEN 'master_and_worker_gates_closed'
                          WHEN NOT v_routes_on THEN 'master_gate_closed'
                          ELSE 'worker_gate_closed' END;
-        PERFORM iu_core.fn_iu_route_worker_beat(p_runner, c.event_domain,
-                                                jsonb_build_object('gated', true, 'reason', v_reason));
+        IF v_beats THEN
+            PERFORM iu_core.fn_iu_route_worker_beat(p_runner, c.event_domain,
+                                                    jsonb_build_object('gated', true, 'reason', v_reason));
+        END IF;
         RETURN jsonb_build_object('worker', p_runner, 'event_domain', c.event_domain,
                                   'gated', true, 'busy', false, 'reason', v_reason,
                                   'gates', jsonb_build_object('iu_core.routes_enabled', v_routes_on,
@@ -3749,7 +3767,19 @@ BEGIN
                              AND (o.done_snapshot IS NOT NULL OR o.window_snapshot IS NOT NULL)) THEN
             v_settled := iu_core.fn_iu_route_group_settle(g.group_name);
             IF NOT v_settled THEN
-                IF EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_runner, NULL)) THEN
+                -- Rule 4 (the settle took the leaving members' locks in this order and gave
+                -- up at the first held one; the rest are tried here the same way).
+                SELECT coalesce(jsonb_agg(jsonb_build_object('member', lc.worker_name,
+                                                             'lock_held_by', iu_core.fn_iu_route_worker_lock_holders(lc.lock_id))
+                                          ORDER BY lc.lock_id), '[]'::jsonb)
+                  INTO v_blocked
+                  FROM public.iu_route_group_member gm
+                  JOIN public.iu_route_worker_cursor lc ON lc.worker_name = gm.member_name
+                 WHERE lc.group_name = g.group_name AND gm.leaving
+                   AND lc.window_snapshot IS NULL AND lc.done_snapshot::text = g.boundary_snapshot::text
+                   AND NOT iu_core.fn_iu_route_worker_try_lock(lc.lock_id);
+                IF v_beats AND jsonb_array_length(v_blocked) = 0
+                   AND EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_runner, NULL)) THEN
                     PERFORM iu_core.fn_iu_route_worker_beat(p_runner, c.event_domain,
                         jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
                                            'waiting_for_rebalance', true));
@@ -3757,7 +3787,9 @@ BEGIN
                 RETURN iu_core.fn_iu_route_worker_summary(p_runner, c.event_domain, p_batch_limit,
                                                           iu_core.fn_iu_route_run_tally_zero(), false, 0, 0, NULL, true, '[]'::jsonb)
                     || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, false)
-                    || jsonb_build_object('waiting_for_rebalance', true);
+                    || jsonb_build_object('waiting_for_rebalance', true)
+                    || CASE WHEN jsonb_array_length(v_blocked) > 0
+                            THEN jsonb_build_object('settle_blocked_by', v_blocked) ELSE '{}'::jsonb END;
             END IF;
             SELECT * INTO g FROM public.iu_route_group gr WHERE gr.group_name = c.group_name;
             SELECT * INTO m FROM public.iu_route_group_member gm WHERE gm.member_name = c.worker_name;
@@ -3866,7 +3898,7 @@ BEGIN
               || iu_core.fn_iu_route_group_summary(g, m, c.worker_name <> p_runner, v_settled);
 
     IF v_idle THEN
-        IF EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_runner, NULL)) THEN
+        IF v_beats AND EXISTS (SELECT 1 FROM iu_core.fn_iu_route_worker_beat_due(p_runner, NULL)) THEN
             PERFORM iu_core.fn_iu_route_worker_beat(p_runner, c.event_domain,
                 jsonb_build_object('claimed', 0, 'attempts_written', 0, 'dead_lettered', 0, 'caught_up', true,
                                    'held_open_count', jsonb_array_length(v_holders)));
@@ -3876,7 +3908,7 @@ BEGIN
     PERFORM iu_core.fn_iu_route_worker_advance(c.worker_name, c.event_domain,
                                                CASE WHEN v_done_moved THEN v_pos.done_snapshot END,
                                                v_pos.window_snapshot, v_pos.after_txid, v_pos.after_id, t, v_summary,
-                                               g.group_name, p_runner);
+                                               g.group_name, p_runner, v_beats);
     -- The last member to reach the boundary settles the hand-over in its own run.
     IF v_cap IS NOT NULL AND v_pos.window_snapshot IS NULL AND v_pos.done_snapshot::text = v_cap::text
        AND iu_core.fn_iu_route_group_settle(g.group_name) THEN
@@ -4172,8 +4204,10 @@ CREATE FUNCTION iu_core.fn_iu_route_group_takeover(p_runner text, p_batch_limit 
     -- one member's position is only ever moved by one transaction at a time, whoever runs
     -- it, and its buckets stay in order. The member then runs exactly as its own runner
     -- would run it (fn_iu_route_group_pass), except that the heartbeat beaten is the
-    -- runner's. Returns that run's summary (took_over: true) when it did anything, else
-    -- p_own unchanged. A killed runner's transaction rolls back and frees its lock, so its
+    -- runner's, and none when the runner's own member was busy (another session holds its
+    -- lock: routing for an orphan is not that member's work). Returns that run's summary
+    -- (took_over: true) when it did anything, with own_busy and lock_held_by from p_own when
+    -- the runner's member was busy, so the holder stays named; else p_own unchanged. A killed runner's transaction rolls back and frees its lock, so its
     -- buckets are routed from its last committed position: no event lost, none twice.
     -- ---------------------------------------------------------------------------------------
 DECLARE
@@ -4203,6 +4237,9 @@ BEGIN
         CONTINUE WHEN NOT FOUND OR c.group_name IS NULL;
         v_doc := iu_core.fn_iu_route_group_pass(p_runner, c, p_batch_limit);
         IF (v_doc->>'idle')::boolean IS DISTINCT FROM true OR (v_doc->>'rebalance_settled')::boolean THEN
+            IF (p_own->>'busy')::boolean THEN
+                RETURN v_doc || jsonb_build_object('own_busy', true, 'lock_held_by', p_own->'lock_held_by');
+            END IF;
             RETURN v_doc;
         END IF;
         -- it had nothing to do either: keep its lock (it is ours until the transaction ends)
@@ -4242,10 +4279,10 @@ CREATE FUNCTION iu_core.fn_iu_route_run_tally_zero() RETURNS iu_core.iu_route_ru
 $$;
 
 --
--- Name: fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text); Type: FUNCTION; Schema: iu_core; Owner: -
+-- Name: fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text, boolean); Type: FUNCTION; Schema: iu_core; Owner: -
 --
 
-CREATE FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb, p_group_name text DEFAULT NULL::text, p_runner text DEFAULT NULL::text) RETURNS void
+CREATE FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb, p_group_name text DEFAULT NULL::text, p_runner text DEFAULT NULL::text, p_beat boolean DEFAULT true) RETURNS void
     LANGUAGE plpgsql
     AS $$
     -- ---------------------------------------------------------------------------------------
@@ -4259,6 +4296,8 @@ CREATE FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_d
     --   p_runner   the executor whose heartbeat is beaten: NULL for p_worker_name itself; a
     --              member whose run another member's runner took over is not beaten, so its
     --              silence stays visible (the beat then names the member it routed for)
+    --   p_beat     false: beat nobody (a group member's runner that routed for another member
+    --              without holding its own member's lock: fn_iu_route_group_pass says why)
     -- Two statements for a run whose beat is not due (the common busy run): the cursor's
     -- UPDATE, which also asks whether the beat is due; the running counts, every status in
     -- one statement. The beat only when due.
@@ -4289,7 +4328,7 @@ BEGIN
                 ARRAY[p_tally.dry_run, p_tally.disabled, p_tally.skipped, p_tally.failed, p_tally.sent],
                 '{0,0,0,0,0}');
 
-    IF NOT v_beat_due THEN
+    IF NOT (p_beat AND v_beat_due) THEN
         RETURN;
     END IF;
     PERFORM iu_core.fn_iu_route_worker_beat(coalesce(p_runner, p_worker_name), p_event_domain,
@@ -12774,10 +12813,10 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_idempotency_key(p_worker_name text, p
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_run_tally_zero() FROM PUBLIC;
 
 --
--- Name: FUNCTION fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb, p_group_name text, p_runner text); Type: ACL; Schema: iu_core; Owner: -
+-- Name: FUNCTION fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb, p_group_name text, p_runner text, p_beat boolean); Type: ACL; Schema: iu_core; Owner: -
 --
 
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb, p_group_name text, p_runner text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_advance(p_worker_name text, p_event_domain text, p_done pg_snapshot, p_window pg_snapshot, p_after_txid xid8, p_after_id uuid, p_tally iu_core.iu_route_run_tally, p_summary jsonb, p_group_name text, p_runner text, p_beat boolean) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fn_iu_route_worker_backlog_cap(); Type: ACL; Schema: iu_core; Owner: -

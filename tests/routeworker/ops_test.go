@@ -177,49 +177,49 @@ var routeFunctions = pgtest.GrantMatrix{
 	"iu_core.fn_iu_route_group_claims(uuid,text,integer,integer)": nil,
 	"iu_core.fn_iu_route_group_decide_each(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer,integer,integer)":         nil,
 	"iu_core.fn_iu_route_group_decide_page(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer,integer,integer,boolean)": nil,
-	"iu_core.fn_iu_route_group_doc(text)":                                                                                          nil,
-	"iu_core.fn_iu_route_group_page(text,iu_core.iu_route_window,integer,integer,integer)":                                         nil,
-	"iu_core.fn_iu_route_group_pass(text,iu_route_worker_cursor,integer)":                                                          nil,
-	"iu_core.fn_iu_route_group_rebalance(text,text,text,text)":                                                                     nil,
-	"iu_core.fn_iu_route_group_settle(text)":                                                                                       nil,
-	"iu_core.fn_iu_route_group_summary(iu_route_group,iu_route_group_member,boolean,boolean)":                                      nil,
-	"iu_core.fn_iu_route_group_takeover(text,integer,jsonb)":                                                                       nil,
-	"iu_core.fn_iu_route_worker_max_batch()":                                                                                       nil,
-	"fn_iu_route_worker_reset_cursor(text)":                                                                                        {"workflow_admin"},
-	"fn_iu_route_dead_letter_replay(uuid)":                                                                                         {"workflow_admin"},
-	"fn_iu_route_worker_health(text)":                                                                                              {"workflow_admin"},
-	"iu_core.fn_iu_route_worker_pending(text,iu_core.iu_route_window)":                                                             {"workflow_admin"},
-	"iu_core.fn_iu_route_worker_claim(text,iu_core.iu_route_window,integer,integer,integer)":                                       nil,
-	"iu_core.fn_iu_route_worker_xip(pg_snapshot)":                                                                                  nil, // the claim's late-commit xids, owner only
-	"iu_core.fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                                  nil,
-	"iu_core.fn_iu_route_worker_beat(text,text,jsonb)":                                                                             nil,
-	"iu_core.fn_iu_route_worker_beat_due(text,text)":                                                                               nil,
-	"iu_core.fn_iu_route_event(uuid)":                                                                                              nil, // the event of an id (the oldest row)
-	"iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                          nil,
-	"iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer,boolean,boolean)": nil,
-	"iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer)":                 nil,
-	"iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally,text)":                                                     nil,
-	"iu_core.fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_core.iu_route_run_tally,jsonb,text,text)":   nil,
-	"iu_core.fn_iu_route_worker_page(text,iu_core.iu_route_window,integer)":                                                        nil,
-	"iu_core.fn_iu_route_decide(text,boolean,boolean)":                                                                             nil,
-	"iu_core.fn_iu_route_idempotency_key(text,text,uuid)":                                                                          nil,
-	"iu_core.fn_iu_route_worker_require_name(text,text)":                                                                           nil,
-	"iu_core.fn_iu_route_worker_name_ok(text)":                                                                                     nil,
-	"iu_core.fn_iu_route_worker_lock(text,text,boolean)":                                                                           nil,
-	"iu_core.fn_iu_route_worker_lock_class()":                                                                                      nil,
-	"iu_core.fn_iu_route_worker_try_lock(integer)":                                                                                 nil,
-	"iu_core.fn_iu_route_worker_pass(text,integer,integer)":                                                                        nil, // the run's full pass
-	"iu_core.fn_iu_route_worker_idle_probe(text,integer)":                                                                          nil, // the run's idle probe, owner only
-	"iu_core.fn_iu_route_worker_idle_above(text,pg_snapshot)":                                                                      nil, // the new rows above the hot ceiling, owner only
-	"iu_core.fn_iu_route_worker_beat_fresh(text,text)":                                                                             nil, // the beat rule
-	"iu_core.fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                           nil, // the run's idle outbox question, owner only
-	"iu_core.fn_iu_route_worker_idle_new(text,pg_snapshot)":                                                                        nil, // its new-rows half, owner only
-	"iu_core.fn_iu_route_worker_idle_late(text,pg_snapshot,pg_snapshot)":                                                           nil, // its late-commit half, owner only
-	"iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)":  nil,
-	"iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean)":                   nil,
-	"iu_core.fn_iu_route_run_tally_zero()":                                                                                         nil,
-	"iu_core.fn_iu_route_attempt_tally_add(text,text[],integer[],integer[])":                                                       nil,
-	"iu_core.fn_iu_route_worker_not_registered(text,text)":                                                                         nil,
+	"iu_core.fn_iu_route_group_doc(text)":                                                                                                nil,
+	"iu_core.fn_iu_route_group_page(text,iu_core.iu_route_window,integer,integer,integer)":                                               nil,
+	"iu_core.fn_iu_route_group_pass(text,iu_route_worker_cursor,integer)":                                                                nil,
+	"iu_core.fn_iu_route_group_rebalance(text,text,text,text)":                                                                           nil,
+	"iu_core.fn_iu_route_group_settle(text)":                                                                                             nil,
+	"iu_core.fn_iu_route_group_summary(iu_route_group,iu_route_group_member,boolean,boolean)":                                            nil,
+	"iu_core.fn_iu_route_group_takeover(text,integer,jsonb)":                                                                             nil,
+	"iu_core.fn_iu_route_worker_max_batch()":                                                                                             nil,
+	"fn_iu_route_worker_reset_cursor(text)":                                                                                              {"workflow_admin"},
+	"fn_iu_route_dead_letter_replay(uuid)":                                                                                               {"workflow_admin"},
+	"fn_iu_route_worker_health(text)":                                                                                                    {"workflow_admin"},
+	"iu_core.fn_iu_route_worker_pending(text,iu_core.iu_route_window)":                                                                   {"workflow_admin"},
+	"iu_core.fn_iu_route_worker_claim(text,iu_core.iu_route_window,integer,integer,integer)":                                             nil,
+	"iu_core.fn_iu_route_worker_xip(pg_snapshot)":                                                                                        nil, // the claim's late-commit xids, owner only
+	"iu_core.fn_iu_route_worker_holders(pg_snapshot,pg_snapshot)":                                                                        nil,
+	"iu_core.fn_iu_route_worker_beat(text,text,jsonb)":                                                                                   nil,
+	"iu_core.fn_iu_route_worker_beat_due(text,text)":                                                                                     nil,
+	"iu_core.fn_iu_route_event(uuid)":                                                                                                    nil, // the event of an id (the oldest row)
+	"iu_core.fn_iu_route_worker_fail(iu_core.iu_route_run_tally,text,uuid,text,text,text,text,text,text)":                                nil,
+	"iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer,boolean,boolean)":       nil,
+	"iu_core.fn_iu_route_worker_decide_each(iu_core.iu_route_run_tally,text,text,iu_core.iu_route_window,integer)":                       nil,
+	"iu_core.fn_iu_route_worker_deliver_page(iu_core.iu_route_run_tally,text)":                                                           nil,
+	"iu_core.fn_iu_route_worker_advance(text,text,pg_snapshot,pg_snapshot,xid8,uuid,iu_core.iu_route_run_tally,jsonb,text,text,boolean)": nil,
+	"iu_core.fn_iu_route_worker_page(text,iu_core.iu_route_window,integer)":                                                              nil,
+	"iu_core.fn_iu_route_decide(text,boolean,boolean)":                                                                                   nil,
+	"iu_core.fn_iu_route_idempotency_key(text,text,uuid)":                                                                                nil,
+	"iu_core.fn_iu_route_worker_require_name(text,text)":                                                                                 nil,
+	"iu_core.fn_iu_route_worker_name_ok(text)":                                                                                           nil,
+	"iu_core.fn_iu_route_worker_lock(text,text,boolean)":                                                                                 nil,
+	"iu_core.fn_iu_route_worker_lock_class()":                                                                                            nil,
+	"iu_core.fn_iu_route_worker_try_lock(integer)":                                                                                       nil,
+	"iu_core.fn_iu_route_worker_pass(text,integer,integer)":                                                                              nil, // the run's full pass
+	"iu_core.fn_iu_route_worker_idle_probe(text,integer)":                                                                                nil, // the run's idle probe, owner only
+	"iu_core.fn_iu_route_worker_idle_above(text,pg_snapshot)":                                                                            nil, // the new rows above the hot ceiling, owner only
+	"iu_core.fn_iu_route_worker_beat_fresh(text,text)":                                                                                   nil, // the beat rule
+	"iu_core.fn_iu_route_worker_idle_rows(text,pg_snapshot,pg_snapshot)":                                                                 nil, // the run's idle outbox question, owner only
+	"iu_core.fn_iu_route_worker_idle_new(text,pg_snapshot)":                                                                              nil, // its new-rows half, owner only
+	"iu_core.fn_iu_route_worker_idle_late(text,pg_snapshot,pg_snapshot)":                                                                 nil, // its late-commit half, owner only
+	"iu_core.fn_iu_route_worker_summary(text,text,integer,iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean,jsonb)":        nil,
+	"iu_core.fn_iu_route_worker_summary_counts(iu_core.iu_route_run_tally,boolean,integer,integer,text,boolean)":                         nil,
+	"iu_core.fn_iu_route_run_tally_zero()":                                                                                               nil,
+	"iu_core.fn_iu_route_attempt_tally_add(text,text[],integer[],integer[])":                                                             nil,
+	"iu_core.fn_iu_route_worker_not_registered(text,text)":                                                                               nil,
 	// v_iu_route_worker_status calls these, and a view's function calls are checked against its reader
 	"iu_core.fn_iu_route_worker_cursor_problem(iu_route_worker_cursor)":                               {"workflow_admin"},
 	"public.fn_iu_route_deliver(jsonb,text,text,text)":                                                nil,

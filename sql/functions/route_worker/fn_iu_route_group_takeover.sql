@@ -15,8 +15,10 @@ AS $$
     -- one member's position is only ever moved by one transaction at a time, whoever runs
     -- it, and its buckets stay in order. The member then runs exactly as its own runner
     -- would run it (fn_iu_route_group_pass), except that the heartbeat beaten is the
-    -- runner's. Returns that run's summary (took_over: true) when it did anything, else
-    -- p_own unchanged. A killed runner's transaction rolls back and frees its lock, so its
+    -- runner's, and none when the runner's own member was busy (another session holds its
+    -- lock: routing for an orphan is not that member's work). Returns that run's summary
+    -- (took_over: true) when it did anything, with own_busy and lock_held_by from p_own when
+    -- the runner's member was busy, so the holder stays named; else p_own unchanged. A killed runner's transaction rolls back and frees its lock, so its
     -- buckets are routed from its last committed position: no event lost, none twice.
     -- ---------------------------------------------------------------------------------------
 DECLARE
@@ -46,6 +48,9 @@ BEGIN
         CONTINUE WHEN NOT FOUND OR c.group_name IS NULL;
         v_doc := iu_core.fn_iu_route_group_pass(p_runner, c, p_batch_limit);
         IF (v_doc->>'idle')::boolean IS DISTINCT FROM true OR (v_doc->>'rebalance_settled')::boolean THEN
+            IF (p_own->>'busy')::boolean THEN
+                RETURN v_doc || jsonb_build_object('own_busy', true, 'lock_held_by', p_own->'lock_held_by');
+            END IF;
             RETURN v_doc;
         END IF;
         -- it had nothing to do either: keep its lock (it is ours until the transaction ends)

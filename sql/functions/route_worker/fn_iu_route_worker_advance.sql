@@ -8,7 +8,8 @@ CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_advance(
     p_tally        iu_core.iu_route_run_tally,
     p_summary      jsonb,
     p_group_name   text DEFAULT NULL,
-    p_runner       text DEFAULT NULL
+    p_runner       text DEFAULT NULL,
+    p_beat         boolean DEFAULT true
 )
 RETURNS void
 LANGUAGE plpgsql
@@ -24,6 +25,8 @@ AS $$
     --   p_runner   the executor whose heartbeat is beaten: NULL for p_worker_name itself; a
     --              member whose run another member's runner took over is not beaten, so its
     --              silence stays visible (the beat then names the member it routed for)
+    --   p_beat     false: beat nobody (a group member's runner that routed for another member
+    --              without holding its own member's lock: fn_iu_route_group_pass says why)
     -- Two statements for a run whose beat is not due (the common busy run): the cursor's
     -- UPDATE, which also asks whether the beat is due; the running counts, every status in
     -- one statement. The beat only when due.
@@ -54,7 +57,7 @@ BEGIN
                 ARRAY[p_tally.dry_run, p_tally.disabled, p_tally.skipped, p_tally.failed, p_tally.sent],
                 '{0,0,0,0,0}');
 
-    IF NOT v_beat_due THEN
+    IF NOT (p_beat AND v_beat_due) THEN
         RETURN;
     END IF;
     PERFORM iu_core.fn_iu_route_worker_beat(coalesce(p_runner, p_worker_name), p_event_domain,
