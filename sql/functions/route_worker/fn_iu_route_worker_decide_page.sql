@@ -62,25 +62,27 @@ BEGIN
     IF NOT p_guarded AND NOT p_deliverable THEN
         WITH ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
-              FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit) d
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision, d.idempotency_key, d.txid
+              FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit) d
             RETURNING status, event_txid, event_ref
         )
-        SELECT a.n, a.n_dry, a.n_disabled, a.n_skipped, l.event_txid, l.event_ref, e.created_at
+        -- Every row written is dry_run, disabled or skipped (a 'deliver' raises, above), so
+        -- dry_run is the rest of the count. The last position: the greatest id of the
+        -- greatest txid written (an aggregate and a filtered read, not a sort of the page).
+        SELECT a.n, a.n - a.n_disabled - a.n_skipped, a.n_disabled, a.n_skipped, a.t, l.event_ref, e.created_at
           INTO v_page, k_dry, k_disabled, k_skipped, l_txid, l_id, l_created
           FROM (SELECT count(*) AS n,
-                       count(*) FILTER (WHERE i.status = 'dry_run')  AS n_dry,
                        count(*) FILTER (WHERE i.status = 'disabled') AS n_disabled,
-                       count(*) FILTER (WHERE i.status = 'skipped')  AS n_skipped
+                       count(*) FILTER (WHERE i.status = 'skipped')  AS n_skipped,
+                       max(i.event_txid) AS t
                   FROM ins i) a
-          LEFT JOIN LATERAL (SELECT i.event_txid, i.event_ref FROM ins i
-                              ORDER BY i.event_txid DESC, i.event_ref DESC LIMIT 1) l ON true
+          LEFT JOIN LATERAL (SELECT i.event_ref FROM ins i WHERE i.event_txid = a.t
+                              ORDER BY i.event_ref DESC LIMIT 1) l ON true
           -- the last event's created_at (the cursor's last_created_at), one probe; its txid is
           -- bounded as the claim bounds it, so only the window's partitions are set up
           LEFT JOIN LATERAL (SELECT o.created_at FROM public.event_outbox o
                               WHERE o.event_domain = p_event_domain
-                                AND o.txid = l.event_txid AND o.id = l.event_ref
+                                AND o.txid = a.t AND o.id = l.event_ref
                                 AND o.txid >= pg_snapshot_xmin(coalesce((p_pos).done_snapshot, '1:1:'::pg_snapshot))
                                 AND o.txid < pg_snapshot_xmax((p_pos).window_snapshot)) e ON true;
         t.deliver_ids := NULL; t.deliver_route_keys := NULL; t.deliver_route_kinds := NULL;
@@ -88,11 +90,10 @@ BEGIN
         -- Every non-deliver event of the page is written (or the statement raises), so the
         -- counts are the page's decisions, read in the same pass as the deliver list.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit)
         ), ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision, d.idempotency_key, d.txid
               FROM decided d
              WHERE d.decision <> 'deliver'
         )
@@ -115,11 +116,10 @@ BEGIN
     ELSE
         -- A re-scan: existing keys are skipped and counted as already attempted.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit)
         ), ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
-                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision, d.idempotency_key, d.txid
               FROM decided d
              WHERE d.decision <> 'deliver'
             ON CONFLICT DO NOTHING
