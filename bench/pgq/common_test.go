@@ -284,12 +284,22 @@ func pgqLoadBatches(ctx context.Context, b *testing.B, conn *pgx.Conn, queue str
 			SELECT pgq.insert_event($1, o.event_type, o.safe_payload::text, o.event_stream, o.id::text, o.event_subject_ref, NULL)
 			  FROM (SELECT * FROM event_outbox WHERE event_domain = 'iu' ORDER BY txid, id OFFSET $2 LIMIT $3) o`,
 			queue, skip+i*batch, batch)
-		var tick *int64
-		if err := conn.QueryRow(ctx, `SELECT pgq.ticker($1)`, queue).Scan(&tick); err != nil || tick == nil {
-			b.Fatalf("pgq.ticker after chunk %d: tick %v, %v", i, tick, err)
+		if tick := pgqTicker(ctx, b, conn, queue); tick == nil {
+			b.Fatalf("pgq.ticker after chunk %d wrote no tick", i)
 		}
 	}
 	exec(ctx, b, conn, "analyze", `ANALYZE`)
+}
+
+// pgqTicker is one pgq.ticker(queue) call, in a transaction of its own (the session's
+// autocommit), as pgqd makes it: the tick it wrote, or nil when it wrote none.
+func pgqTicker(ctx context.Context, b *testing.B, conn *pgx.Conn, queue string) *int64 {
+	b.Helper()
+	var tick *int64
+	if err := conn.QueryRow(ctx, `SELECT pgq.ticker($1)`, queue).Scan(&tick); err != nil {
+		b.Fatalf("pgq.ticker(%s): %v", queue, err)
+	}
+	return tick
 }
 
 func fmtRatio(x float64) string { return fmt.Sprintf("%.2f", x) }

@@ -132,7 +132,7 @@ func BenchmarkPgqIdle(b *testing.B) {
 				ticker := connect(ctx, b, h.Server.DBURL(dbName))
 				exec(ctx, b, ticker, "pgq.create_queue", `SELECT pgq.create_queue('tick_q')`)
 				for range 3 {
-					tickCheck(ctx, b, ticker)
+					pgqTicker(ctx, b, ticker, "tick_q")
 				}
 				ph = idlePhase{name: name}
 				b.StartTimer()
@@ -159,7 +159,7 @@ func BenchmarkPgqIdle(b *testing.B) {
 					}
 					tickCall := func() {
 						t0 := time.Now()
-						tickCheck(ctx, b, ticker)
+						pgqTicker(ctx, b, ticker, "tick_q")
 						ph.tick = append(ph.tick, time.Since(t0))
 					}
 					if c%2 == 0 {
@@ -213,16 +213,6 @@ func (ph idlePhase) withTicker() float64 {
 		xs[i] = ph.ours[i].Seconds() / (ph.pgq[i] + ph.tick[i]).Seconds()
 	}
 	return medianF(xs)
-}
-
-// tickCheck is one pgq.ticker call on the idle queue, in a transaction of its own (the
-// session's autocommit), as pgqd makes it.
-func tickCheck(ctx context.Context, b *testing.B, conn *pgx.Conn) {
-	b.Helper()
-	var id *int64
-	if err := conn.QueryRow(ctx, `SELECT pgq.ticker('tick_q')`).Scan(&id); err != nil {
-		b.Fatalf("pgq.ticker: %v", err)
-	}
 }
 
 // pgqEmpty calls pgq.next_batch on the idle queue; nil means no batch (the idle answer).

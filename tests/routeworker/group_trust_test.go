@@ -4,25 +4,50 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/iu-core/event-worker/internal/pgtest"
 )
 
-// holdMemberLock takes a group member's advisory lock from a login with no grants at all
-// (no grant is needed for pg_advisory_lock) and keeps it for the test; it returns that
-// session's pid.
-func holdMemberLock(t *testing.T, db *pgtest.DB, member string) float64 {
+// holdWorkerLock takes a worker's (or group member's) advisory lock from a login with no
+// grants at all (no grant is needed for pg_advisory_lock) and keeps it for the test; it
+// returns that session, its pid and its login.
+func holdWorkerLock(t *testing.T, db *pgtest.DB, worker string) (holder *pgx.Conn, pid float64, role string) {
 	t.Helper()
 	var lockID int
-	db.QueryRow(t, `SELECT lock_id FROM iu_route_worker_cursor WHERE worker_name = $1`, []any{member}, &lockID)
-	role := "rw_hold_" + db.Name
+	db.QueryRow(t, `SELECT lock_id FROM iu_route_worker_cursor WHERE worker_name = $1`, []any{worker}, &lockID)
+	role = "rw_nogrant_" + db.Name
 	db.Exec(t, `CREATE ROLE `+role+` LOGIN PASSWORD 'pw'`)
 	t.Cleanup(func() { _, _ = db.Pool.Exec(pgtest.Ctx(t), `DROP ROLE IF EXISTS `+role) })
-	nobody := db.ConnAs(t, role, "pw")
-	var pid float64
-	if err := nobody.QueryRow(pgtest.Ctx(t), `SELECT pg_backend_pid()::float8 FROM (SELECT pg_advisory_lock(26997, $1)) x`, lockID).Scan(&pid); err != nil {
+	holder = db.ConnAs(t, role, "pw")
+	if err := holder.QueryRow(pgtest.Ctx(t), `SELECT pg_backend_pid()::float8 FROM (SELECT pg_advisory_lock(26997, $1)) x`, lockID).Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
-	return pid
+	return holder, pid, role
+}
+
+// caughtUpGroup registers the members of a group, emits n events over the given number of
+// streams and runs every member until the group has routed them all (three rounds: a
+// member's first run may wait at its join's boundary for the others).
+func caughtUpGroup(t *testing.T, db *pgtest.DB, group string, members []string, n, streams int) {
+	t.Helper()
+	for _, m := range members {
+		db.Exec(t, `SELECT fn_iu_route_worker_register_member($1, $2)`, group, m)
+	}
+	emitStreams(t, db, n, streams)
+	for round := 0; round < 3; round++ {
+		for _, m := range members {
+			runUntilCaughtUp(t, db.Pool, m, 100)
+		}
+	}
+	requireGroupExactlyOnce(t, db, group)
+}
+
+// emitStreams inserts n committed iu events of type dry over the given number of streams.
+func emitStreams(t *testing.T, db *pgtest.DB, n, streams int) {
+	t.Helper()
+	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream)
+	            SELECT 'iu', 'dry', 's' || (g % $2::int) FROM generate_series(1, $1::int) g`, n, streams)
 }
 
 // ageBeat moves a member's last beat an hour back, so a beat is due (and the row is stale)
@@ -53,23 +78,12 @@ func beatAge(t *testing.T, db *pgtest.DB, member string) float64 {
 func TestGroupTrust_ABusyMembersTakeoverBeatsNoOne(t *testing.T) {
 	t.Parallel()
 	db, _ := setup(t)
-	for _, m := range []string{"k-1", "k-2", "k-3"} {
-		db.Exec(t, `SELECT fn_iu_route_worker_register_member('k', $1)`, m)
-	}
-	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream)
-	            SELECT 'iu', 'dry', 's' || (g % 60) FROM generate_series(1, 300) g`)
-	for round := 0; round < 3; round++ {
-		for _, m := range []string{"k-1", "k-2", "k-3"} {
-			runUntilCaughtUp(t, db.Pool, m, 100)
-		}
-	}
-	requireGroupExactlyOnce(t, db, "k")
+	caughtUpGroup(t, db, "k", []string{"k-1", "k-2", "k-3"}, 300, 60)
 
-	pid := holdMemberLock(t, db, "k-1")
+	_, pid, _ := holdWorkerLock(t, db, "k-1")
 	ageBeat(t, db, "k-1")
 	ageBeat(t, db, "k-3") // k-3's runner is gone: an orphan
-	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream)
-	            SELECT 'iu', 'dry', 's' || (g % 60) FROM generate_series(1, 300) g`)
+	emitStreams(t, db, 300, 60)
 
 	out := run(t, db.Pool, "k-1", 1000)
 	if out["took_over"] != true || out["member"] != "k-3" {
@@ -120,21 +134,11 @@ func TestGroupTrust_ABusyMembersTakeoverBeatsNoOne(t *testing.T) {
 func TestGroupTrust_ABlockedSettleIsNamedAndBeatsNoOne(t *testing.T) {
 	t.Parallel()
 	db, _ := setup(t)
-	for _, m := range []string{"h-1", "h-2", "h-3"} {
-		db.Exec(t, `SELECT fn_iu_route_worker_register_member('h', $1)`, m)
-	}
-	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream)
-	            SELECT 'iu', 'dry', 's' || (g % 50) FROM generate_series(1, 300) g`)
-	for round := 0; round < 3; round++ {
-		for _, m := range []string{"h-1", "h-2", "h-3"} {
-			runUntilCaughtUp(t, db.Pool, m, 100)
-		}
-	}
+	caughtUpGroup(t, db, "h", []string{"h-1", "h-2", "h-3"}, 300, 50)
 	db.Exec(t, `SELECT fn_iu_route_worker_remove_member('h', 'h-3')`)
 	runUntilCaughtUp(t, db.Pool, "h-3", 100)
-	pid := holdMemberLock(t, db, "h-3")
-	db.Exec(t, `INSERT INTO event_outbox (event_domain, event_type, event_stream)
-	            SELECT 'iu', 'dry', 's' || (g % 50) FROM generate_series(1, 200) g`)
+	_, pid, _ := holdWorkerLock(t, db, "h-3")
+	emitStreams(t, db, 200, 50)
 	for _, m := range []string{"h-1", "h-2"} {
 		runUntilCaughtUp(t, db.Pool, m, 100)
 	}

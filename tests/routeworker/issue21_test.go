@@ -20,16 +20,7 @@ func TestIssue21_AWorkersLockHolderIsNamed(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
 	db.Exec(t, `SELECT fn_iu_route_worker_register('w_lock')`)
-	var lockID int
-	db.QueryRow(t, `SELECT lock_id FROM iu_route_worker_cursor WHERE worker_name = 'w_lock'`, nil, &lockID)
-	role := "rw_nogrant_" + db.Name
-	db.Exec(t, `CREATE ROLE `+role+` LOGIN PASSWORD 'pw'`)
-	t.Cleanup(func() { _, _ = db.Pool.Exec(pgtest.Ctx(t), `DROP ROLE IF EXISTS `+role) })
-	nobody := db.ConnAs(t, role, "pw")
-	var pid float64
-	if err := nobody.QueryRow(pgtest.Ctx(t), `SELECT pg_backend_pid()::float8 FROM (SELECT pg_advisory_lock(26997, $1)) x`, lockID).Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
+	nobody, pid, role := holdWorkerLock(t, db, "w_lock")
 	named := func(what string, holders any) {
 		t.Helper()
 		list, _ := holders.([]any)
