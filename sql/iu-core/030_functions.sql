@@ -12,7 +12,6 @@ DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_advance(text, text, pg_snapsh
 DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer);
 DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean);
 DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_idle_probe(text);
-DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_page(text, iu_core.iu_route_window, integer);
 DROP FUNCTION IF EXISTS iu_core.fn_iu_route_worker_pass(text, integer);
 DROP FUNCTION IF EXISTS iu_core.fn_job_lease_row(text, uuid, text);
 
@@ -4252,8 +4251,9 @@ BEGIN
     IF NOT p_guarded AND NOT p_deliverable THEN
         WITH ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision, d.idempotency_key, d.txid
-              FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit) d
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+              FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit) d
             RETURNING status, event_txid, event_ref
         )
         -- Every row written is dry_run, disabled or skipped (a 'deliver' raises, above), so
@@ -4280,10 +4280,11 @@ BEGIN
         -- Every non-deliver event of the page is written (or the statement raises), so the
         -- counts are the page's decisions, read in the same pass as the deliver list.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
         ), ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision, d.idempotency_key, d.txid
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
               FROM decided d
              WHERE d.decision <> 'deliver'
         )
@@ -4306,10 +4307,11 @@ BEGIN
     ELSE
         -- A re-scan: existing keys are skipped and counted as already attempted.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
         ), ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision, d.idempotency_key, d.txid
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
               FROM decided d
              WHERE d.decision <> 'deliver'
             ON CONFLICT DO NOTHING
@@ -4353,41 +4355,29 @@ REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_r
 -- functions/route_worker/fn_iu_route_worker_page.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_worker_page(
-    p_worker_name  text,
     p_event_domain text,
     p_pos          iu_core.iu_route_window,
     p_limit        integer
 )
-RETURNS TABLE (id uuid, txid xid8, created_at timestamptz, route_key text, route_kind text, decision text,
-               idempotency_key text)
+RETURNS TABLE (id uuid, txid xid8, created_at timestamptz, route_key text, route_kind text, decision text)
 LANGUAGE sql STABLE
 AS $$
     -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_worker_page: the next page of the window with each event's route, decision
-    -- (fn_iu_route_decide over the route resolved by (domain, type, stream); NULL route fields
-    -- when none matches) and the worker's idempotency key for it (fn_iu_route_idempotency_key).
-    -- The one query decide_page and decide_each read.
-    -- The decision and the key's prefix are computed once per route of the domain, on the
-    -- join's route side (the hash join's build), so each event costs one join of the prefix
-    -- to its id rather than a decision and four: ~1 k instructions an event of a page's ~48 k.
-    -- An event no route matches gets the decision and the prefix of no route, as the two
-    -- functions give them for NULLs (the decision folds into a constant when planned).
+    -- fn_iu_route_worker_page: the next page of the window with each event's route and
+    -- decision (fn_iu_route_decide over the route resolved by (domain, type, stream); NULL
+    -- route fields when none matches). The one query both decide_page and decide_each read.
     -- Inlinable SQL, like the claim it wraps.
     -- ---------------------------------------------------------------------------------------
     SELECT p.id, p.txid, p.created_at, rt.route_key, rt.route_kind,
-           coalesce(rt.decision, iu_core.fn_iu_route_decide(NULL, NULL, NULL)),
-           coalesce(rt.key_prefix, iu_core.fn_iu_route_idempotency_prefix(p_worker_name, NULL)) || p.id::text
+           iu_core.fn_iu_route_decide(rt.route_key, rt.enabled, rt.dry_run)
       FROM iu_core.fn_iu_route_worker_claim(p_event_domain, p_pos, p_limit) p
-      LEFT JOIN (SELECT r.event_type, r.event_stream, r.route_key, r.route_kind,
-                        iu_core.fn_iu_route_decide(r.route_key, r.enabled, r.dry_run) AS decision,
-                        iu_core.fn_iu_route_idempotency_prefix(p_worker_name, r.route_key) AS key_prefix
-                   FROM public.iu_outbound_route r
-                  WHERE r.event_domain = p_event_domain) rt
-             ON rt.event_type = p.event_type
+      LEFT JOIN public.iu_outbound_route rt
+             ON rt.event_domain = p_event_domain
+            AND rt.event_type = p.event_type
             AND rt.event_stream = p.event_stream
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_page(text, text, iu_core.iu_route_window, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION iu_core.fn_iu_route_worker_page(text, iu_core.iu_route_window, integer) FROM PUBLIC;
 
 -- functions/route_worker/fn_iu_route_worker_xip.sql
 -- +goose StatementBegin
@@ -4549,24 +4539,6 @@ $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_decide(text, boolean, boolean) FROM PUBLIC;
 
--- functions/route_worker/fn_iu_route_idempotency_prefix.sql
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_idempotency_prefix(p_worker_name text, p_route_key text)
-RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    -- ---------------------------------------------------------------------------------------
-    -- fn_iu_route_idempotency_prefix: iu_wrk:{worker}:{route_key}: (with 'none' for the route
-    -- key when no route matched), the part of an idempotency key that names no event
-    -- (fn_iu_route_idempotency_key appends the event id to it). A page builds it once per
-    -- route, so each of its events joins one string to its id (fn_iu_route_worker_page).
-    -- Inlinable SQL.
-    -- ---------------------------------------------------------------------------------------
-    SELECT 'iu_wrk:' || p_worker_name || ':' || coalesce(p_route_key, 'none') || ':'
-$$;
--- +goose StatementEnd
-REVOKE ALL ON FUNCTION iu_core.fn_iu_route_idempotency_prefix(text, text) FROM PUBLIC;
-
 -- functions/route_worker/fn_iu_route_idempotency_key.sql
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION iu_core.fn_iu_route_idempotency_key(p_worker_name text, p_route_key text, p_event_id uuid)
@@ -4577,10 +4549,9 @@ AS $$
     -- fn_iu_route_idempotency_key: iu_wrk:{worker}:{route_key}:{event_id}, with 'none' for the
     -- route key when no route matched. Unambiguous because worker names carry no ':' (register
     -- refuses them), route keys may not be 'none', and the event id is fixed-length and last.
-    -- The prefix (worker and route) is fn_iu_route_idempotency_prefix's. Inlinable SQL, like
-    -- the decision.
+    -- Inlinable SQL, like the decision.
     -- ---------------------------------------------------------------------------------------
-    SELECT iu_core.fn_iu_route_idempotency_prefix(p_worker_name, p_route_key) || p_event_id::text
+    SELECT 'iu_wrk:' || p_worker_name || ':' || coalesce(p_route_key, 'none') || ':' || p_event_id::text
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION iu_core.fn_iu_route_idempotency_key(text, text, uuid) FROM PUBLIC;
@@ -4613,7 +4584,7 @@ DECLARE
 BEGIN
     t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
     FOR e IN
-        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit) p
+        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit) p
          ORDER BY p.txid, p.id
     LOOP
         t.claimed := t.claimed + 1;
@@ -4624,7 +4595,7 @@ BEGIN
             t.deliver_route_kinds := t.deliver_route_kinds || e.route_kind;
             CONTINUE;
         END IF;
-        v_key := e.idempotency_key;
+        v_key := iu_core.fn_iu_route_idempotency_key(p_worker_name, e.route_key, e.id);
         BEGIN
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
             VALUES (e.id, p_worker_name, e.route_key, e.route_kind, e.decision, v_key, e.txid)
@@ -11174,7 +11145,6 @@ AS $$
         'iu_core.fn_iu_route_group_summary(public.iu_route_group, public.iu_route_group_member, boolean, boolean)',
         'iu_core.fn_iu_route_group_takeover(text, integer, jsonb)',
         'iu_core.fn_iu_route_idempotency_key(text, text, uuid)',
-        'iu_core.fn_iu_route_idempotency_prefix(text, text)',
         'iu_core.fn_iu_route_run_tally_zero()',
         'iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text, boolean)',
         'iu_core.fn_iu_route_worker_backlog_cap()',
@@ -11204,7 +11174,7 @@ AS $$
         'iu_core.fn_iu_route_worker_max_batch()',
         'iu_core.fn_iu_route_worker_name_ok(text)',
         'iu_core.fn_iu_route_worker_not_registered(text, text)',
-        'iu_core.fn_iu_route_worker_page(text, text, iu_core.iu_route_window, integer)',
+        'iu_core.fn_iu_route_worker_page(text, iu_core.iu_route_window, integer)',
         'iu_core.fn_iu_route_worker_pass(text, integer, integer)',
         'iu_core.fn_iu_route_worker_pending(text, iu_core.iu_route_window)',
         'iu_core.fn_iu_route_worker_require_name(text, text)',
@@ -11339,10 +11309,8 @@ DROP FUNCTION public.fn_iu_route_worker_remove_member(text, text);
 DROP FUNCTION public.fn_iu_route_worker_register_member(text, text, text, integer);
 DROP FUNCTION iu_core.fn_iu_route_attempt_tally_add(text, text[], integer[], integer[]);
 DROP FUNCTION iu_core.fn_iu_route_worker_advance(text, text, pg_snapshot, pg_snapshot, xid8, uuid, iu_core.iu_route_run_tally, jsonb, text, text, boolean);
-DROP FUNCTION iu_core.fn_iu_route_idempotency_prefix(text, text);
 DROP FUNCTION iu_core.fn_iu_route_worker_claim(text, iu_core.iu_route_window, integer, integer, integer);
 DROP FUNCTION iu_core.fn_iu_route_worker_xip(pg_snapshot);
-DROP FUNCTION iu_core.fn_iu_route_worker_page(text, text, iu_core.iu_route_window, integer);
 DROP FUNCTION iu_core.fn_iu_route_worker_decide_page(iu_core.iu_route_run_tally, text, text, iu_core.iu_route_window, integer, boolean, boolean);
 DROP FUNCTION iu_core.fn_iu_route_worker_name_ok(text);
 DROP FUNCTION iu_core.fn_iu_route_worker_pass(text, integer, integer);

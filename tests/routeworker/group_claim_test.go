@@ -170,7 +170,7 @@ func TestGroup_MemberPageSkipsOthersInsideTheScan(t *testing.T) {
 	// The worker's claim: no bucket test anywhere in its plan.
 	wroot := explainGeneric(t, db,
 		`PREPARE worker_page(text, pg_snapshot, integer) AS
-		   SELECT * FROM iu_core.fn_iu_route_worker_page('w', $1, ROW(NULL, $2, NULL, NULL)::iu_core.iu_route_window, $3)`,
+		   SELECT * FROM iu_core.fn_iu_route_worker_page($1, ROW(NULL, $2, NULL, NULL)::iu_core.iu_route_window, $3)`,
 		fmt.Sprintf(`EXECUTE worker_page('iu', '%s', %d)`, snap, limit))
 	walkExplain(wroot, func(n explainNode) {
 		if strings.Contains(n.Filter+n.JoinFilter, "hashtextextended") || strings.Contains(n.Filter+n.JoinFilter, "uuid_hash") {

@@ -6,8 +6,7 @@ AS $$
     -- fn_iu_route_idempotency_key: iu_wrk:{worker}:{route_key}:{event_id}, with 'none' for the
     -- route key when no route matched. Unambiguous because worker names carry no ':' (register
     -- refuses them), route keys may not be 'none', and the event id is fixed-length and last.
-    -- The prefix (worker and route) is fn_iu_route_idempotency_prefix's. Inlinable SQL, like
-    -- the decision.
+    -- Inlinable SQL, like the decision.
     -- ---------------------------------------------------------------------------------------
-    SELECT iu_core.fn_iu_route_idempotency_prefix(p_worker_name, p_route_key) || p_event_id::text
+    SELECT 'iu_wrk:' || p_worker_name || ':' || coalesce(p_route_key, 'none') || ':' || p_event_id::text
 $$;

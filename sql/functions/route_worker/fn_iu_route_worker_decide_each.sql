@@ -24,7 +24,7 @@ DECLARE
 BEGIN
     t.deliver_ids := '{}'; t.deliver_route_keys := '{}'; t.deliver_route_kinds := '{}';
     FOR e IN
-        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit) p
+        SELECT p.* FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit) p
          ORDER BY p.txid, p.id
     LOOP
         t.claimed := t.claimed + 1;
@@ -35,7 +35,7 @@ BEGIN
             t.deliver_route_kinds := t.deliver_route_kinds || e.route_kind;
             CONTINUE;
         END IF;
-        v_key := e.idempotency_key;
+        v_key := iu_core.fn_iu_route_idempotency_key(p_worker_name, e.route_key, e.id);
         BEGIN
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
             VALUES (e.id, p_worker_name, e.route_key, e.route_kind, e.decision, v_key, e.txid)

@@ -62,8 +62,9 @@ BEGIN
     IF NOT p_guarded AND NOT p_deliverable THEN
         WITH ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision, d.idempotency_key, d.txid
-              FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit) d
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
+              FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit) d
             RETURNING status, event_txid, event_ref
         )
         -- Every row written is dry_run, disabled or skipped (a 'deliver' raises, above), so
@@ -90,10 +91,11 @@ BEGIN
         -- Every non-deliver event of the page is written (or the statement raises), so the
         -- counts are the page's decisions, read in the same pass as the deliver list.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
         ), ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision, d.idempotency_key, d.txid
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
               FROM decided d
              WHERE d.decision <> 'deliver'
         )
@@ -116,10 +118,11 @@ BEGIN
     ELSE
         -- A re-scan: existing keys are skipped and counted as already attempted.
         WITH decided AS MATERIALIZED (
-            SELECT * FROM iu_core.fn_iu_route_worker_page(p_worker_name, p_event_domain, p_pos, p_limit)
+            SELECT * FROM iu_core.fn_iu_route_worker_page(p_event_domain, p_pos, p_limit)
         ), ins AS (
             INSERT INTO public.iu_route_attempt (event_ref, worker_name, route_key, route_kind, status, idempotency_key, event_txid)
-            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision, d.idempotency_key, d.txid
+            SELECT d.id, p_worker_name, d.route_key, d.route_kind, d.decision,
+                   iu_core.fn_iu_route_idempotency_key(p_worker_name, d.route_key, d.id), d.txid
               FROM decided d
              WHERE d.decision <> 'deliver'
             ON CONFLICT DO NOTHING
